@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Compiler helpers used everywhere: branch hints, cache-line size, container_of,
+ * a CPU pause for spin loops. Header-only, dependency-free.
+ */
+#ifndef SCREE_BASE_COMPILER_H
+#define SCREE_BASE_COMPILER_H
+
+#include <stddef.h>
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* 64 bytes on every x86-64 and most arm64 parts; indices shared by two cores
+ * are padded to this so that the two writers never share a line. */
+#define CACHELINE_BYTES 64
+#define cacheline_aligned __attribute__((aligned(CACHELINE_BYTES)))
+
+#define container_of(ptr, type, member) \
+        ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield" ::: "memory");
+#else
+        __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+#endif

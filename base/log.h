@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Minimal leveled logging to stderr, one line per call (a single write(2), so
+ * lines from different shards never interleave mid-line).
+ *
+ * reactor/ and engine/ log at debug level at most; net/main.c and tools/
+ * decide what the user sees. log_level is set once at start-up, before any
+ * shard thread exists, and only read afterwards. Any thread.
+ */
+#ifndef SCREE_BASE_LOG_H
+#define SCREE_BASE_LOG_H
+
+enum log_level {
+        LOG_LEVEL_ERROR,
+        LOG_LEVEL_WARN,
+        LOG_LEVEL_INFO,
+        LOG_LEVEL_DEBUG,
+        LOG_LEVEL_MAX,
+        LOG_LEVEL_INVALID = -1,
+};
+
+extern enum log_level log_level;
+
+__attribute__((format(printf, 2, 3))) void log_write(enum log_level level, const char *fmt, ...);
+
+/* Parses "error", "warn", "info" or "debug"; LOG_LEVEL_INVALID otherwise. */
+enum log_level log_level_parse(const char *s);
+
+#define log_error(...) log_write(LOG_LEVEL_ERROR, __VA_ARGS__)
+#define log_warn(...) log_write(LOG_LEVEL_WARN, __VA_ARGS__)
+#define log_info(...) log_write(LOG_LEVEL_INFO, __VA_ARGS__)
+#define log_debug(...)                                         \
+        do {                                                   \
+                if (log_level >= LOG_LEVEL_DEBUG)              \
+                        log_write(LOG_LEVEL_DEBUG, __VA_ARGS__); \
+        } while (0)
+
+#endif

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Memory helpers: aligned buffers for O_DIRECT I/O. Any thread; memory is
+ * freed with mem_free_aligned() by the shard that allocated it.
+ */
+#ifndef SCREE_BASE_MEM_H
+#define SCREE_BASE_MEM_H
+
+#include <stddef.h>
+
+/* O_DIRECT needs buffer, offset and length aligned to the logical block size;
+ * 4096 covers every device we target. */
+#define MEM_DIRECT_ALIGN 4096
+
+/* Allocates size bytes (rounded up to a multiple of align) aligned to align, a
+ * power of two. Returns NULL only on ENOMEM. Caller frees with mem_free_aligned. */
+void *mem_alloc_aligned(size_t align, size_t size);
+void mem_free_aligned(void *p);
+
+#endif

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The per-shard reactor loop; see loop.h for the iteration and the contracts.
+ *
+ * Sleep/wake protocol (Dekker style, no lost wakeups): the loop stores
+ * sleeping=1, issues a seq_cst fence, then re-checks every poller and its own
+ * queues; a producer publishes, issues a seq_cst fence, then reads sleeping.
+ * At least one of the two sees the other's store, so either the loop finds
+ * the work or the producer writes the eventfd. The exchange in rx_loop_wake
+ * makes one waker per sleep pay for the syscall. The fences sit on the
+ * producer's batch flush and on the idle transition, never per message.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/time.h"
+#include "reactor/loop_int.h"
+
+static void wake_done(struct rx_loop *loop, struct rx_op *op, int res)
+{
+        (void)op;
+        (void)res;
+        loop->wake_armed = false;
+        if (!atomic_load_explicit(&loop->stop, memory_order_relaxed))
+                loop->wake_armed = rx_loop_arm_wake(loop, wake_done) == 0;
+}
+
+static void opts_defaults(struct rx_loop_opts *o)
+{
+        if (!o->ring_entries)
+                o->ring_entries = RX_LOOP_DEFAULT_RING_ENTRIES;
+        if (!o->task_quota_ns)
+                o->task_quota_ns = RX_LOOP_DEFAULT_TASK_QUOTA_NS;
+        if (!o->stall_threshold_ns)
+                o->stall_threshold_ns = RX_LOOP_DEFAULT_STALL_NS;
+        if (!o->idle_poll_ns)
+                o->idle_poll_ns = RX_LOOP_DEFAULT_IDLE_POLL_NS;
+}
+
+int rx_loop_new(const struct rx_loop_opts *opts, struct rx_loop **ret_loop)
+{
+        struct rx_loop *loop = aligned_alloc(CACHELINE_BYTES, sizeof(*loop));
+        struct rx_uring_features feat;
+        int r;
+
+        if (!loop)
+                return -ENOMEM;
+        memset(loop, 0, sizeof(*loop));
+        atomic_init(&loop->sleeping, 0);
+        atomic_init(&loop->stop, false);
+        if (opts)
+                loop->opts = *opts;
+        opts_defaults(&loop->opts);
+        loop->owner_shard = check_current_shard;
+        rx_timer_heap_init(&loop->timers);
+        loop->wake_fd = eventfd(0, EFD_CLOEXEC);
+        if (loop->wake_fd < 0) {
+                r = -errno;
+                goto fail;
+        }
+        r = rx_uring_new(loop->opts.ring_entries, &loop->uring, &feat);
+        if (r < 0)
+                goto fail;
+        loop->features = feat;
+        r = rx_loop_arm_wake(loop, wake_done);
+        if (r < 0)
+                goto fail;
+        loop->wake_armed = true;
+        *ret_loop = loop;
+        return 0;
+fail:
+        rx_loop_free(loop);
+        return r;
+}
+
+void rx_loop_free(struct rx_loop *loop)
+{
+        if (!loop)
+                return;
+        rx_uring_free(loop->uring);
+        if (loop->wake_fd > 0)
+                close(loop->wake_fd);
+        rx_timer_heap_fini(&loop->timers);
+        free(loop);
+}
+
+void rx_loop_stop(struct rx_loop *loop)
+{
+        atomic_store_explicit(&loop->stop, true, memory_order_seq_cst);
+        atomic_thread_fence(memory_order_seq_cst);
+        rx_loop_wake(loop);
+}
+
+bool rx_loop_is_stopping(const struct rx_loop *loop)
+{
+        return atomic_load_explicit(&loop->stop, memory_order_acquire);
+}
+
+bool rx_loop_wake(struct rx_loop *loop)
+{
+        uint64_t one = 1;
+
+        if (!atomic_load_explicit(&loop->sleeping, memory_order_relaxed))
+                return false;
+        if (!atomic_exchange_explicit(&loop->sleeping, 0, memory_order_acq_rel))
+                return false;
+        /* An eventfd write of 1 fails only on counter overflow, which the
+         * loop's pending read rules out. */
+        return write(loop->wake_fd, &one, sizeof(one)) == sizeof(one);
+}
+
+void rx_loop_post(struct rx_loop *loop, struct rx_task *t)
+{
+        SCREE_ASSERT_SHARD(loop);
+        t->next = NULL;
+        if (loop->task_tail)
+                loop->task_tail->next = t;
+        else
+                loop->task_head = t;
+        loop->task_tail = t;
+}
+
+int rx_timer_arm_at(struct rx_loop *loop, struct rx_timer *t, uint64_t deadline_ns)
+{
+        SCREE_ASSERT_SHARD(loop);
+        return rx_timer_heap_add(&loop->timers, t, deadline_ns);
+}
+
+int rx_timer_arm_after(struct rx_loop *loop, struct rx_timer *t, uint64_t delay_ns)
+{
+        return rx_timer_arm_at(loop, t, time_now_ns() + delay_ns);
+}
+
+bool rx_timer_cancel(struct rx_loop *loop, struct rx_timer *t)
+{
+        SCREE_ASSERT_SHARD(loop);
+        return rx_timer_heap_remove(&loop->timers, t);
+}
+
+const struct rx_loop_stats *rx_loop_stats(const struct rx_loop *loop)
+{
+        return &loop->stats;
+}
+
+const struct rx_uring_features *rx_loop_features(const struct rx_loop *loop)
+{
+        return &loop->features;
+}
+
+unsigned rx_loop_shard_id(const struct rx_loop *loop)
+{
+        return loop->shard_id;
+}
+
+void *rx_loop_user(const struct rx_loop *loop)
+{
+        return loop->user;
+}
+
+void rx_loop_set_user(struct rx_loop *loop, void *user)
+{
+        loop->user = user;
+}
+
+void rx_loop_add_poller(struct rx_loop *loop, struct rx_poller *p)
+{
+        p->next = loop->pollers;
+        loop->pollers = p;
+}
+
+void rx_loop_stall(struct rx_loop *loop, const char *name, uint64_t duration_ns)
+{
+        loop->stats.stalls++;
+        loop->stats.stall_last_name = name ? name : "(unnamed)";
+        if (duration_ns > loop->stats.stall_max_ns)
+                loop->stats.stall_max_ns = duration_ns;
+        if (loop->opts.on_stall)
+                loop->opts.on_stall(loop, loop->stats.stall_last_name, duration_ns);
+}
+
+/* Runs tasks until the queue is empty or the quota is spent. */
+static unsigned run_tasks(struct rx_loop *loop, uint64_t start_ns)
+{
+        uint64_t prev = start_ns;
+        unsigned n = 0;
+
+        while (loop->task_head) {
+                struct rx_task *t = loop->task_head;
+                uint64_t now;
+
+                loop->task_head = t->next;
+                if (!loop->task_head)
+                        loop->task_tail = NULL;
+                t->fn(loop, t);
+                n++;
+                now = time_now_ns();
+                rx_loop_account(loop, t->name, &prev, now);
+                if (now - start_ns >= loop->opts.task_quota_ns) {
+                        if (loop->task_head)
+                                loop->stats.quota_yields++;
+                        break;
+                }
+        }
+        loop->stats.tasks_run += n;
+        return n;
+}
+
+static unsigned fire_timers(struct rx_loop *loop, uint64_t now_ns)
+{
+        struct rx_timer *t;
+        uint64_t prev = now_ns;
+        unsigned n = 0;
+
+        while ((t = rx_timer_heap_pop_due(&loop->timers, now_ns)) != NULL) {
+                t->fn(loop, t);
+                n++;
+                rx_loop_account(loop, t->name, &prev, time_now_ns());
+        }
+        loop->stats.timers_fired += n;
+        return n;
+}
+
+static unsigned run_pollers(struct rx_loop *loop)
+{
+        unsigned n = 0;
+
+        for (struct rx_poller *p = loop->pollers; p; p = p->next)
+                n += p->poll(loop, p);
+        return n;
+}
+
+static bool has_work(struct rx_loop *loop)
+{
+        if (loop->task_head || atomic_load_explicit(&loop->stop, memory_order_relaxed))
+                return true;
+        for (struct rx_poller *p = loop->pollers; p; p = p->next)
+                if (p->has_work(loop, p))
+                        return true;
+        return false;
+}
+
+/* Blocks in the ring until a completion, the next timer, or a wakeup. */
+static void sleep_in_ring(struct rx_loop *loop, uint64_t now_ns)
+{
+        struct rx_timer *next = rx_timer_heap_top(&loop->timers);
+        uint64_t timeout = UINT64_MAX;
+
+        atomic_store_explicit(&loop->sleeping, 1, memory_order_seq_cst);
+        atomic_thread_fence(memory_order_seq_cst);
+        if (has_work(loop)) {
+                atomic_store_explicit(&loop->sleeping, 0, memory_order_relaxed);
+                return;
+        }
+        if (next)
+                timeout = next->deadline_ns > now_ns ? next->deadline_ns - now_ns : 0;
+        loop->stats.sleeps++;
+        rx_uring_wait(loop->uring, timeout);
+        atomic_store_explicit(&loop->sleeping, 0, memory_order_relaxed);
+}
+
+int rx_loop_run(struct rx_loop *loop)
+{
+        uint64_t last_work = time_now_ns(), prev = last_work;
+
+        SCREE_ASSERT_SHARD(loop);
+        while (!atomic_load_explicit(&loop->stop, memory_order_acquire)) {
+                uint64_t now = time_now_ns();
+                unsigned work;
+
+                loop->stats.iterations++;
+                work = run_pollers(loop);
+                work += run_tasks(loop, now);
+                work += fire_timers(loop, time_now_ns());
+                rx_uring_flush(loop->uring);
+                work += rx_uring_reap(loop, 256);
+                now = time_now_ns();
+                if (work) {
+                        loop->stats.busy_ns += now - prev;
+                        prev = last_work = now;
+                        continue;
+                }
+                if (!loop->opts.never_sleep && now - last_work >= loop->opts.idle_poll_ns)
+                        sleep_in_ring(loop, now);
+                else
+                        cpu_relax();
+                now = time_now_ns();
+                loop->stats.idle_ns += now - prev;
+                prev = now;
+        }
+        return 0;
+}

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The loop itself: task order, the task quota keeping I/O completions
+ * flowing past a CPU-hungry task, the stall detector, set-up hints, and a
+ * sleeping loop being woken by another thread.
+ */
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/time.h"
+#include "reactor/io.h"
+#include "reactor/loop.h"
+#include "tests/reactor/helpers.h"
+
+TestSuite(loop, .timeout = 30);
+
+struct seq_task {
+        struct rx_task t;
+        int id;
+};
+
+static int ran[8], n_ran;
+
+static void record(struct rx_loop *loop, struct rx_task *t)
+{
+        struct seq_task *s = (struct seq_task *)t;
+
+        ran[n_ran++] = s->id;
+        if (s->id == 7)
+                rx_loop_stop(loop);
+}
+
+Test(loop, tasks_run_in_post_order_and_never_inside_post)
+{
+        struct rx_loop *loop;
+        struct seq_task tasks[8];
+        int r = rx_loop_new(NULL, &loop);
+
+        SKIP_IF_NO_URING(r);
+        cr_assert(eq(int, r, 0));
+        for (int i = 0; i < 8; i++) {
+                tasks[i] = (struct seq_task){ .t = { .fn = record, .name = "record" }, .id = i };
+                rx_loop_post(loop, &tasks[i].t);
+        }
+        cr_expect(eq(int, n_ran, 0));
+        rx_loop_run(loop);
+        cr_assert(eq(int, n_ran, 8));
+        for (int i = 0; i < 8; i++)
+                cr_expect(eq(int, ran[i], i));
+        cr_expect(eq(u64, rx_loop_stats(loop)->tasks_run, 8));
+        rx_loop_free(loop);
+}
+
+/* A task that burns 50 us and re-posts itself forever; a NOP submitted while
+ * it runs must still complete after a bounded number of its runs. */
+struct quota_state {
+        struct rx_task busy;
+        struct rx_op nop;
+        uint64_t busy_runs;
+        uint64_t runs_at_submit;
+        uint64_t runs_at_completion;
+        bool completed;
+};
+
+static struct quota_state qs;
+
+static void nop_done(struct rx_loop *loop, struct rx_op *op, int res)
+{
+        (void)op;
+        cr_assert(eq(int, res, 0));
+        qs.completed = true;
+        qs.runs_at_completion = qs.busy_runs;
+        rx_loop_stop(loop);
+}
+
+static void busy_task(struct rx_loop *loop, struct rx_task *t)
+{
+        uint64_t start = time_now_ns();
+
+        while (time_now_ns() - start < 50 * NS_PER_US)
+                ;
+        qs.busy_runs++;
+        if (qs.busy_runs == 3) {
+                qs.runs_at_submit = qs.busy_runs;
+                cr_assert(eq(int, rx_nop(loop, &qs.nop, nop_done), 0));
+        }
+        if (qs.busy_runs > 200000) {    /* the quota failed: end the test, don't hang */
+                rx_loop_stop(loop);
+                return;
+        }
+        rx_loop_post(loop, t);
+}
+
+Test(loop, task_quota_bounds_how_long_a_busy_task_delays_io_completions)
+{
+        struct rx_loop_opts o = { .task_quota_ns = 500 * NS_PER_US };
+        struct rx_loop *loop;
+        int r = rx_loop_new(&o, &loop);
+        uint64_t bound;
+
+        SKIP_IF_NO_URING(r);
+        cr_assert(eq(int, r, 0));
+        qs.busy = (struct rx_task){ .fn = busy_task, .name = "busy" };
+        rx_loop_post(loop, &qs.busy);
+        rx_loop_run(loop);
+        cr_assert(qs.completed, "the I/O completion starved behind a busy task");
+        /* Each run takes >= 50 us, so one 500 us quota holds at most 11 runs; the
+         * NOP is reaped at the end of the round it was submitted in or the next.
+         * A slower machine only lowers the count, so this bound is noise-proof. */
+        bound = 2 * (500 / 50 + 1);
+        cr_expect(le(u64, qs.runs_at_completion - qs.runs_at_submit, bound),
+                  "%llu busy runs before the completion ran",
+                  (unsigned long long)(qs.runs_at_completion - qs.runs_at_submit));
+        cr_expect(gt(u64, rx_loop_stats(loop)->quota_yields, 0));
+        rx_loop_free(loop);
+}
+
+static const char *stall_name;
+static uint64_t stall_ns;
+
+static void on_stall(struct rx_loop *loop, const char *name, uint64_t ns)
+{
+        (void)loop;
+        stall_name = name;
+        stall_ns = ns;
+}
+
+static void slow_task(struct rx_loop *loop, struct rx_task *t)
+{
+        (void)t;
+        usleep(40 * 1000);
+        rx_loop_stop(loop);
+}
+
+Test(loop, stall_detector_reports_a_task_over_25ms_by_name)
+{
+        struct rx_loop_opts o = { .on_stall = on_stall };
+        struct rx_task t = { .fn = slow_task, .name = "slow_task" };
+        struct rx_loop *loop;
+        int r = rx_loop_new(&o, &loop);
+        const struct rx_loop_stats *st;
+
+        SKIP_IF_NO_URING(r);
+        cr_assert(eq(int, r, 0));
+        rx_loop_post(loop, &t);
+        rx_loop_run(loop);
+        st = rx_loop_stats(loop);
+        cr_expect(ge(u64, st->stalls, 1));
+        cr_expect(eq(str, (char *)st->stall_last_name, "slow_task"));
+        cr_assert(not(eq(ptr, (void *)stall_name, NULL)), "on_stall was not called");
+        cr_expect(eq(str, (char *)stall_name, "slow_task"));
+        cr_expect(ge(u64, stall_ns, 40 * NS_PER_MS));
+        cr_expect(ge(u64, st->stall_max_ns, 40 * NS_PER_MS));
+        rx_loop_free(loop);
+}
+
+static void *stop_later(void *arg)
+{
+        usleep(100 * 1000);
+        rx_loop_stop(arg);
+        return NULL;
+}
+
+Test(loop, a_sleeping_loop_wakes_when_another_thread_stops_it)
+{
+        struct rx_loop_opts o = { .idle_poll_ns = 10 * NS_PER_US };
+        struct rx_loop *loop;
+        pthread_t th;
+        int r = rx_loop_new(&o, &loop);
+
+        SKIP_IF_NO_URING(r);
+        cr_assert(eq(int, r, 0));
+        /* No timer is armed, so only the eventfd wakeup can end the sleep;
+         * without it this test hangs and the timeout fails it. */
+        pthread_create(&th, NULL, stop_later, loop);
+        rx_loop_run(loop);
+        pthread_join(th, NULL);
+        cr_expect(ge(u64, rx_loop_stats(loop)->sleeps, 1));
+        cr_expect(rx_loop_is_stopping(loop));
+        rx_loop_free(loop);
+}
+
+Test(loop, setup_hints_name_the_cause)
+{
+        cr_expect(not(eq(ptr, strstr(rx_loop_setup_hint(-EPERM), "seccomp"), NULL)));
+        cr_expect(not(eq(ptr, strstr(rx_loop_setup_hint(-ENOSYS), "kernel"), NULL)));
+        cr_expect(not(eq(ptr, strstr(rx_loop_setup_hint(-ENOMEM), "MEMLOCK"), NULL)));
+        cr_expect(eq(str, (char *)scree_strerror(-SCREE_EFULL), "queue or ring full, retry later"));
+        cr_expect(eq(str, (char *)scree_strerror(-ENOENT), "No such file or directory"));
+}
+
+Test(loop, features_are_probed_and_printable)
+{
+        struct rx_loop *loop;
+        char buf[256];
+        int r = rx_loop_new(NULL, &loop);
+
+        SKIP_IF_NO_URING(r);
+        cr_assert(eq(int, r, 0));
+        rx_uring_features_format(rx_loop_features(loop), buf, sizeof(buf));
+        cr_expect(not(eq(ptr, strstr(buf, "single_issuer="), NULL)));
+        /* DEFER_TASKRUN is only ever used together with SINGLE_ISSUER. */
+        if (rx_loop_features(loop)->defer_taskrun)
+                cr_expect(rx_loop_features(loop)->single_issuer);
+        rx_loop_free(loop);
+}
