@@ -183,10 +183,11 @@ void rx_loop_stall(struct rx_loop *loop, const char *name, uint64_t duration_ns)
                 loop->opts.on_stall(loop, loop->stats.stall_last_name, duration_ns);
 }
 
-/* Runs tasks until the queue is empty or the quota is spent. */
-static unsigned run_tasks(struct rx_loop *loop, uint64_t start_ns)
+/* Runs tasks until the queue is empty or the quota is spent; advances *now_ns
+ * to the time the last task ended. */
+static unsigned run_tasks(struct rx_loop *loop, uint64_t *now_ns)
 {
-        uint64_t prev = start_ns;
+        uint64_t start_ns = *now_ns, prev = start_ns;
         unsigned n = 0;
 
         while (loop->task_head) {
@@ -200,6 +201,7 @@ static unsigned run_tasks(struct rx_loop *loop, uint64_t start_ns)
                 n++;
                 now = time_now_ns();
                 rx_loop_account(loop, t->name, &prev, now);
+                *now_ns = now;
                 if (now - start_ns >= loop->opts.task_quota_ns) {
                         if (loop->task_head)
                                 loop->stats.quota_yields++;
@@ -213,13 +215,13 @@ static unsigned run_tasks(struct rx_loop *loop, uint64_t start_ns)
 static unsigned fire_timers(struct rx_loop *loop, uint64_t now_ns)
 {
         struct rx_timer *t;
-        uint64_t prev = now_ns;
+        uint64_t prev = time_coarse_ns();
         unsigned n = 0;
 
         while ((t = rx_timer_heap_pop_due(&loop->timers, now_ns)) != NULL) {
                 t->fn(loop, t);
                 n++;
-                rx_loop_account(loop, t->name, &prev, time_now_ns());
+                rx_loop_account(loop, t->name, &prev, time_coarse_ns());
         }
         loop->stats.timers_fired += n;
         return n;
@@ -263,34 +265,42 @@ static void sleep_in_ring(struct rx_loop *loop, uint64_t now_ns)
         atomic_store_explicit(&loop->sleeping, 0, memory_order_relaxed);
 }
 
+/*
+ * One clock read per iteration on the hot path: `now` is read at the bottom
+ * and serves the next iteration's quota start, timer check and accounting.
+ */
 int rx_loop_run(struct rx_loop *loop)
 {
-        uint64_t last_work = time_now_ns(), prev = last_work;
+        uint64_t now = time_now_ns(), last_work = now;
 
         SCREE_ASSERT_SHARD(loop);
         while (!atomic_load_explicit(&loop->stop, memory_order_acquire)) {
-                uint64_t now = time_now_ns();
+                struct rx_timer *next = rx_timer_heap_top(&loop->timers);
+                uint64_t start = now, end;
                 unsigned work;
 
                 loop->stats.iterations++;
                 work = run_pollers(loop);
-                work += run_tasks(loop, now);
-                work += fire_timers(loop, time_now_ns());
+                if (loop->task_head)
+                        work += run_tasks(loop, &now);
+                if (next && next->deadline_ns <= now)
+                        work += fire_timers(loop, now);
                 rx_uring_flush(loop->uring);
                 work += rx_uring_reap(loop, 256);
-                now = time_now_ns();
+                end = time_now_ns();
                 if (work) {
-                        loop->stats.busy_ns += now - prev;
-                        prev = last_work = now;
+                        loop->stats.busy_ns += end - start;
+                        now = last_work = end;
                         continue;
                 }
-                if (!loop->opts.never_sleep && now - last_work >= loop->opts.idle_poll_ns)
-                        sleep_in_ring(loop, now);
-                else
+                if (!loop->opts.never_sleep && end - last_work >= loop->opts.idle_poll_ns) {
+                        sleep_in_ring(loop, end);
+                        end = time_now_ns();
+                } else {
                         cpu_relax();
-                now = time_now_ns();
-                loop->stats.idle_ns += now - prev;
-                prev = now;
+                }
+                loop->stats.idle_ns += end - start;
+                now = end;
         }
         return 0;
 }

@@ -153,7 +153,7 @@ static unsigned drain_ring(struct shard *s, struct rx_spsc *q, bool requests)
 {
         void *batch[POP_BATCH];
         unsigned total = 0, got;
-        uint64_t prev = time_now_ns();
+        uint64_t prev = time_coarse_ns();
 
         do {
                 got = rx_spsc_pop_n(q, batch, POP_BATCH);
@@ -166,7 +166,7 @@ static unsigned drain_ring(struct shard *s, struct rx_spsc *q, bool requests)
                                 run_request(s, m);
                         else
                                 m->done(s->loop, m);
-                        rx_loop_account(s->loop, m->name, &prev, time_now_ns());
+                        rx_loop_account(s->loop, m->name, &prev, time_coarse_ns());
                 }
                 total += got;
         } while (got == POP_BATCH && total < MAX_POP_PER_RING);
@@ -181,19 +181,19 @@ static unsigned run_local(struct shard *s)
 {
         struct rx_msg *m = backlog_take(&s->out_req[s->id]), *next;
         unsigned n = 0;
-        uint64_t prev = time_now_ns();
+        uint64_t prev = time_coarse_ns();
 
         for (; m; m = next, n++) {
                 next = m->next;
                 s->stats.received++;
                 run_request(s, m);
-                rx_loop_account(s->loop, m->name, &prev, time_now_ns());
+                rx_loop_account(s->loop, m->name, &prev, time_coarse_ns());
         }
         for (m = backlog_take(&s->out_resp[s->id]); m; m = next, n++) {
                 next = m->next;
                 s->stats.completed++;
                 m->done(s->loop, m);
-                rx_loop_account(s->loop, m->name, &prev, time_now_ns());
+                rx_loop_account(s->loop, m->name, &prev, time_coarse_ns());
         }
         return n;
 }
@@ -202,14 +202,14 @@ static unsigned drain_alien(struct shard *s)
 {
         struct rx_mpsc_node *node = rx_mpsc_take_all(&s->alien), *next;
         unsigned n = 0;
-        uint64_t prev = time_now_ns();
+        uint64_t prev = time_coarse_ns();
 
         for (; node; node = next, n++) {
                 struct rx_alien_req *req = container_of(node, struct rx_alien_req, node);
 
                 next = node->next;      /* req may be freed once completed */
                 req->run(s->loop, req);
-                rx_loop_account(s->loop, "alien", &prev, time_now_ns());
+                rx_loop_account(s->loop, "alien", &prev, time_coarse_ns());
         }
         s->stats.alien_received += n;
         return n;

@@ -147,7 +147,7 @@ unsigned rx_uring_reap(struct rx_loop *loop, unsigned max)
 
                 if (n == 0)
                         break;
-                prev = time_now_ns();
+                prev = time_coarse_ns();
                 for (unsigned i = 0; i < n; i++) {
                         struct rx_op *op = io_uring_cqe_get_data(cqes[i]);
                         int res = cqes[i]->res;
@@ -161,7 +161,7 @@ unsigned rx_uring_reap(struct rx_loop *loop, unsigned max)
                         }
                         op->cb(loop, op, res);
                         rx_loop_account(loop, rx_op_kind_name((enum rx_op_kind)op->kind), &prev,
-                                        time_now_ns());
+                                        time_coarse_ns());
                 }
                 total += n;
                 loop->stats.io_completed += n;

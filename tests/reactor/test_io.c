@@ -79,7 +79,9 @@ static struct rx_loop *loop_new_or_skip(const struct rx_loop_opts *opts)
 
 static void path_in_dir(char *buf, const char *dir, const char *name)
 {
-        snprintf(buf, PATH_MAX, "%s/%s", dir, name);
+        int n = snprintf(buf, PATH_MAX, "%s/%s", dir, name);
+
+        cr_assert(lt(int, n, PATH_MAX), "path too long: %s/%s", dir, name);
 }
 
 /*
@@ -338,7 +340,7 @@ static void mount_small_tmpfs(void)
                 mnt_dir[0] = '\0';
                 if (errno == EPERM)
                         cr_skip_test("unshare(CLONE_NEWNS) not permitted: needs CAP_SYS_ADMIN");
-                cr_assert_fail("unshare: %s", strerror(errno));
+                cr_fatal("unshare: %s", strerror(errno));
         }
         cr_assert(eq(int, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0),
                   "make mounts private: %s", strerror(errno));
@@ -348,7 +350,7 @@ static void mount_small_tmpfs(void)
                 mnt_dir[0] = '\0';
                 if (e == EPERM)
                         cr_skip_test("mounting tmpfs not permitted");
-                cr_assert_fail("mount tmpfs: %s", strerror(e));
+                cr_fatal("mount tmpfs: %s", strerror(e));
         }
 }
 
@@ -548,20 +550,20 @@ Test(io, callback_may_free_its_op)
 
 /* ---- shutdown ------------------------------------------------------------ */
 
+static void count_call(struct rx_loop *loop, struct rx_op *op, int res)
+{
+        unsigned *calls = op->ctx;
+
+        (void)loop;
+        (void)res;
+        (*calls)++;
+}
+
 struct stop_then_submit {
         struct rx_op first, second;
         int second_submit;
         unsigned second_calls;
 };
-
-static void count_second(struct rx_loop *loop, struct rx_op *op, int res)
-{
-        struct stop_then_submit *s = container_of(op, struct stop_then_submit, second);
-
-        (void)loop;
-        (void)res;
-        s->second_calls++;
-}
 
 static void stop_and_submit(struct rx_loop *loop, struct rx_op *op, int res)
 {
@@ -569,7 +571,8 @@ static void stop_and_submit(struct rx_loop *loop, struct rx_op *op, int res)
 
         (void)res;
         rx_loop_stop(loop);
-        s->second_submit = rx_nop(loop, &s->second, count_second);
+        s->second.ctx = &s->second_calls;
+        s->second_submit = rx_nop(loop, &s->second, count_call);
 }
 
 Test(io, submit_after_stop_fails_with_eshutdown_and_never_calls_back)
@@ -585,8 +588,8 @@ Test(io, submit_after_stop_fails_with_eshutdown_and_never_calls_back)
         cr_expect(eq(int, s.second_submit, -SCREE_ESHUTDOWN));
         /* ...and after it returned: every kind of submit is refused. */
         late.ctx = &late_calls;
-        cr_expect(eq(int, rx_nop(loop, &late, free_own_op), -SCREE_ESHUTDOWN));
-        cr_expect(eq(int, rx_file_fsync(loop, &late, 0, free_own_op), -SCREE_ESHUTDOWN));
+        cr_expect(eq(int, rx_nop(loop, &late, count_call), -SCREE_ESHUTDOWN));
+        cr_expect(eq(int, rx_file_fsync(loop, &late, 0, count_call), -SCREE_ESHUTDOWN));
         rx_loop_run(loop);
         cr_expect(eq(u32, s.second_calls, 0));
         cr_expect(eq(u32, late_calls, 0));
@@ -663,22 +666,27 @@ static int listen_loopback(uint16_t *ret_port)
         return fd;
 }
 
-enum srv_step { SRV_ACCEPT, SRV_RECV, SRV_SEND, SRV_RECV_EOF, SRV_CLOSE, SRV_DONE };
+enum srv_step { SRV_ACCEPT, SRV_RECV, SRV_SEND, SRV_CLOSE, SRV_DONE };
 
+/* The loop's side: runs the steps of plan in order, one op at a time. */
 struct server {
         struct rx_op op;
-        enum srv_step step;
+        const enum srv_step *plan;
+        unsigned at;
         int listen_fd, conn_fd;
-        int results[SRV_DONE];
+        int results[8];
         char buf[16];
 };
 
+static void srv_next(struct rx_loop *loop, struct rx_op *op, int res);
+
 static int srv_submit(struct rx_loop *loop, struct server *s)
 {
-        switch (s->step) {
+        switch (s->plan[s->at]) {
+        case SRV_ACCEPT:
+                return rx_sock_accept(loop, &s->op, s->listen_fd, srv_next);
         case SRV_RECV:
-        case SRV_RECV_EOF:
-                return rx_sock_recv(loop, &s->op, s->conn_fd, s->buf, sizeof(s->buf), srv_next);
+                return rx_sock_recv(loop, &s->op, s->conn_fd, s->buf, sizeof(s->buf) - 1, srv_next);
         case SRV_SEND:
                 return rx_sock_send(loop, &s->op, s->conn_fd, "pong", 4, srv_next);
         case SRV_CLOSE:
@@ -687,4 +695,73 @@ static int srv_submit(struct rx_loop *loop, struct server *s)
                 rx_loop_stop(loop);
                 return 0;
         }
+}
+
+static void srv_next(struct rx_loop *loop, struct rx_op *op, int res)
+{
+        struct server *s = container_of(op, struct server, op);
+        int r;
+
+        s->results[s->at] = res;
+        if (res < 0) {
+                rx_loop_stop(loop);
+                return;
+        }
+        if (s->plan[s->at] == SRV_ACCEPT)
+                s->conn_fd = res;
+        s->at++;
+        r = srv_submit(loop, s);
+        cr_assert(eq(int, r, 0), "submit step %u: %s", s->at, scree_strerror(r));
+}
+
+/* Runs plan against a client thread; returns with the client joined. */
+static void serve(struct server *s, struct client *c, const enum srv_step *plan)
+{
+        struct rx_loop *loop = loop_new_or_skip(NULL);
+        int r;
+
+        memset(s, 0, sizeof(*s));
+        s->plan = plan;
+        s->conn_fd = -1;
+        s->listen_fd = listen_loopback(&c->port);
+        c->loop = loop;
+        cr_assert(eq(int, rx_sock_accept(loop, &s->op, s->listen_fd, srv_next), 0));
+        r = pthread_create(&c->thread, NULL, client_main, c);
+        cr_assert(eq(int, r, 0), "pthread_create: %s", strerror(r));
+        rx_loop_run(loop);
+        pthread_join(c->thread, NULL);
+        close(s->listen_fd);
+        rx_loop_free(loop);
+}
+
+Test(io, socket_accept_recv_send_close_serves_a_client)
+{
+        static const enum srv_step plan[] = { SRV_ACCEPT, SRV_RECV, SRV_SEND, SRV_RECV,
+                                              SRV_CLOSE, SRV_DONE };
+        struct client c = { .send_ping = true };
+        struct server s;
+
+        serve(&s, &c, plan);
+        cr_assert(eq(int, c.err, 0), "client: %s", strerror(c.err));
+        cr_assert(eq(u32, s.at, 5), "stopped at step %u with %d", s.at, s.results[s.at]);
+        cr_expect(ge(int, s.results[0], 0));
+        cr_expect(eq(int, s.results[1], 4));
+        cr_expect(eq(str, s.buf, "ping"));
+        cr_expect(eq(int, s.results[2], 4));
+        cr_expect(eq(str, c.reply, "pong"));
+        cr_expect(eq(int, s.results[3], 0), "recv after the client closed");
+        cr_expect(eq(int, s.results[4], 0));
+}
+
+Test(io, sock_recv_returns_zero_when_peer_closes)
+{
+        static const enum srv_step plan[] = { SRV_ACCEPT, SRV_RECV, SRV_CLOSE, SRV_DONE };
+        struct client c = { .send_ping = false };
+        struct server s;
+
+        serve(&s, &c, plan);
+        cr_assert(eq(int, c.err, 0), "client: %s", strerror(c.err));
+        cr_assert(eq(u32, s.at, 3), "stopped at step %u with %d", s.at, s.results[s.at]);
+        cr_expect(eq(int, s.results[1], 0));
+        cr_expect(eq(int, s.results[2], 0));
 }
