@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Compiler helpers used everywhere: branch hints, cache-line size, container_of,
- * a CPU pause for spin loops. Header-only, dependency-free.
+ * a CPU pause for spin loops, and the one full memory barrier the queues
+ * need. Header-only, dependency-free.
  */
 #ifndef SCREE_BASE_COMPILER_H
 #define SCREE_BASE_COMPILER_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -31,5 +33,27 @@ static inline void cpu_relax(void)
         __asm__ __volatile__("" ::: "memory");
 #endif
 }
+
+/*
+ * Full barrier (orders earlier stores before later loads), for the Dekker
+ * handshake between a producer and a consumer about to sleep.
+ * ThreadSanitizer does not model atomic_thread_fence, so under TSan a
+ * seq_cst RMW on a thread-local dummy stands in: a locked RMW is a full
+ * barrier on x86, and being thread-local it creates no happens-before edge
+ * that could hide a real race from TSan.
+ */
+#if defined(SCREE_TSAN)
+static inline void full_barrier(void)
+{
+        static _Thread_local _Atomic int dummy;
+
+        atomic_fetch_add_explicit(&dummy, 0, memory_order_seq_cst);
+}
+#else
+static inline void full_barrier(void)
+{
+        atomic_thread_fence(memory_order_seq_cst);
+}
+#endif
 
 #endif

@@ -92,7 +92,7 @@ void rx_loop_free(struct rx_loop *loop)
 void rx_loop_stop(struct rx_loop *loop)
 {
         atomic_store_explicit(&loop->stop, true, memory_order_seq_cst);
-        atomic_thread_fence(memory_order_seq_cst);
+        full_barrier();
         rx_loop_wake(loop);
 }
 
@@ -253,7 +253,7 @@ static void sleep_in_ring(struct rx_loop *loop, uint64_t now_ns)
         uint64_t timeout = UINT64_MAX;
 
         atomic_store_explicit(&loop->sleeping, 1, memory_order_seq_cst);
-        atomic_thread_fence(memory_order_seq_cst);
+        full_barrier();
         if (has_work(loop)) {
                 atomic_store_explicit(&loop->sleeping, 0, memory_order_relaxed);
                 return;

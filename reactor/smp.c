@@ -121,7 +121,7 @@ static void flush_one(struct shard *s, struct backlog *b, struct rx_spsc *q, uns
         if (!b->head)
                 b->tail = NULL;
         if (rx_spsc_publish(q)) {
-                atomic_thread_fence(memory_order_seq_cst);
+                full_barrier();
                 if (rx_loop_wake(s->smp->shards[dst].loop))
                         s->loop->stats.wakeups_sent++;
         }
@@ -426,7 +426,7 @@ int rx_smp_alien_submit(struct rx_smp *smp, unsigned shard, struct rx_alien_req 
         s = &smp->shards[shard];
         atomic_store_explicit(&req->state, ALIEN_PENDING, memory_order_relaxed);
         rx_mpsc_push(&s->alien, &req->node);
-        atomic_thread_fence(memory_order_seq_cst);
+        full_barrier();
         rx_loop_wake(s->loop);
         return 0;
 }

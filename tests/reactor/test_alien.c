@@ -4,7 +4,6 @@
  * million requests, each run and completed exactly once; blocking waits
  * (futex path); completions deferred by the shard; and refusal after stop.
  */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include <criterion/criterion.h>
@@ -15,98 +14,22 @@
 #include "base/time.h"
 #include "reactor/smp.h"
 #include "tests/reactor/helpers.h"
+#include "tests/reactor/scenarios.h"
 
 TestSuite(alien, .timeout = 120);
 
-enum { THREADS = 4, WINDOW = 256 };
-
-static uint8_t *runs;           /* runs[id]: times a shard ran request id */
-
-static void count_run(struct rx_loop *loop, struct rx_alien_req *req)
-{
-        uint64_t id = (uint64_t)(uintptr_t)req->ctx;
-
-        (void)loop;
-        runs[id]++;
-        rx_alien_complete(req, (int64_t)id);
-}
-
-struct foreign {
-        struct rx_smp *smp;
-        unsigned thread;
-        uint64_t per_thread;
-        uint8_t *seen;
-        uint64_t wrong_result;
-};
-
-/* Keeps WINDOW requests in flight, recycling the oldest once it completes. */
-static void *foreign_main(void *arg)
-{
-        struct foreign *f = arg;
-        struct rx_alien_req *w = calloc(WINDOW, sizeof(*w));
-        uint64_t base = f->thread * f->per_thread, submitted = 0, completed = 0;
-        unsigned n = rx_smp_count(f->smp);
-
-        while (completed < f->per_thread) {
-                unsigned slot = (unsigned)(submitted % WINDOW);
-
-                if (submitted < f->per_thread && submitted - completed < WINDOW) {
-                        uint64_t id = base + submitted;
-
-                        w[slot] = (struct rx_alien_req){ .run = count_run, .ctx = (void *)(uintptr_t)id };
-                        if (rx_smp_alien_submit(f->smp, (unsigned)(id % n), &w[slot]) != 0)
-                                break;
-                        submitted++;
-                        continue;
-                }
-                slot = (unsigned)(completed % WINDOW);
-                uint64_t id = (uint64_t)rx_alien_wait(&w[slot]);
-                if (id != base + completed)
-                        f->wrong_result++;
-                else
-                        f->seen[id]++;
-                completed++;
-        }
-        free(w);
-        return NULL;
-}
-
 Test(alien, four_threads_times_a_million_each_complete_exactly_once)
 {
-        struct rx_smp_opts o = { .n_shards = 2 };
-        struct foreign f[THREADS];
-        pthread_t th[THREADS];
-        uint64_t per = test_scaled(1000000), total = per * THREADS, bad_runs = 0, bad_seen = 0;
-        uint8_t *seen = calloc(total, 1);
-        struct rx_smp *smp;
-        int r;
+        struct alien_result r;
 
-        runs = calloc(total, 1);
-        cr_assert(not(eq(ptr, runs, NULL)));
-        cr_assert(not(eq(ptr, seen, NULL)));
-        r = rx_smp_new(&o, &smp);
-        SKIP_IF_NO_URING(r);
-        cr_assert(eq(int, r, 0));
-        for (unsigned t = 0; t < THREADS; t++) {
-                f[t] = (struct foreign){ .smp = smp, .thread = t, .per_thread = per, .seen = seen };
-                pthread_create(&th[t], NULL, foreign_main, &f[t]);
-        }
-        for (unsigned t = 0; t < THREADS; t++) {
-                pthread_join(th[t], NULL);
-                cr_expect(eq(u64, f[t].wrong_result, 0), "thread %u got a wrong result", t);
-        }
-        rx_smp_stop(smp);
-        rx_smp_free(smp);
-        for (uint64_t i = 0; i < total; i++) {
-                bad_runs += runs[i] != 1;
-                bad_seen += seen[i] != 1;
-        }
-        cr_expect(eq(u64, bad_runs, 0), "%llu requests did not run exactly once",
-                  (unsigned long long)bad_runs);
-        cr_expect(eq(u64, bad_seen, 0), "%llu requests did not complete exactly once",
-                  (unsigned long long)bad_seen);
-        free(runs);
-        free(seen);
+        scenario_alien_flood(2, 4, test_scaled(1000000), &r);
+        SKIP_IF_NO_URING(r.rc);
+        cr_assert(eq(int, r.rc, 0));
+        cr_expect(eq(u64, r.wrong_results, 0), "a waiter got another request's result");
+        cr_expect(eq(u64, r.bad_runs, 0), "%llu of %llu requests did not run exactly once",
+                  (unsigned long long)r.bad_runs, (unsigned long long)r.total);
+        cr_expect(eq(u64, r.bad_completions, 0), "%llu requests did not complete exactly once",
+                  (unsigned long long)r.bad_completions);
 }
 
 /* The shard completes from a timer 20 ms later, so the waiter takes the futex path. */

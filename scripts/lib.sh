@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: Apache-2.0
+# Shared by scripts/run and scripts/test: install what is missing, build into build/.
+# Idempotent: with everything present it installs nothing and ninja rebuilds
+# only what changed.
+
+BUILD_PACKAGES="gcc pkg-config meson ninja-build liburing-dev libjemalloc-dev libxxhash-dev"
+TEST_PACKAGES="libcriterion-dev python3 python3-pytest"
+
+as_root() {
+        if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# install_missing PKG...: apt-get installs only the packages not yet installed.
+install_missing() {
+        local missing=() p
+        for p in "$@"; do
+                dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+                        missing+=("$p")
+        done
+        [ ${#missing[@]} -eq 0 ] && return 0
+        echo "scree: installing ${missing[*]}" >&2
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                "${missing[@]}" >/dev/null
+}
+
+# build DIR [MESON OPTIONS...]: configure once, then build incrementally.
+build() {
+        local dir=$1
+        shift
+        if [ ! -f "$dir/build.ninja" ]; then
+                meson setup "$dir" "$@" >/dev/null
+        fi
+        ninja -C "$dir"
+}
+
+# summary DIR...: prints "tests: N passed, M failed" over the meson test logs given.
+summary() {
+        /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+ok = bad = skip = 0
+for d in sys.argv[1:]:
+    try:
+        lines = open(d + "/meson-logs/testlog.json").read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        r = json.loads(line)["result"]
+        if r in ("OK", "EXPECTEDFAIL"):
+            ok += 1
+        elif r == "SKIP":
+            skip += 1
+        else:
+            bad += 1
+print(f"tests: {ok} passed, {bad} failed, {skip} skipped")
+PY
+}
