@@ -50,8 +50,6 @@ static struct io_uring_sqe *op_sqe(struct rx_loop *loop, struct rx_op *op, enum 
                 *ret_err = -SCREE_ESHUTDOWN;
                 return NULL;
         }
-        if (unlikely(loop->fault != NULL) && kind != RX_OP_WAKE)
-                inj = loop->fault(loop->fault_ctx, kind, op);
         sqe = io_uring_get_sqe(ring);
         if (unlikely(!sqe)) {
                 io_uring_submit(ring);
@@ -61,6 +59,10 @@ static struct io_uring_sqe *op_sqe(struct rx_loop *loop, struct rx_op *op, enum 
                         return NULL;
                 }
         }
+        /* Only once the op will surely be submitted, so a hook that counts
+         * or consumes faults never spends one on a refused submit. */
+        if (unlikely(loop->fault != NULL) && kind != RX_OP_WAKE)
+                inj = loop->fault(loop->fault_ctx, kind, op);
         op->cb = cb;
         op->kind = (uint8_t)kind;
         op->injected = inj < 0 ? inj : 0;

@@ -58,6 +58,7 @@ int rx_loop_new(const struct rx_loop_opts *opts, struct rx_loop **ret_loop)
         opts_defaults(&loop->opts);
         loop->owner_shard = check_current_shard;
         rx_timer_heap_init(&loop->timers);
+        loop->wake_fd = -1;
         loop->wake_fd = eventfd(0, EFD_CLOEXEC);
         if (loop->wake_fd < 0) {
                 r = -errno;
@@ -83,7 +84,7 @@ void rx_loop_free(struct rx_loop *loop)
         if (!loop)
                 return;
         rx_uring_free(loop->uring);
-        if (loop->wake_fd > 0)
+        if (loop->wake_fd >= 0)
                 close(loop->wake_fd);
         rx_timer_heap_fini(&loop->timers);
         free(loop);
@@ -192,6 +193,7 @@ static unsigned run_tasks(struct rx_loop *loop, uint64_t *now_ns)
 
         while (loop->task_head) {
                 struct rx_task *t = loop->task_head;
+                const char *name = t->name;     /* t may be freed by its fn */
                 uint64_t now;
 
                 loop->task_head = t->next;
@@ -200,7 +202,7 @@ static unsigned run_tasks(struct rx_loop *loop, uint64_t *now_ns)
                 t->fn(loop, t);
                 n++;
                 now = time_now_ns();
-                rx_loop_account(loop, t->name, &prev, now);
+                rx_loop_account(loop, name, &prev, now);
                 *now_ns = now;
                 if (now - start_ns >= loop->opts.task_quota_ns) {
                         if (loop->task_head)
@@ -219,9 +221,11 @@ static unsigned fire_timers(struct rx_loop *loop, uint64_t now_ns)
         unsigned n = 0;
 
         while ((t = rx_timer_heap_pop_due(&loop->timers, now_ns)) != NULL) {
+                const char *name = t->name;     /* t may be freed by its fn */
+
                 t->fn(loop, t);
                 n++;
-                rx_loop_account(loop, t->name, &prev, time_coarse_ns());
+                rx_loop_account(loop, name, &prev, time_coarse_ns());
         }
         loop->stats.timers_fired += n;
         return n;
@@ -252,6 +256,13 @@ static void sleep_in_ring(struct rx_loop *loop, uint64_t now_ns)
         struct rx_timer *next = rx_timer_heap_top(&loop->timers);
         uint64_t timeout = UINT64_MAX;
 
+        /* Without the eventfd read armed nobody could wake us: re-arm it
+         * (it fails only while the SQ stays full) or keep polling. */
+        if (!loop->wake_armed) {
+                loop->wake_armed = rx_loop_arm_wake(loop, wake_done) == 0;
+                if (!loop->wake_armed)
+                        return;
+        }
         atomic_store_explicit(&loop->sleeping, 1, memory_order_seq_cst);
         full_barrier();
         if (has_work(loop)) {
@@ -275,14 +286,18 @@ int rx_loop_run(struct rx_loop *loop)
 
         SCREE_ASSERT_SHARD(loop);
         while (!atomic_load_explicit(&loop->stop, memory_order_acquire)) {
-                struct rx_timer *next = rx_timer_heap_top(&loop->timers);
+                struct rx_timer *next;
                 uint64_t start = now, end;
                 unsigned work;
 
                 loop->stats.iterations++;
                 work = run_pollers(loop);
-                if (loop->task_head)
+                if (loop->task_head) {
+                        now = time_now_ns();    /* the quota starts after the pollers */
                         work += run_tasks(loop, &now);
+                }
+                /* Read after tasks ran: they may have cancelled the old top. */
+                next = rx_timer_heap_top(&loop->timers);
                 if (next && next->deadline_ns <= now)
                         work += fire_timers(loop, now);
                 rx_uring_flush(loop->uring);
@@ -302,5 +317,8 @@ int rx_loop_run(struct rx_loop *loop)
                 loop->stats.idle_ns += end - start;
                 now = end;
         }
+        /* Leave nothing in flight: the kernel must not write into buffers
+         * that callers free once the loop has returned. */
+        rx_uring_drain(loop);
         return 0;
 }

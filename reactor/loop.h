@@ -90,16 +90,19 @@ struct rx_uring_features {
 int rx_loop_new(const struct rx_loop_opts *opts, struct rx_loop **ret_loop);
 
 /*
- * Frees the loop. Operations still in flight are cancelled and never call
- * back. Accepts NULL. REQUIRES: the loop is not running. May be called from
- * another thread after the loop's thread has stopped running it.
+ * Frees the loop. Accepts NULL. REQUIRES: the loop is not running, and it
+ * either never ran or rx_loop_run returned (so nothing is in flight). May be
+ * called from another thread once the loop's thread is done with it.
  */
 void rx_loop_free(struct rx_loop *loop);
 
 /* One line naming the likely cause of an rx_loop_new error and what to do. */
 const char *rx_loop_setup_hint(int err);
 
-/* Runs until rx_loop_stop(). Returns 0. Shard-local. */
+/* Runs until rx_loop_stop(). Before returning it cancels every operation
+ * still in flight and waits for each: its callback runs (usually with
+ * -ECANCELED), so every successful submit still calls back exactly once and
+ * no buffer is in use by the kernel afterwards. Returns 0. Shard-local. */
 int rx_loop_run(struct rx_loop *loop);
 
 /* Asks the loop to return from rx_loop_run after its current iteration; new

@@ -13,6 +13,7 @@
 #include "reactor/io.h"
 #include "reactor/loop.h"
 #include "reactor/timer.h"
+#include "reactor/uring.h"
 
 struct rx_uring;
 struct rx_smp;
@@ -73,19 +74,5 @@ void rx_loop_add_poller(struct rx_loop *loop, struct rx_poller *p);
 
 /* io.c: arms the loop's wakeup, an 8-byte read on its eventfd. */
 int rx_loop_arm_wake(struct rx_loop *loop, rx_op_cb cb);
-
-/* uring.c: the only place besides io.c that touches liburing. */
-int rx_uring_new(uint32_t entries, struct rx_uring **ret, struct rx_uring_features *ret_feat);
-void rx_uring_free(struct rx_uring *u);
-/* Submits queued SQEs and runs deferred kernel work, without blocking.
- * Returns SQEs submitted or -errno. */
-int rx_uring_flush(struct rx_uring *u);
-/* Runs callbacks for up to max ready CQEs. Returns the number reaped. */
-unsigned rx_uring_reap(struct rx_loop *loop, unsigned max);
-/* Submits and blocks until a CQE arrives or timeout_ns passes (UINT64_MAX =
- * no timeout). Returns 0, or -errno other than ETIME/EINTR. */
-int rx_uring_wait(struct rx_uring *u, uint64_t timeout_ns);
-/* Number of SQEs queued but not yet submitted. */
-unsigned rx_uring_pending(const struct rx_uring *u);
 
 #endif

@@ -59,6 +59,7 @@ struct shard {
         struct backlog *out_resp;       /* [n], by destination */
         struct rx_smp_stats stats;
         struct rx_mpsc alien;           /* own cache line: foreign threads CAS it */
+        _Atomic bool closed;            /* the loop has exited: fail foreign requests */
 } cacheline_aligned;
 
 struct rx_smp {
@@ -145,7 +146,7 @@ static void flush_all(struct shard *s)
 /* Runs a request here and queues its reply unless the handler deferred it. */
 static void run_request(struct shard *s, struct rx_msg *m)
 {
-        if (m->run(s->loop, m) == 0)
+        if (m->run(s->loop, m) != RX_MSG_DEFERRED)
                 backlog_append(&s->out_resp[m->from], m);
 }
 
@@ -159,6 +160,7 @@ static unsigned drain_ring(struct shard *s, struct rx_spsc *q, bool requests)
                 got = rx_spsc_pop_n(q, batch, POP_BATCH);
                 for (unsigned i = 0; i < got; i++) {
                         struct rx_msg *m = batch[i];
+                        const char *name = m->name;     /* done may free m */
 
                         if (i + 2 < got)
                                 __builtin_prefetch(batch[i + 2]);
@@ -166,7 +168,7 @@ static unsigned drain_ring(struct shard *s, struct rx_spsc *q, bool requests)
                                 run_request(s, m);
                         else
                                 m->done(s->loop, m);
-                        rx_loop_account(s->loop, m->name, &prev, time_coarse_ns());
+                        rx_loop_account(s->loop, name, &prev, time_coarse_ns());
                 }
                 total += got;
         } while (got == POP_BATCH && total < MAX_POP_PER_RING);
@@ -184,16 +186,20 @@ static unsigned run_local(struct shard *s)
         uint64_t prev = time_coarse_ns();
 
         for (; m; m = next, n++) {
-                next = m->next;
+                const char *name = m->name;
+
+                next = m->next;         /* run_request relinks m */
                 s->stats.received++;
                 run_request(s, m);
-                rx_loop_account(s->loop, m->name, &prev, time_coarse_ns());
+                rx_loop_account(s->loop, name, &prev, time_coarse_ns());
         }
         for (m = backlog_take(&s->out_resp[s->id]); m; m = next, n++) {
+                const char *name = m->name;     /* done may free m */
+
                 next = m->next;
                 s->stats.completed++;
                 m->done(s->loop, m);
-                rx_loop_account(s->loop, m->name, &prev, time_coarse_ns());
+                rx_loop_account(s->loop, name, &prev, time_coarse_ns());
         }
         return n;
 }
@@ -410,6 +416,8 @@ int rx_smp_map_reduce(struct rx_loop *src, rx_call_fn map, rx_reduce_fn reduce, 
 
 /* ---- foreign threads ---- */
 
+static void fail_alien_leftovers(struct shard *s);
+
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val)
 {
         return syscall(SYS_futex, (uint32_t *)(uintptr_t)addr, op, val, NULL, NULL, 0);
@@ -427,6 +435,13 @@ int rx_smp_alien_submit(struct rx_smp *smp, unsigned shard, struct rx_alien_req 
         atomic_store_explicit(&req->state, ALIEN_PENDING, memory_order_relaxed);
         rx_mpsc_push(&s->alien, &req->node);
         full_barrier();
+        /* Dekker with shard_main's exit: either the shard's final drain sees
+         * our push, or we see `closed` and fail what is left ourselves (the
+         * take is one exchange, so each request is failed exactly once). */
+        if (atomic_load_explicit(&s->closed, memory_order_seq_cst)) {
+                fail_alien_leftovers(s);
+                return 0;
+        }
         rx_loop_wake(s->loop);
         return 0;
 }
@@ -486,6 +501,16 @@ static int pin(int cpu)
         return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+static void fail_alien_leftovers(struct shard *s)
+{
+        struct rx_mpsc_node *node = rx_mpsc_take_all(&s->alien), *next;
+
+        for (; node; node = next) {
+                next = node->next;
+                rx_alien_complete(container_of(node, struct rx_alien_req, node), -SCREE_ESHUTDOWN);
+        }
+}
+
 /* Reports this shard's set-up result and waits for the verdict. Returns true
  * to run, false if any shard failed. */
 static bool report_ready(struct shard *s, int err)
@@ -530,19 +555,31 @@ static void *shard_main(void *arg)
         if (smp->opts.on_start)
                 smp->opts.on_start(s->loop, smp->opts.arg);
         rx_loop_run(s->loop);
+        /* Nothing will drain the inbox any more: fail what is queued, and make
+         * submitters that race with this fail their own (see alien_submit). */
+        atomic_store_explicit(&s->closed, true, memory_order_seq_cst);
+        full_barrier();
+        fail_alien_leftovers(s);
         return NULL;
+}
+
+/* Cache-line aligned and zeroed, so teardown can walk a half-built group. */
+static void *zalloc_aligned(size_t size)
+{
+        void *p = aligned_alloc(CACHELINE_BYTES, size);
+
+        if (p)
+                memset(p, 0, size);
+        return p;
 }
 
 static int smp_alloc(struct rx_smp *smp, unsigned n)
 {
-        smp->shards = aligned_alloc(CACHELINE_BYTES, n * sizeof(struct shard));
-        smp->req = aligned_alloc(CACHELINE_BYTES, (size_t)n * n * sizeof(struct rx_spsc));
-        smp->resp = aligned_alloc(CACHELINE_BYTES, (size_t)n * n * sizeof(struct rx_spsc));
+        smp->shards = zalloc_aligned(n * sizeof(struct shard));
+        smp->req = zalloc_aligned((size_t)n * n * sizeof(struct rx_spsc));
+        smp->resp = zalloc_aligned((size_t)n * n * sizeof(struct rx_spsc));
         if (!smp->shards || !smp->req || !smp->resp)
                 return -ENOMEM;
-        memset(smp->shards, 0, n * sizeof(struct shard));
-        memset(smp->req, 0, (size_t)n * n * sizeof(struct rx_spsc));
-        memset(smp->resp, 0, (size_t)n * n * sizeof(struct rx_spsc));
         for (unsigned a = 0; a < n; a++) {
                 struct shard *s = &smp->shards[a];
 
@@ -596,6 +633,7 @@ static int pick_cpus(struct rx_smp *smp, unsigned *n)
 
 static int start_threads(struct rx_smp *smp)
 {
+        unsigned started = 0;
         int r = 0;
 
         for (unsigned i = 0; i < smp->n; i++) {
@@ -605,11 +643,14 @@ static int start_threads(struct rx_smp *smp)
                 if (r < 0)
                         break;
                 s->thread_started = true;
+                started++;
         }
         pthread_mutex_lock(&smp->mu);
         if (r < 0 && smp->first_err == 0)
                 smp->first_err = r;
-        while (r == 0 && smp->n_ready < smp->n)
+        /* Wait for every started shard, even on failure: until they report,
+         * they are still writing their loop pointers. */
+        while (smp->n_ready < started)
                 pthread_cond_wait(&smp->cv, &smp->mu);
         r = smp->first_err;
         smp->go = r == 0;
@@ -660,16 +701,6 @@ void rx_smp_stop(struct rx_smp *smp)
         for (unsigned i = 0; smp->shards && i < smp->n; i++)
                 if (smp->shards[i].loop)
                         rx_loop_stop(smp->shards[i].loop);
-}
-
-static void fail_alien_leftovers(struct shard *s)
-{
-        struct rx_mpsc_node *node = rx_mpsc_take_all(&s->alien), *next;
-
-        for (; node; node = next) {
-                next = node->next;
-                rx_alien_complete(container_of(node, struct rx_alien_req, node), -SCREE_ESHUTDOWN);
-        }
 }
 
 void rx_smp_free(struct rx_smp *smp)

@@ -34,7 +34,8 @@
 struct rx_smp;
 struct rx_msg;
 
-/* Returned by rx_msg.run when the handler will call rx_smp_reply() later. */
+/* Returned by rx_msg.run when the handler will call rx_smp_reply() later;
+ * any other return value means "reply now". */
 #define RX_MSG_DEFERRED 1
 
 /*
@@ -43,8 +44,9 @@ struct rx_msg;
  */
 struct rx_msg {
         struct rx_msg *next;            /* internal: backlog link */
-        /* Runs on the destination shard. Return 0 to reply at once, or
-         * RX_MSG_DEFERRED and call rx_smp_reply() exactly once later. */
+        /* Runs on the destination shard. Return RX_MSG_DEFERRED and call
+         * rx_smp_reply() exactly once later, or anything else (0, -errno)
+         * to reply at once. Results travel in the caller's own struct. */
         int (*run)(struct rx_loop *dst, struct rx_msg *m);
         /* Runs on the sending shard after the reply arrived. */
         void (*done)(struct rx_loop *src, struct rx_msg *m);
@@ -156,11 +158,16 @@ struct rx_alien_req {
 /*
  * Queues req for shard `shard` and wakes it. Returns 0, -EINVAL for a bad
  * shard, -SCREE_ESHUTDOWN once rx_smp_stop was called (req never runs).
- * Lock-free. Any non-shard thread (multi-producer).
+ * After a 0 return req always completes: with its handler's result, or with
+ * result -SCREE_ESHUTDOWN if the shard stopped before running it. A handler
+ * that defers completion must complete req before its shard stops (e.g.
+ * from its I/O callback, which runs with -ECANCELED at the latest when the
+ * loop drains on exit). Lock-free. Any non-shard thread (multi-producer).
  */
 int rx_smp_alien_submit(struct rx_smp *smp, unsigned shard, struct rx_alien_req *req);
 
-/* Publishes result and wakes a waiting rx_alien_wait. Shard-local. */
+/* Publishes result and wakes a waiting rx_alien_wait. Shard-local (or any
+ * thread for the shutdown path). */
 void rx_alien_complete(struct rx_alien_req *req, int64_t result);
 
 /* True once the request completed (acquire: result is then readable). Any thread. */

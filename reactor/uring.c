@@ -22,6 +22,7 @@
 
 #include "base/time.h"
 #include "reactor/loop_int.h"
+#include "reactor/uring.h"
 #include "reactor/uring_int.h"
 
 static const unsigned flag_sets[] = {
@@ -151,6 +152,8 @@ unsigned rx_uring_reap(struct rx_loop *loop, unsigned max)
                 for (unsigned i = 0; i < n; i++) {
                         struct rx_op *op = io_uring_cqe_get_data(cqes[i]);
                         int res = cqes[i]->res;
+                        /* op may be freed by its callback: name it first. */
+                        const char *name = rx_op_kind_name((enum rx_op_kind)op->kind);
 
                         /* Consume before the callback: it may submit and reap. */
                         io_uring_cqe_seen(&u->ring, cqes[i]);
@@ -160,8 +163,7 @@ unsigned rx_uring_reap(struct rx_loop *loop, unsigned max)
                                 op->injected = 0;
                         }
                         op->cb(loop, op, res);
-                        rx_loop_account(loop, rx_op_kind_name((enum rx_op_kind)op->kind), &prev,
-                                        time_coarse_ns());
+                        rx_loop_account(loop, name, &prev, time_coarse_ns());
                 }
                 total += n;
                 loop->stats.io_completed += n;
@@ -185,6 +187,41 @@ int rx_uring_wait(struct rx_uring *u, uint64_t timeout_ns)
         if (r == -ETIME || r == -EINTR || r == -EAGAIN || r == -EBUSY)
                 return 0;
         return r < 0 ? r : 0;
+}
+
+static void drain_op_done(struct rx_loop *loop, struct rx_op *op, int res)
+{
+        (void)loop;
+        (void)op;
+        (void)res;
+}
+
+void rx_uring_drain(struct rx_loop *loop)
+{
+        struct rx_uring *u = loop->uring;
+        struct rx_op cancel = { .cb = drain_op_done, .kind = RX_OP_NOP };
+        struct io_uring_sqe *sqe;
+
+        if (!u->in_flight)
+                return;
+        sqe = io_uring_get_sqe(&u->ring);
+        if (!sqe) {
+                io_uring_submit(&u->ring);
+                sqe = io_uring_get_sqe(&u->ring);
+        }
+        if (sqe) {
+                /* One request cancels every other request in the ring (5.19+). */
+                io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+                io_uring_sqe_set_data(sqe, &cancel);
+                u->in_flight++;
+        }
+        while (u->in_flight) {
+                int r = io_uring_submit_and_wait(&u->ring, 1);
+
+                if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY && r != -ETIME)
+                        break;  /* the ring itself failed: nothing more will arrive */
+                rx_uring_reap(loop, UINT32_MAX);
+        }
 }
 
 void rx_uring_features_format(const struct rx_uring_features *f, char *buf, unsigned len)

@@ -78,3 +78,46 @@ Test(alien, a_waiter_sleeps_until_a_deferred_completion)
         cr_expect(eq(int, rx_smp_alien_submit(smp, 0, &req), -SCREE_ESHUTDOWN));
         rx_smp_free(smp);
 }
+
+/* Regression: a request still queued when its shard stopped stayed pending
+ * until rx_smp_free, so a thread waiting on it before freeing hung. Now the
+ * exiting shard fails it with -SCREE_ESHUTDOWN. */
+static _Atomic bool first_running, second_pushed;
+
+static void stop_after_second_push(struct rx_loop *loop, struct rx_alien_req *req)
+{
+        atomic_store(&first_running, true);
+        while (!atomic_load(&second_pushed))
+                cpu_relax();
+        rx_smp_stop(rx_loop_smp(loop));
+        rx_alien_complete(req, 1);
+}
+
+static void never_expected(struct rx_loop *loop, struct rx_alien_req *req)
+{
+        (void)loop;
+        rx_alien_complete(req, 2);
+}
+
+Test(alien, a_request_queued_when_its_shard_stops_completes_with_eshutdown)
+{
+        struct rx_smp_opts o = { .n_shards = 1 };
+        struct rx_alien_req first = { .run = stop_after_second_push };
+        struct rx_alien_req second = { .run = never_expected };
+        struct rx_smp *smp;
+        int r = rx_smp_new(&o, &smp);
+
+        SKIP_IF_NO_URING(r);
+        cr_assert(eq(int, r, 0));
+        cr_assert(eq(int, rx_smp_alien_submit(smp, 0, &first), 0));
+        /* Submit the second only once the shard is inside the first, so it
+         * sits in the inbox when the shard stops. */
+        while (!atomic_load(&first_running))
+                cpu_relax();
+        cr_assert(eq(int, rx_smp_alien_submit(smp, 0, &second), 0));
+        atomic_store(&second_pushed, true);
+        cr_expect(eq(i64, rx_alien_wait(&first), 1));
+        /* Must return before rx_smp_free: the shard fails it as it exits. */
+        cr_expect(eq(i64, rx_alien_wait(&second), -SCREE_ESHUTDOWN));
+        rx_smp_free(smp);
+}

@@ -111,6 +111,8 @@ static void batch_op_done(struct rx_loop *loop, struct rx_op *op, int res)
         bt->completions++;
         if (bt->in_submit)
                 bt->cb_in_submit = true;
+        /* Callbacks inside submit or run twice would end the count early. */
+        cr_assert(gt(u32, bt->outstanding, 0), "completion with nothing outstanding");
         if (--bt->outstanding == 0)
                 rx_loop_stop(loop);
 }
@@ -209,8 +211,10 @@ static void rt_next(struct rx_loop *loop, struct rx_op *op, int res)
         struct roundtrip *rt = op->ctx;
 
         cr_assert(ge(int, res, 0), "step %d failed: %s", (int)rt->step, strerror(-res));
-        if (rt->step == RT_OPEN)
+        if (rt->step == RT_OPEN) {
                 rt->fd = res;
+                cr_assert(ne(int, fcntl(res, F_GETFL) & O_DIRECT, 0), "O_DIRECT was dropped");
+        }
         if (rt->step == RT_WRITE || rt->step == RT_READ) {
                 cr_assert(eq(int, res, (int)BLOCK_BYTES), "short I/O at step %d", (int)rt->step);
                 if (--rt->pending > 0)
@@ -274,7 +278,7 @@ Test(io, direct_read_past_eof_is_short_then_zero)
                                        batch_op_done));
         batch_run(loop, &bt);
         cr_expect(eq(int, at0.res, 5000));
-        cr_expect(eq(u8[5000], buf, (uint8_t *)data));
+        cr_expect(eq(int, memcmp(buf, data, sizeof(data)), 0), "short read returned wrong bytes");
         cr_expect(eq(int, at8k.res, 0));
         close(fd);
         rx_loop_free(loop);
@@ -764,4 +768,77 @@ Test(io, sock_recv_returns_zero_when_peer_closes)
         cr_assert(eq(u32, s.at, 3), "stopped at step %u with %d", s.at, s.results[s.at]);
         cr_expect(eq(int, s.results[1], 0));
         cr_expect(eq(int, s.results[2], 0));
+}
+
+/* ---- ops in flight when the loop stops ------------------------------- */
+
+/*
+ * Regression: rx_loop_free returned while O_DIRECT reads were still writing
+ * into the caller's buffers. Now rx_loop_run cancels and waits for every op
+ * before it returns, and each callback runs exactly once: with its result,
+ * or -ECANCELED. The recv below never gets data, so without the cancel the
+ * loop could not return at all.
+ */
+#define DRAIN_READS 16u
+#define DRAIN_BYTES (1u << 20)
+
+struct drain_op {
+        struct rx_op op;
+        int res;
+        unsigned calls;
+};
+
+static struct drain_op drain_ops[DRAIN_READS + 1];
+
+static void drain_done(struct rx_loop *loop, struct rx_op *op, int res)
+{
+        struct drain_op *d = container_of(op, struct drain_op, op);
+
+        d->res = res;
+        d->calls++;
+        rx_loop_stop(loop);     /* stop at the first completion */
+}
+
+Test(io, ops_in_flight_when_the_loop_stops_call_back_once_before_run_returns)
+{
+        struct rx_loop *loop = loop_new_or_skip(NULL);
+        char path[PATH_MAX];
+        uint8_t *bufs = mem_alloc_aligned(BLOCK_BYTES, (size_t)DRAIN_READS * DRAIN_BYTES);
+        char byte;
+        int fd, sp[2];
+
+        cr_assert(not(eq(ptr, bufs, NULL)));
+        path_in_dir(path, test_dir, "drain");
+        fd = open(path, O_CREAT | O_RDWR, 0600);
+        cr_assert(ge(int, fd, 0));
+        memset(bufs, 0xab, (size_t)DRAIN_READS * DRAIN_BYTES);
+        cr_assert(eq(i64, (int64_t)pwrite(fd, bufs, (size_t)DRAIN_READS * DRAIN_BYTES, 0),
+                     (int64_t)DRAIN_READS * DRAIN_BYTES));
+        cr_assert(eq(int, fdatasync(fd), 0));
+        close(fd);
+        fd = open(path, O_RDONLY | O_DIRECT);
+        cr_assert(ge(int, fd, 0));
+        cr_assert(eq(int, socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0));
+        for (unsigned i = 0; i < DRAIN_READS; i++)
+                cr_assert(eq(int, rx_file_read(loop, &drain_ops[i].op, fd, bufs + (size_t)i * DRAIN_BYTES,
+                                               DRAIN_BYTES, (uint64_t)i * DRAIN_BYTES, drain_done), 0));
+        cr_assert(eq(int, rx_sock_recv(loop, &drain_ops[DRAIN_READS].op, sp[0], &byte, 1, drain_done), 0));
+        rx_loop_run(loop);
+        for (unsigned i = 0; i <= DRAIN_READS; i++) {
+                cr_expect(eq(u32, drain_ops[i].calls, 1), "op %u called back %u times", i,
+                          drain_ops[i].calls);
+                if (i < DRAIN_READS && drain_ops[i].res != -ECANCELED)
+                        cr_expect(eq(int, drain_ops[i].res, (int)DRAIN_BYTES));
+        }
+        cr_expect(eq(int, drain_ops[DRAIN_READS].res, -ECANCELED), "the idle recv was not cancelled");
+        /* Nothing may write into the buffers any more. */
+        memset(bufs, 0, (size_t)DRAIN_READS * DRAIN_BYTES);
+        usleep(20 * 1000);
+        for (size_t i = 0; i < (size_t)DRAIN_READS * DRAIN_BYTES; i += 4096)
+                cr_assert(eq(u8, bufs[i], 0), "buffer written after rx_loop_run returned");
+        rx_loop_free(loop);
+        close(fd);
+        close(sp[0]);
+        close(sp[1]);
+        mem_free_aligned(bufs);
 }

@@ -5,6 +5,7 @@
  * sleeping loop being woken by another thread.
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -208,5 +209,54 @@ Test(loop, features_are_probed_and_printable)
         /* DEFER_TASKRUN is only ever used together with SINGLE_ISSUER. */
         if (rx_loop_features(loop)->defer_taskrun)
                 cr_expect(rx_loop_features(loop)->single_issuer);
+        rx_loop_free(loop);
+}
+
+/* Regression: the loop read a callback's struct (its name, the top timer)
+ * after the callback could have freed it. Under ASan these were
+ * heap-use-after-free reports; in any build they must run cleanly. */
+static void free_self_task(struct rx_loop *loop, struct rx_task *t)
+{
+        (void)loop;
+        free(t);
+}
+
+static void free_self_timer_and_stop(struct rx_loop *loop, struct rx_timer *t)
+{
+        free(t);
+        rx_loop_stop(loop);
+}
+
+static struct rx_timer *far_timer;
+
+static void cancel_and_free_far_timer(struct rx_loop *loop, struct rx_task *t)
+{
+        struct rx_timer *soon = malloc(sizeof(*soon));
+
+        cr_assert(rx_timer_cancel(loop, far_timer));
+        free(far_timer);
+        free(t);
+        rx_timer_init(soon, free_self_timer_and_stop, "soon");
+        rx_timer_arm_after(loop, soon, 0);
+}
+
+Test(loop, callbacks_may_free_their_task_timer_and_the_next_timer)
+{
+        struct rx_loop *loop;
+        struct rx_task *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+        int r = rx_loop_new(NULL, &loop);
+
+        SKIP_IF_NO_URING(r);
+        cr_assert(eq(int, r, 0));
+        far_timer = malloc(sizeof(*far_timer));
+        rx_timer_init(far_timer, free_self_timer_and_stop, "far");
+        rx_timer_arm_after(loop, far_timer, 10 * NS_PER_SEC);
+        *a = (struct rx_task){ .fn = free_self_task, .name = "free_self" };
+        *b = (struct rx_task){ .fn = cancel_and_free_far_timer, .name = "cancel_far" };
+        rx_loop_post(loop, a);
+        rx_loop_post(loop, b);
+        rx_loop_run(loop);
+        cr_expect(eq(u64, rx_loop_stats(loop)->tasks_run, 2));
+        cr_expect(eq(u64, rx_loop_stats(loop)->timers_fired, 1));
         rx_loop_free(loop);
 }

@@ -10,7 +10,9 @@
  * state here lives in file statics written by shard threads and read by the
  * test thread after rx_smp_free() has joined them.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -252,4 +254,72 @@ Test(smp, bad_options_are_rejected_and_leave_no_thread)
         o = (struct rx_smp_opts){ .n_shards = 100000 };
         cr_expect(eq(int, rx_smp_new(&o, &smp), -EINVAL));
         cr_expect(eq(ptr, smp, NULL));
+}
+
+/* Regression: a handler returning anything but RX_MSG_DEFERRED (here an
+ * errno) must still reply; it used to count as "deferred" and be lost. */
+static struct {
+        struct rx_msg m;
+        int status;
+        bool done;
+} neg;
+
+static int neg_run(struct rx_loop *dst, struct rx_msg *m)
+{
+        (void)dst;
+        (void)m;
+        neg.status = -ENOENT;
+        return -ENOENT;
+}
+
+static void neg_done(struct rx_loop *src, struct rx_msg *m)
+{
+        (void)m;
+        neg.done = true;
+        rx_smp_stop(rx_loop_smp(src));
+}
+
+static void start_neg(struct rx_loop *loop, void *arg)
+{
+        (void)arg;
+        if (rx_loop_shard_id(loop) != 0)
+                return;
+        neg.m = (struct rx_msg){ .run = neg_run, .done = neg_done, .name = "neg" };
+        rx_smp_submit(loop, 1, &neg.m);
+}
+
+Test(smp, a_handler_returning_an_error_still_replies)
+{
+        struct rx_smp_opts o = { .n_shards = 2, .on_start = start_neg };
+        int r = rx_smp_new(&o, &smp);
+
+        SKIP_IF_NO_URING(r);
+        cr_assert(eq(int, r, 0));
+        rx_smp_free(smp);       /* returns only once neg_done stopped the group */
+        cr_expect(neg.done);
+        cr_expect(eq(int, neg.status, -ENOENT));
+}
+
+/* Regression: rx_smp_new walked uninitialized memory when one of its
+ * allocations failed. An address-space limit makes them fail here. */
+Test(smp, allocation_failure_in_rx_smp_new_cleans_up)
+{
+#if defined(__SANITIZE_ADDRESS__)
+        cr_skip_test("an address-space limit breaks ASan's shadow memory");
+#else
+        struct rx_smp_opts o = { .n_shards = 256, .no_pin = true };
+        unsigned long pages = 0;
+        struct rlimit lim;
+        FILE *f = fopen("/proc/self/statm", "r");
+
+        cr_assert(not(eq(ptr, f, NULL)));
+        cr_assert(eq(int, fscanf(f, "%lu", &pages), 1));
+        fclose(f);
+        /* Room for the small allocations, not for 2 x 12 MiB of rings. */
+        lim.rlim_cur = lim.rlim_max = pages * (unsigned long)sysconf(_SC_PAGESIZE) + (16ul << 20);
+        cr_assert(eq(int, setrlimit(RLIMIT_AS, &lim), 0));
+        smp = NULL;
+        cr_expect(lt(int, rx_smp_new(&o, &smp), 0));
+        cr_expect(eq(ptr, smp, NULL));
+#endif
 }
