@@ -22,7 +22,7 @@ int rx_spsc_init(struct rx_spsc *q, uint32_t capacity)
         if (!q->ro.slots)
                 return -ENOMEM;
         q->ro.mask = capacity - 1;
-        atomic_init(&q->prod.tail, 0);
+        atomic_init(&q->pub.tail, 0);
         atomic_init(&q->cons.head, 0);
         return 0;
 }

@@ -3,11 +3,12 @@
  * Lock-free queues between threads.
  *
  * rx_spsc: a bounded single-producer/single-consumer ring of pointers, one for
- * every ordered pair of shards. The producer's index and the consumer's index
- * live on separate cache lines, each beside a cached copy of the other side's
- * index, so the shared line is read only when the ring looks full (producer)
- * or empty (consumer) -- the common case touches no line the other core
- * writes. Publication is batched: rx_spsc_push() stages items and
+ * every ordered pair of shards. The published tail, the producer's private
+ * state and the consumer's head each have their own cache line. Each side
+ * keeps a cached copy of the other's index and reads the shared one only when
+ * the ring looks full (producer) or empty (consumer); pushes write only the
+ * producer's private line, so a consumer polling an empty ring sees its line
+ * change once per publication, not once per push. Publication is batched: rx_spsc_push() stages items and
  * rx_spsc_publish() makes all staged items visible with one release store.
  * Indices are free-running u32 (wrap is harmless with a power-of-two size).
  *
@@ -33,13 +34,18 @@
 #include "base/compiler.h"
 
 struct rx_spsc {
-        /* Producer-owned line: written only by the producer. */
+        /* Written by the producer once per batch, polled by the consumer. */
         struct {
                 _Atomic uint32_t tail;  /* published: consumer may read [head, tail) */
+        } pub cacheline_aligned;
+        /* Producer-private: written on every push, never read by the consumer,
+         * so pushes don't invalidate the line the consumer polls. */
+        struct {
                 uint32_t staged;        /* tail + number of staged, unpublished items */
                 uint32_t head_cache;    /* last seen consumer head */
         } prod cacheline_aligned;
-        /* Consumer-owned line: written only by the consumer. */
+        /* Consumer-owned: head is read by the producer only when the ring
+         * looks full. */
         struct {
                 _Atomic uint32_t head;
                 uint32_t tail_cache;    /* last seen producer tail */
@@ -92,9 +98,9 @@ static inline int rx_spsc_push(struct rx_spsc *q, void *item)
  */
 static inline bool rx_spsc_publish(struct rx_spsc *q)
 {
-        if (q->prod.staged == atomic_load_explicit(&q->prod.tail, memory_order_relaxed))
+        if (q->prod.staged == atomic_load_explicit(&q->pub.tail, memory_order_relaxed))
                 return false;
-        atomic_store_explicit(&q->prod.tail, q->prod.staged, memory_order_release);
+        atomic_store_explicit(&q->pub.tail, q->prod.staged, memory_order_release);
         return true;
 }
 
@@ -110,7 +116,7 @@ static inline unsigned rx_spsc_pop_n(struct rx_spsc *q, void **out, unsigned max
         unsigned n;
 
         if (avail == 0) {
-                q->cons.tail_cache = atomic_load_explicit(&q->prod.tail, memory_order_acquire);
+                q->cons.tail_cache = atomic_load_explicit(&q->pub.tail, memory_order_acquire);
                 avail = q->cons.tail_cache - head;
                 if (avail == 0)
                         return 0;
@@ -129,7 +135,7 @@ static inline bool rx_spsc_is_empty(struct rx_spsc *q)
 
         if (q->cons.tail_cache != head)
                 return false;
-        q->cons.tail_cache = atomic_load_explicit(&q->prod.tail, memory_order_acquire);
+        q->cons.tail_cache = atomic_load_explicit(&q->pub.tail, memory_order_acquire);
         return q->cons.tail_cache == head;
 }
 
