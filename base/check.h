@@ -5,7 +5,7 @@
  * SCREE_ASSERT(x): programmer errors; compiled in unless NDEBUG (release
  * builds). SCREE_VERIFY(x): always on, only for cheap checks whose failure
  * would otherwise corrupt data. Both print file, line and the calling
- * thread's shard id (or "-" off-shard), then abort.
+ * thread's shard id (or "off-shard"), then abort.
  *
  * Corrupt input (disk or wire) is never asserted on: it is an error return.
  */

@@ -133,7 +133,8 @@ bool rx_timer_cancel(struct rx_loop *loop, struct rx_timer *t);
 const struct rx_loop_stats *rx_loop_stats(const struct rx_loop *loop);
 const struct rx_uring_features *rx_loop_features(const struct rx_loop *loop);
 
-/* Writes a human-readable list of the features into buf (NUL-terminated). */
+/* Writes a human-readable list of the features into buf (NUL-terminated).
+ * Any thread. */
 void rx_uring_features_format(const struct rx_uring_features *f, char *buf, unsigned len);
 
 /* The shard this loop belongs to (0 for a loop outside an rx_smp group). */

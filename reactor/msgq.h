@@ -67,6 +67,7 @@ int rx_spsc_init(struct rx_spsc *q, uint32_t capacity);
 /* Frees the slot array. Accepts a zeroed or half-initialized q. */
 void rx_spsc_fini(struct rx_spsc *q);
 
+/* Slots in the ring. Any thread. */
 static inline uint32_t rx_spsc_capacity(const struct rx_spsc *q)
 {
         return q->ro.mask + 1;
@@ -147,6 +148,7 @@ struct rx_mpsc {
         _Atomic(struct rx_mpsc_node *) head cacheline_aligned;
 };
 
+/* Initializes an empty inbox. Any thread, before use. */
 static inline void rx_mpsc_init(struct rx_mpsc *q)
 {
         atomic_init(&q->head, NULL);

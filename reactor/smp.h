@@ -98,13 +98,14 @@ void rx_smp_stop(struct rx_smp *smp);
  */
 void rx_smp_free(struct rx_smp *smp);
 
+/* Number of shards. Any thread. */
 unsigned rx_smp_count(const struct rx_smp *smp);
 
 /* The loop of shard i. Borrowed; valid until rx_smp_free. Any thread, but
  * only rx_loop_wake/rx_loop_stop may be called on another shard's loop. */
 struct rx_loop *rx_smp_loop(const struct rx_smp *smp, unsigned i);
 
-/* The group a shard loop belongs to (NULL for a standalone loop). */
+/* The group a shard loop belongs to (NULL for a standalone loop). Any thread. */
 struct rx_smp *rx_loop_smp(const struct rx_loop *loop);
 
 /*
@@ -119,7 +120,8 @@ int rx_smp_submit(struct rx_loop *src, unsigned to, struct rx_msg *m);
  * destination shard). */
 void rx_smp_reply(struct rx_loop *dst, struct rx_msg *m);
 
-/* Publishes every backlog now instead of at the end of the iteration. */
+/* Publishes every backlog now instead of at the end of the iteration.
+ * Shard-local. */
 void rx_smp_flush(struct rx_loop *src);
 
 /* Borrowed; the calling shard's counters. Shard-local. */

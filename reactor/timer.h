@@ -49,6 +49,8 @@ static inline bool rx_timer_is_armed(const struct rx_timer *t)
         return t->heap_idx != RX_TIMER_IDLE;
 }
 
+/* The heap functions below are pure data-structure code, used by the
+ * loop on its own shard (Shard-local). fini disarms what is left. */
 void rx_timer_heap_init(struct rx_timer_heap *h);
 void rx_timer_heap_fini(struct rx_timer_heap *h);
 

@@ -31,19 +31,25 @@ def test_exits_at_once_with_a_clear_message_when_io_uring_is_blocked():
     assert time.monotonic() - started < 10
 
 
-def test_sigterm_stops_cleanly():
-    p = subprocess.Popen([BIN, "--smp", "2", "--stats-interval", "0.2"],
+def run_until_signal(sig, after_s, interval):
+    """Starts scree on 2 shards, sends sig after after_s; returns (rc, stderr)."""
+    p = subprocess.Popen([BIN, "--smp", "2", "--stats-interval", str(interval)],
                          stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.0)
+        time.sleep(after_s)
         assert p.poll() is None, "exited early"
-        p.send_signal(signal.SIGTERM)
+        p.send_signal(sig)
         _, err = p.communicate(timeout=10)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode == 0, err
+    return p.returncode, err
+
+
+def test_sigterm_stops_cleanly():
+    rc, err = run_until_signal(signal.SIGTERM, 1.0, 0.2)
+    assert rc == 0, err
     assert "io_uring: single_issuer=" in err
     assert "shard 1: utilization" in err
     assert "received SIGTERM" in err
@@ -51,17 +57,8 @@ def test_sigterm_stops_cleanly():
 
 
 def test_sigint_stops_cleanly_and_pings_flow():
-    p = subprocess.Popen([BIN, "--smp", "2", "--stats-interval", "0.5"],
-                         stderr=subprocess.PIPE, text=True)
-    try:
-        time.sleep(1.5)
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=10)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 0, err
+    rc, err = run_until_signal(signal.SIGINT, 1.5, 0.5)
+    assert rc == 0, err
     assert "received SIGINT" in err
     lines = [l for l in err.splitlines() if "shard 0: utilization" in l]
     assert lines and "received 0," not in lines[-1], err
