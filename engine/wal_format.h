@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Commit-log (WAL) format: segment headers and records, encoded into and
+ * decoded from memory. Pure format code (base/ only, no I/O), so every
+ * failure mode is testable without a ring. Byte layout: docs/format/wal.md.
+ *
+ * A segment is a preallocated file: a 4096-byte header block, then records
+ * back to back, each starting 8-byte aligned. A record header carries its
+ * own checksum, verified before its length is trusted, and a checksum of the
+ * payload. Both are seeded with the segment id, so bytes left in a recycled
+ * segment by its previous life never verify: they read as the end of the log.
+ *
+ * Every record also carries synced_upto: the segment offset the writer knew
+ * durable (fdatasync completed) when it encoded the record. That is what
+ * tells the reader's three endings apart:
+ *   - clean end: zeros (the preallocated rest) or bytes that do not verify;
+ *   - torn tail: a record cut or half-written, where nothing after it claims
+ *     it was durable -- an unsynced write the power cut tore (possibly with
+ *     later blocks of the same write intact); the log is cut there;
+ *   - corruption: damaged bytes that a later valid record says were already
+ *     durable; recovery must refuse them unless told to salvage.
+ */
+#ifndef SCREE_ENGINE_WAL_FORMAT_H
+#define SCREE_ENGINE_WAL_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ENG_WAL_MAGIC "screeWAL"               /* 8 bytes, no NUL */
+#define ENG_WAL_VERSION 1u
+#define ENG_WAL_SEGMENT_HEADER_BYTES 4096u
+#define ENG_WAL_RECORD_HEADER_BYTES 40u
+#define ENG_WAL_RECORD_ALIGN 8u
+
+enum eng_wal_record_type {
+        ENG_WAL_RECORD_BATCH = 1,       /* payload: one write batch of the engine */
+        ENG_WAL_RECORD_TYPE_MAX,
+        ENG_WAL_RECORD_TYPE_INVALID = 0,
+};
+
+struct eng_wal_segment_info {
+        uint32_t version;
+        uint32_t shard;
+        uint64_t segment;               /* id, monotonic per shard */
+};
+
+/* A decoded record. payload is borrowed from the reader's buffer. */
+struct eng_wal_record {
+        enum eng_wal_record_type type;
+        uint64_t seq;                   /* first sequence number in the batch */
+        uint64_t synced_upto;           /* durable prefix of the segment when written */
+        const uint8_t *payload;
+        uint32_t len;
+        size_t offset;                  /* of the record header in the segment */
+};
+
+/* Writes a segment header into the ENG_WAL_SEGMENT_HEADER_BYTES at dst. */
+void eng_wal_segment_header_encode(void *dst, uint32_t shard, uint64_t segment);
+
+/* Decodes and verifies a segment header from the len bytes at src.
+ * Returns 0, or -SCREE_ECORRUPT (short, bad magic, bad checksum, unknown
+ * version). *ret is written only on success. */
+int eng_wal_segment_header_decode(const void *src, size_t len, struct eng_wal_segment_info *ret);
+
+/* Bytes a record with a payload of len bytes takes, padding included. */
+static inline size_t eng_wal_record_size(uint32_t len)
+{
+        size_t n = ENG_WAL_RECORD_HEADER_BYTES + (size_t)len;
+
+        return (n + ENG_WAL_RECORD_ALIGN - 1) & ~(size_t)(ENG_WAL_RECORD_ALIGN - 1);
+}
+
+/* Encodes a record at dst (room for eng_wal_record_size(len) bytes),
+ * zero-filling the padding. synced_upto: the offset up to which this segment
+ * is known durable now. payload is borrowed. Returns the bytes written. */
+size_t eng_wal_record_encode(void *dst, uint64_t segment, enum eng_wal_record_type type,
+                             uint64_t seq, uint64_t synced_upto, const void *payload, uint32_t len);
+
+/* Reads records from one segment held in memory (borrowed for the reader's
+ * life): the whole file, header block included. */
+struct eng_wal_reader {
+        const uint8_t *buf;
+        size_t len;
+        uint64_t segment;
+        size_t off;                     /* next record; after the end: where appends go */
+        uint64_t last_seq;
+        bool torn;                      /* the end was not clean zeros: a cut record,
+                                         * or leftovers of a recycled segment */
+        size_t bad_off;                 /* on corruption: offset of the bad record */
+};
+
+/* Starts reading segment `segment` from buf. Records begin after the header block. */
+void eng_wal_reader_init(struct eng_wal_reader *r, const void *buf, size_t len, uint64_t segment);
+
+/*
+ * Returns 1 and *ret (valid while buf is) for the next record; 0 at the end
+ * of the log (r->off is then where valid data ends and r->torn says whether
+ * a cut record was dropped there); -SCREE_ECORRUPT if a record is damaged
+ * although a later record says it was durable, or has an unknown type, or a
+ * seq that does not increase (r->bad_off names it). Pure; any thread.
+ */
+int eng_wal_reader_next(struct eng_wal_reader *r, struct eng_wal_record *ret);
+
+/* Salvage: skips past the damaged record at r->bad_off to the next valid one,
+ * so reading can go on. Returns 1 if one was found, 0 if none remains. */
+int eng_wal_reader_skip_damage(struct eng_wal_reader *r);
+
+#endif
