@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Bump allocator; see arena.h. Requests over a quarter block get their own block. */
+#include <stdlib.h>
+
+#include "base/arena.h"
+
+#define ARENA_DEFAULT_BLOCK (256u * 1024u)
+#define ARENA_ALIGN 8u
+
+struct arena_block {
+        struct arena_block *next;
+        size_t bytes;
+        /* data follows, 8-byte aligned (the header is 16 bytes) */
+};
+
+void arena_init(struct arena *a, size_t block_bytes)
+{
+        a->blocks = NULL;
+        a->cur = a->end = NULL;
+        a->block_bytes = block_bytes ? block_bytes : ARENA_DEFAULT_BLOCK;
+        a->reserved_bytes = a->used_bytes = 0;
+}
+
+void arena_fini(struct arena *a)
+{
+        struct arena_block *b = a->blocks, *next;
+
+        for (; b; b = next) {
+                next = b->next;
+                free(b);
+        }
+        arena_init(a, a->block_bytes);
+}
+
+static struct arena_block *block_new(struct arena *a, size_t bytes)
+{
+        struct arena_block *b = malloc(sizeof(*b) + bytes);
+
+        if (!b)
+                return NULL;
+        b->bytes = bytes;
+        a->reserved_bytes += bytes;
+        return b;
+}
+
+void *arena_alloc(struct arena *a, size_t n)
+{
+        struct arena_block *b;
+        uint8_t *p;
+
+        n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+        if (a->cur && (size_t)(a->end - a->cur) >= n) {
+                p = a->cur;
+                a->cur += n;
+                a->used_bytes += n;
+                return p;
+        }
+        if (n > a->block_bytes / 4) {
+                /* Big: its own block, behind the current one so the current
+                 * block's free space is not wasted. */
+                b = block_new(a, n);
+                if (!b)
+                        return NULL;
+                b->next = a->blocks ? a->blocks->next : NULL;
+                if (a->blocks)
+                        a->blocks->next = b;
+                else
+                        a->blocks = b;
+                a->used_bytes += n;
+                return (uint8_t *)(b + 1);
+        }
+        b = block_new(a, a->block_bytes);
+        if (!b)
+                return NULL;
+        b->next = a->blocks;
+        a->blocks = b;
+        a->cur = (uint8_t *)(b + 1) + n;
+        a->end = (uint8_t *)(b + 1) + b->bytes;
+        a->used_bytes += n;
+        return b + 1;
+}

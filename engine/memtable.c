@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Skiplist memtable; see memtable.h. Nodes are allocated once from the arena
+ * with their tower of next pointers, key and value inline, and are never
+ * moved or freed before the whole memtable goes. Height is drawn with
+ * p = 1/4 up to 12 levels (enough for ~16 M entries per tablet memtable).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/arena.h"
+#include "base/check.h"
+#include "engine/memtable.h"
+
+#define MAX_HEIGHT 12
+
+struct eng_mt_node {
+        uint64_t seq;
+        uint64_t expiry_ms;
+        uint32_t key_len;
+        uint32_t value_len;
+        uint8_t kind;
+        uint8_t height;
+        struct eng_mt_node *next[];     /* height pointers, then key, then value */
+};
+
+struct eng_memtable {
+        int owner_shard;
+        int refs;
+        struct arena arena;
+        struct eng_mt_node *head;       /* sentinel with MAX_HEIGHT levels */
+        unsigned height;                /* levels in use */
+        uint64_t rng;
+        uint64_t count;
+};
+
+static const uint8_t *node_key(const struct eng_mt_node *n)
+{
+        return (const uint8_t *)&n->next[n->height];
+}
+
+/* Orders a node against (key, seq): key ascending, then seq descending.
+ * <0: node sorts before it; 0: same key and seq; >0: after. */
+static int node_cmp(const struct eng_mt_node *n, const void *key, uint32_t key_len, uint64_t seq)
+{
+        uint32_t min = n->key_len < key_len ? n->key_len : key_len;
+        int c = min ? memcmp(node_key(n), key, min) : 0;
+
+        if (c)
+                return c;
+        if (n->key_len != key_len)
+                return n->key_len < key_len ? -1 : 1;
+        if (n->seq != seq)
+                return n->seq > seq ? -1 : 1;
+        return 0;
+}
+
+/* The first node >= (key, seq); fills prev[] with the last node before it
+ * on every level when prev is not NULL. */
+static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const void *key, uint32_t key_len,
+                                   uint64_t seq, struct eng_mt_node **prev)
+{
+        struct eng_mt_node *x = mt->head;
+
+        for (int l = (int)mt->height - 1; l >= 0; l--) {
+                struct eng_mt_node *next;
+
+                while ((next = x->next[l]) != NULL && node_cmp(next, key, key_len, seq) < 0)
+                        x = next;
+                if (prev)
+                        prev[l] = x;
+        }
+        return x->next[0];
+}
+
+static unsigned random_height(struct eng_memtable *mt)
+{
+        unsigned h = 1;
+
+        /* xorshift64: cheap, and quality is irrelevant for tower heights. */
+        mt->rng ^= mt->rng << 13;
+        mt->rng ^= mt->rng >> 7;
+        mt->rng ^= mt->rng << 17;
+        for (uint64_t r = mt->rng; h < MAX_HEIGHT && (r & 3) == 0; r >>= 2)
+                h++;
+        return h;
+}
+
+static struct eng_mt_node *node_new(struct eng_memtable *mt, unsigned height, const struct eng_entry *e)
+{
+        size_t bytes = sizeof(struct eng_mt_node) + height * sizeof(struct eng_mt_node *) +
+                       (size_t)e->key_len + e->value_len;
+        struct eng_mt_node *n = arena_alloc(&mt->arena, bytes);
+        uint8_t *data;
+
+        if (!n)
+                return NULL;
+        n->seq = e->seq;
+        n->expiry_ms = e->expiry_ms;
+        n->key_len = e->key_len;
+        n->value_len = e->value_len;
+        n->kind = (uint8_t)e->kind;
+        n->height = (uint8_t)height;
+        memset(n->next, 0, height * sizeof(n->next[0]));
+        data = (uint8_t *)&n->next[height];
+        if (e->key_len)
+                memcpy(data, e->key, e->key_len);
+        if (e->value_len)
+                memcpy(data + e->key_len, e->value, e->value_len);
+        return n;
+}
+
+struct eng_memtable *eng_memtable_new(void)
+{
+        struct eng_memtable *mt = calloc(1, sizeof(*mt));
+        struct eng_entry sentinel = { .kind = ENG_ENTRY_KIND_INVALID };
+
+        if (!mt)
+                return NULL;
+        mt->owner_shard = check_current_shard;
+        mt->refs = 1;
+        mt->height = 1;
+        mt->rng = 0x9e3779b97f4a7c15ull;
+        arena_init(&mt->arena, 0);
+        mt->head = node_new(mt, MAX_HEIGHT, &sentinel);
+        if (!mt->head) {
+                eng_memtable_unref(mt);
+                return NULL;
+        }
+        return mt;
+}
+
+void eng_memtable_ref(struct eng_memtable *mt)
+{
+        SCREE_ASSERT_SHARD(mt);
+        mt->refs++;
+}
+
+void eng_memtable_unref(struct eng_memtable *mt)
+{
+        if (!mt)
+                return;
+        SCREE_ASSERT_SHARD(mt);
+        if (--mt->refs > 0)
+                return;
+        arena_fini(&mt->arena);
+        free(mt);
+}
+
+int eng_memtable_put(struct eng_memtable *mt, const struct eng_entry *e)
+{
+        struct eng_mt_node *prev[MAX_HEIGHT], *at, *n;
+        unsigned h;
+
+        SCREE_ASSERT_SHARD(mt);
+        if (e->kind <= ENG_ENTRY_KIND_INVALID || e->kind >= ENG_ENTRY_KIND_MAX)
+                return -EINVAL;
+        at = find_ge(mt, e->key, e->key_len, e->seq, prev);
+        if (at && node_cmp(at, e->key, e->key_len, e->seq) == 0)
+                return -EEXIST;
+        h = random_height(mt);
+        n = node_new(mt, h, e);
+        if (!n)
+                return -ENOMEM;
+        for (unsigned l = mt->height; l < h; l++)
+                prev[l] = mt->head;
+        if (h > mt->height)
+                mt->height = h;
+        for (unsigned l = 0; l < h; l++) {
+                n->next[l] = prev[l]->next[l];
+                prev[l]->next[l] = n;
+        }
+        mt->count++;
+        return 0;
+}
+
+static void node_entry(const struct eng_mt_node *n, struct eng_entry *ret)
+{
+        ret->key = node_key(n);
+        ret->key_len = n->key_len;
+        ret->value = node_key(n) + n->key_len;
+        ret->value_len = n->value_len;
+        ret->seq = n->seq;
+        ret->expiry_ms = n->expiry_ms;
+        ret->kind = (enum eng_entry_kind)n->kind;
+}
+
+int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t key_len,
+                     uint64_t snapshot_seq, struct eng_entry *ret)
+{
+        /* (key, snapshot) sorts right before the newest version <= snapshot. */
+        const struct eng_mt_node *n = find_ge(mt, key, key_len, snapshot_seq, NULL);
+
+        if (!n || n->key_len != key_len || (key_len && memcmp(node_key(n), key, key_len) != 0))
+                return -SCREE_ENOTFOUND;
+        node_entry(n, ret);
+        return 0;
+}
+
+size_t eng_memtable_bytes(const struct eng_memtable *mt)
+{
+        return mt->arena.reserved_bytes;
+}
+
+uint64_t eng_memtable_count(const struct eng_memtable *mt)
+{
+        return mt->count;
+}
+
+bool eng_memtable_check(const struct eng_memtable *mt)
+{
+        for (unsigned l = 0; l < mt->height; l++) {
+                const struct eng_mt_node *a = mt->head->next[l];
+
+                for (; a && a->next[l]; a = a->next[l]) {
+                        const struct eng_mt_node *b = a->next[l];
+
+                        if (a->height <= l || node_cmp(a, node_key(b), b->key_len, b->seq) >= 0)
+                                return false;
+                }
+        }
+        return true;
+}
+
+void eng_memtable_iter_init(struct eng_memtable_iter *it, const struct eng_memtable *mt)
+{
+        it->mt = mt;
+        it->node = NULL;
+}
+
+void eng_memtable_iter_seek(struct eng_memtable_iter *it, const void *key, uint32_t key_len)
+{
+        it->node = find_ge(it->mt, key, key_len, UINT64_MAX, NULL);
+}
+
+void eng_memtable_iter_seek_first(struct eng_memtable_iter *it)
+{
+        it->node = it->mt->head->next[0];
+}
+
+bool eng_memtable_iter_valid(const struct eng_memtable_iter *it)
+{
+        return it->node != NULL;
+}
+
+void eng_memtable_iter_next(struct eng_memtable_iter *it)
+{
+        it->node = it->node->next[0];
+}
+
+void eng_memtable_iter_entry(const struct eng_memtable_iter *it, struct eng_entry *ret)
+{
+        node_entry(it->node, ret);
+}

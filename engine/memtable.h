@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Memtable: the in-memory, sorted write buffer of one tablet. A skiplist
+ * whose nodes (entry header, key and value bytes) live in the memtable's own
+ * arena and are freed in one go when the memtable is dropped after a flush.
+ * Shard-local: no locks, no atomics; only the owning shard touches it.
+ *
+ * Order: keys ascending as bytes (a shorter key before its extensions), and
+ * for equal keys the newest sequence number first. A put never replaces an
+ * entry: each version is kept until flush, so reads at an older snapshot
+ * (seq) still see their version. Keys are the engine's internal keys; values
+ * are opaque. Deletes are ENG_ENTRY_TOMBSTONE entries.
+ */
+#ifndef SCREE_ENGINE_MEMTABLE_H
+#define SCREE_ENGINE_MEMTABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct eng_memtable;
+struct eng_mt_node;
+
+enum eng_entry_kind {
+        ENG_ENTRY_VALUE = 1,
+        ENG_ENTRY_TOMBSTONE = 2,
+        ENG_ENTRY_KIND_MAX,
+        ENG_ENTRY_KIND_INVALID = 0,
+};
+
+/* One version of one key. Pointers are borrowed: valid while the memtable
+ * is referenced. */
+struct eng_entry {
+        const uint8_t *key;
+        uint32_t key_len;
+        const uint8_t *value;
+        uint32_t value_len;
+        uint64_t seq;
+        uint64_t expiry_ms;             /* 0 = never; wall-clock ms otherwise */
+        enum eng_entry_kind kind;
+};
+
+/* Returns NULL only on ENOMEM. Caller drops it with eng_memtable_unref.
+ * Shard-local. */
+struct eng_memtable *eng_memtable_new(void);
+void eng_memtable_ref(struct eng_memtable *mt);
+/* Frees the memtable and every entry when the last reference goes. Accepts NULL. */
+void eng_memtable_unref(struct eng_memtable *mt);
+
+/*
+ * Adds one version: key and value are copied. Returns 0, -EINVAL for a bad
+ * kind, -EEXIST if this exact (key, seq) is present already, -ENOMEM.
+ * Shard-local.
+ */
+int eng_memtable_put(struct eng_memtable *mt, const struct eng_entry *e);
+
+/*
+ * Finds the newest version of key with seq <= snapshot_seq. Returns 0 and
+ * *ret (a tombstone counts as found: callers check kind), or
+ * -SCREE_ENOTFOUND. Shard-local.
+ */
+int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t key_len,
+                     uint64_t snapshot_seq, struct eng_entry *ret);
+
+/* Bytes of memory the memtable holds (arena blocks), and versions stored. */
+size_t eng_memtable_bytes(const struct eng_memtable *mt);
+uint64_t eng_memtable_count(const struct eng_memtable *mt);
+
+/* Debug validator for asserts: true if every level is sorted and lower levels
+ * contain the upper ones. O(n). */
+bool eng_memtable_check(const struct eng_memtable *mt);
+
+/* Forward iterator over every version in order. Valid while the memtable is
+ * referenced. Puts may happen meanwhile: nodes are never moved or freed, so
+ * the iterator never dangles, and it sees versions inserted ahead of it. */
+struct eng_memtable_iter {
+        const struct eng_memtable *mt;
+        const struct eng_mt_node *node;
+};
+
+void eng_memtable_iter_init(struct eng_memtable_iter *it, const struct eng_memtable *mt);
+/* Positions at the first version whose key is >= key (newest first). */
+void eng_memtable_iter_seek(struct eng_memtable_iter *it, const void *key, uint32_t key_len);
+void eng_memtable_iter_seek_first(struct eng_memtable_iter *it);
+bool eng_memtable_iter_valid(const struct eng_memtable_iter *it);
+void eng_memtable_iter_next(struct eng_memtable_iter *it);
+/* The current version. REQUIRES: valid. */
+void eng_memtable_iter_entry(const struct eng_memtable_iter *it, struct eng_entry *ret);
+
+#endif

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Memtable (engine/memtable.h): newest version wins, snapshots see older
+ * versions, tombstones are versions too, byte order with prefixes and the
+ * empty key, seek, duplicates and bad kinds refused, structure valid after
+ * many random inserts, memory accounted, references counted.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <scree/scree_errors.h>
+
+#include "engine/memtable.h"
+
+TestSuite(memtable, .timeout = 20);
+
+static void put(struct eng_memtable *mt, const char *k, uint32_t klen, uint64_t seq,
+                enum eng_entry_kind kind, const char *v)
+{
+        struct eng_entry e = { .key = (const uint8_t *)k, .key_len = klen, .seq = seq, .kind = kind,
+                               .value = (const uint8_t *)v, .value_len = v ? (uint32_t)strlen(v) : 0 };
+
+        cr_assert(eq(int, eng_memtable_put(mt, &e), 0));
+}
+
+static void expect_value(const struct eng_memtable *mt, const char *k, uint64_t snap, const char *want,
+                         uint64_t want_seq)
+{
+        struct eng_entry e;
+
+        cr_assert(eq(int, eng_memtable_get(mt, k, (uint32_t)strlen(k), snap, &e), 0), "%s@%llu missing",
+                  k, (unsigned long long)snap);
+        cr_expect(eq(u64, e.seq, want_seq));
+        cr_expect(eq(u32, e.value_len, (uint32_t)strlen(want)));
+        cr_expect(eq(int, memcmp(e.value, want, e.value_len), 0));
+}
+
+Test(memtable, overwrite_returns_newest_seq_and_snapshots_see_older)
+{
+        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_entry e;
+
+        put(mt, "k", 1, 5, ENG_ENTRY_VALUE, "v5");
+        put(mt, "k", 1, 9, ENG_ENTRY_VALUE, "v9");
+        put(mt, "k", 1, 7, ENG_ENTRY_VALUE, "v7");
+        expect_value(mt, "k", UINT64_MAX - 1, "v9", 9);
+        expect_value(mt, "k", 8, "v7", 7);
+        expect_value(mt, "k", 7, "v7", 7);
+        expect_value(mt, "k", 6, "v5", 5);
+        cr_expect(eq(int, eng_memtable_get(mt, "k", 1, 4, &e), -SCREE_ENOTFOUND));
+        cr_expect(eq(int, eng_memtable_get(mt, "j", 1, 100, &e), -SCREE_ENOTFOUND));
+        cr_expect(eq(int, eng_memtable_get(mt, "kk", 2, 100, &e), -SCREE_ENOTFOUND));
+        cr_expect(eq(u64, eng_memtable_count(mt), 3));
+        eng_memtable_unref(mt);
+}
+
+Test(memtable, a_tombstone_is_the_newest_version)
+{
+        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_entry e;
+
+        put(mt, "gone", 4, 1, ENG_ENTRY_VALUE, "x");
+        put(mt, "gone", 4, 2, ENG_ENTRY_TOMBSTONE, NULL);
+        cr_assert(eq(int, eng_memtable_get(mt, "gone", 4, 10, &e), 0));
+        cr_expect(eq(int, e.kind, ENG_ENTRY_TOMBSTONE));
+        cr_expect(eq(u32, e.value_len, 0));
+        expect_value(mt, "gone", 1, "x", 1);
+        eng_memtable_unref(mt);
+}
+
+Test(memtable, duplicates_and_bad_kinds_are_refused)
+{
+        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_entry e = { .key = (const uint8_t *)"a", .key_len = 1, .seq = 3, .kind = ENG_ENTRY_VALUE };
+
+        cr_assert(eq(int, eng_memtable_put(mt, &e), 0));
+        cr_expect(eq(int, eng_memtable_put(mt, &e), -EEXIST));
+        e.seq = 4;
+        e.kind = ENG_ENTRY_KIND_INVALID;
+        cr_expect(eq(int, eng_memtable_put(mt, &e), -EINVAL));
+        e.kind = ENG_ENTRY_KIND_MAX;
+        cr_expect(eq(int, eng_memtable_put(mt, &e), -EINVAL));
+        cr_expect(eq(u64, eng_memtable_count(mt), 1));
+        eng_memtable_unref(mt);
+}
+
+Test(memtable, keys_sort_as_bytes_with_prefixes_first_and_binary_keys_work)
+{
+        static const struct { const char *k; uint32_t len; } order[] = {
+                { "", 0 }, { "\0", 1 }, { "a", 1 }, { "a\0", 2 }, { "ab", 2 }, { "b", 1 }, { "\xff", 1 },
+        };
+        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_memtable_iter it;
+        unsigned i = 0;
+
+        for (int j = (int)(sizeof(order) / sizeof(order[0])) - 1; j >= 0; j--)
+                put(mt, order[j].k, order[j].len, 10 + (uint64_t)j, ENG_ENTRY_VALUE, "v");
+        eng_memtable_iter_init(&it, mt);
+        for (eng_memtable_iter_seek_first(&it); eng_memtable_iter_valid(&it); eng_memtable_iter_next(&it), i++) {
+                struct eng_entry e;
+
+                eng_memtable_iter_entry(&it, &e);
+                cr_assert(eq(u32, e.key_len, order[i].len), "position %u", i);
+                cr_assert(eq(int, memcmp(e.key, order[i].k, e.key_len), 0), "position %u", i);
+        }
+        cr_expect(eq(u32, i, sizeof(order) / sizeof(order[0])));
+        eng_memtable_unref(mt);
+}
+
+Test(memtable, seek_lands_on_the_first_key_at_or_after)
+{
+        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_memtable_iter it;
+        struct eng_entry e;
+
+        put(mt, "apple", 5, 1, ENG_ENTRY_VALUE, "1");
+        put(mt, "cherry", 6, 2, ENG_ENTRY_VALUE, "2");
+        put(mt, "cherry", 6, 3, ENG_ENTRY_VALUE, "3");
+        eng_memtable_iter_init(&it, mt);
+        eng_memtable_iter_seek(&it, "banana", 6);
+        cr_assert(eng_memtable_iter_valid(&it));
+        eng_memtable_iter_entry(&it, &e);
+        cr_expect(eq(u32, e.key_len, 6));
+        cr_expect(eq(u64, e.seq, 3), "newest version first");
+        eng_memtable_iter_next(&it);
+        eng_memtable_iter_entry(&it, &e);
+        cr_expect(eq(u64, e.seq, 2));
+        eng_memtable_iter_seek(&it, "apple", 5);
+        eng_memtable_iter_entry(&it, &e);
+        cr_expect(eq(u64, e.seq, 1));
+        eng_memtable_iter_seek(&it, "zebra", 5);
+        cr_expect(not(eng_memtable_iter_valid(&it)));
+        eng_memtable_unref(mt);
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+Test(memtable, many_random_inserts_stay_sorted_and_findable)
+{
+        enum { N = 20000 };
+        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_memtable_iter it;
+        char **keys = calloc(N, sizeof(char *));
+        unsigned i = 0;
+        size_t bytes0 = eng_memtable_bytes(mt);
+
+        srand(11);
+        for (unsigned k = 0; k < N; k++) {
+                keys[k] = malloc(24);
+                snprintf(keys[k], 24, "key-%08x-%u", (unsigned)rand(), k);
+                put(mt, keys[k], (uint32_t)strlen(keys[k]), k + 1, ENG_ENTRY_VALUE, keys[k]);
+        }
+        cr_assert(eng_memtable_check(mt), "skiplist invariants broken");
+        cr_expect(eq(u64, eng_memtable_count(mt), N));
+        cr_expect(gt(sz, eng_memtable_bytes(mt), bytes0 + (size_t)N * 40));
+        qsort(keys, N, sizeof(char *), cmp_keys);
+        eng_memtable_iter_init(&it, mt);
+        for (eng_memtable_iter_seek_first(&it); eng_memtable_iter_valid(&it); eng_memtable_iter_next(&it), i++) {
+                struct eng_entry e;
+
+                eng_memtable_iter_entry(&it, &e);
+                cr_assert(eq(u32, e.key_len, (uint32_t)strlen(keys[i])));
+                cr_assert(eq(int, memcmp(e.key, keys[i], e.key_len), 0), "out of order at %u", i);
+                cr_assert(eq(int, memcmp(e.value, keys[i], e.value_len), 0));
+        }
+        cr_expect(eq(u32, i, N));
+        for (unsigned k = 0; k < N; k += 97) {
+                struct eng_entry e;
+
+                cr_expect(eq(int, eng_memtable_get(mt, keys[k], (uint32_t)strlen(keys[k]), UINT64_MAX - 1, &e), 0));
+        }
+        for (unsigned k = 0; k < N; k++)
+                free(keys[k]);
+        free(keys);
+        eng_memtable_unref(mt);
+}
+
+Test(memtable, references_keep_it_alive)
+{
+        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_entry e;
+
+        put(mt, "x", 1, 1, ENG_ENTRY_VALUE, "y");
+        eng_memtable_ref(mt);
+        eng_memtable_unref(mt);
+        cr_expect(eq(int, eng_memtable_get(mt, "x", 1, 5, &e), 0), "freed while still referenced");
+        eng_memtable_unref(mt);
+        eng_memtable_unref(NULL);
+}
