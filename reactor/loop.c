@@ -276,49 +276,76 @@ static void sleep_in_ring(struct rx_loop *loop, uint64_t now_ns)
         atomic_store_explicit(&loop->sleeping, 0, memory_order_relaxed);
 }
 
+/* Iteration state carried between iterations of one run. */
+struct run_state {
+        uint64_t now;                   /* read at the bottom of the last iteration */
+        uint64_t last_work;
+};
+
 /*
- * One clock read per iteration on the hot path: `now` is read at the bottom
+ * One iteration. One clock read on the hot path: `now` is read at the bottom
  * and serves the next iteration's quota start, timer check and accounting.
  */
+static void iterate(struct rx_loop *loop, struct run_state *rs)
+{
+        struct rx_timer *next;
+        uint64_t start = rs->now, end;
+        unsigned work;
+
+        loop->stats.iterations++;
+        work = run_pollers(loop);
+        if (loop->task_head) {
+                rs->now = time_now_ns();        /* the quota starts after the pollers */
+                work += run_tasks(loop, &rs->now);
+        }
+        /* Read after tasks ran: they may have cancelled the old top. */
+        next = rx_timer_heap_top(&loop->timers);
+        if (next && next->deadline_ns <= rs->now)
+                work += fire_timers(loop, rs->now);
+        rx_uring_flush(loop->uring);
+        work += rx_uring_reap(loop, 256);
+        end = time_now_ns();
+        if (work) {
+                loop->stats.busy_ns += end - start;
+                rs->now = rs->last_work = end;
+                return;
+        }
+        if (!loop->opts.never_sleep && end - rs->last_work >= loop->opts.idle_poll_ns) {
+                sleep_in_ring(loop, end);
+                end = time_now_ns();
+        } else {
+                cpu_relax();
+        }
+        loop->stats.idle_ns += end - start;
+        rs->now = end;
+}
+
+static bool stopping(const struct rx_loop *loop)
+{
+        return atomic_load_explicit(&loop->stop, memory_order_acquire);
+}
+
 int rx_loop_run(struct rx_loop *loop)
 {
-        uint64_t now = time_now_ns(), last_work = now;
+        struct run_state rs = { .now = time_now_ns() };
 
         SCREE_ASSERT_SHARD(loop);
-        while (!atomic_load_explicit(&loop->stop, memory_order_acquire)) {
-                struct rx_timer *next;
-                uint64_t start = now, end;
-                unsigned work;
-
-                loop->stats.iterations++;
-                work = run_pollers(loop);
-                if (loop->task_head) {
-                        now = time_now_ns();    /* the quota starts after the pollers */
-                        work += run_tasks(loop, &now);
-                }
-                /* Read after tasks ran: they may have cancelled the old top. */
-                next = rx_timer_heap_top(&loop->timers);
-                if (next && next->deadline_ns <= now)
-                        work += fire_timers(loop, now);
-                rx_uring_flush(loop->uring);
-                work += rx_uring_reap(loop, 256);
-                end = time_now_ns();
-                if (work) {
-                        loop->stats.busy_ns += end - start;
-                        now = last_work = end;
-                        continue;
-                }
-                if (!loop->opts.never_sleep && end - last_work >= loop->opts.idle_poll_ns) {
-                        sleep_in_ring(loop, end);
-                        end = time_now_ns();
-                } else {
-                        cpu_relax();
-                }
-                loop->stats.idle_ns += end - start;
-                now = end;
-        }
+        rs.last_work = rs.now;
+        while (!stopping(loop))
+                iterate(loop, &rs);
         /* Leave nothing in flight: the kernel must not write into buffers
          * that callers free once the loop has returned. */
         rx_uring_drain(loop);
         return 0;
+}
+
+int rx_loop_run_until(struct rx_loop *loop, const bool *done)
+{
+        struct run_state rs = { .now = time_now_ns() };
+
+        SCREE_ASSERT_SHARD(loop);
+        rs.last_work = rs.now;
+        while (!*done && !stopping(loop))
+                iterate(loop, &rs);
+        return *done ? 0 : -SCREE_ESHUTDOWN;
 }

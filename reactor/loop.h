@@ -105,6 +105,15 @@ const char *rx_loop_setup_hint(int err);
  * no buffer is in use by the kernel afterwards. Returns 0. Shard-local. */
 int rx_loop_run(struct rx_loop *loop);
 
+/*
+ * Runs iterations until *done becomes true (set by a callback on this
+ * thread) and returns 0, or returns -SCREE_ESHUTDOWN if the loop is stopped
+ * first. Unlike rx_loop_run it leaves operations in flight and may be called
+ * again. For tests and for embedders that drive the loop step by step.
+ * Shard-local.
+ */
+int rx_loop_run_until(struct rx_loop *loop, const bool *done);
+
 /* Asks the loop to return from rx_loop_run after its current iteration; new
  * submissions then fail with -SCREE_ESHUTDOWN. Any thread. */
 void rx_loop_stop(struct rx_loop *loop);

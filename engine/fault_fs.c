@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Fault-injecting eng_fs; see fault_fs.h. Wraps the direct backend. For
+ * each open file it keeps a second, buffered descriptor (opened through
+ * /proc/self/fd) to read pre-images and to restore them, so the engine's
+ * own O_DIRECT descriptor and its alignment rules are never disturbed.
+ * Injected failures and ops on a dead fs complete through a posted loop
+ * task, so they too call back later, never inside the call.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/check.h"
+#include "base/compiler.h"
+#include "engine/fault_fs.h"
+
+#define BLOCK 4096u
+
+struct shadow {
+        int fd;
+        uint64_t block;
+        uint32_t old_len;               /* bytes that existed (0: beyond EOF) */
+        bool covered;                   /* an fdatasync in flight will make it durable */
+        uint8_t *old;
+};
+
+struct ffile {
+        int fd;                         /* the engine's descriptor (-1: slot free) */
+        int aux;                        /* our buffered descriptor of the same file */
+        uint64_t synced_size;
+        unsigned writes_in_flight, syncs_in_flight;
+        bool closed;                    /* engine closed it; kept for a power cut */
+};
+
+struct fault_fs {
+        struct eng_fs base;             /* first: eng_fs * casts to fault_fs * */
+        struct eng_fs *inner;
+        struct shadow *sh;
+        size_t n_sh, cap_sh;
+        struct ffile *files;
+        size_t n_files;
+        struct { int err, count; } fail[ENG_FS_KIND_MAX];
+        bool dead;
+        struct eng_fault_fs_stats stats;
+};
+
+static struct fault_fs *ffs_of(struct eng_fs *fs)
+{
+        return (struct fault_fs *)fs;
+}
+
+static struct ffile *file_find(struct fault_fs *f, int fd)
+{
+        for (size_t i = 0; i < f->n_files; i++)
+                if (f->files[i].fd == fd && !f->files[i].closed)
+                        return &f->files[i];
+        return NULL;
+}
+
+static uint64_t aux_size(int aux)
+{
+        struct stat st;
+
+        return fstat(aux, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* ---- completions ---- */
+
+static void task_done(struct rx_loop *loop, struct rx_task *t)
+{
+        struct eng_fs_op *op = container_of(t, struct eng_fs_op, task);
+
+        (void)loop;
+        op->cb(op, op->res);
+}
+
+/* Completes op with res from the loop, as an injected fault or a dead fs. */
+static int complete_later(struct fault_fs *f, struct eng_fs_op *op, enum eng_fs_kind kind, int res)
+{
+        op->fs = &f->base;
+        op->kind = kind;
+        op->res = res;
+        op->task = (struct rx_task){ .fn = task_done, .name = "fault_fs:injected" };
+        rx_loop_post(f->base.loop, &op->task);
+        f->stats.injected++;
+        return 0;
+}
+
+/* Returns a negative errno if this op must fail instead of running. */
+static int injected(struct fault_fs *f, enum eng_fs_kind kind)
+{
+        if (f->dead)
+                return -EIO;
+        if (f->fail[kind].count == 0)
+                return 0;
+        if (f->fail[kind].count > 0)
+                f->fail[kind].count--;
+        return -f->fail[kind].err;
+}
+
+/* Routes op's completion through `ours` before the caller's callback. */
+static void hook(struct eng_fs_op *op, eng_fs_cb ours)
+{
+        op->saved_cb = op->cb;
+        op->cb = ours;
+}
+
+/* After the inner call returned r: undo the hook on failure; on success make
+ * op point at this fs (the inner backend pointed it at itself). */
+static int unhook(struct fault_fs *f, struct eng_fs_op *op, int r)
+{
+        if (r < 0)
+                op->cb = op->saved_cb;
+        else
+                op->fs = &f->base;
+        return r;
+}
+
+static void pass_done(struct eng_fs_op *op, int res)
+{
+        op->cb = op->saved_cb;
+        op->cb(op, res);
+}
+
+/* ---- shadows ---- */
+
+static struct shadow *shadow_find(struct fault_fs *f, int fd, uint64_t block)
+{
+        for (size_t i = 0; i < f->n_sh; i++)
+                if (f->sh[i].fd == fd && f->sh[i].block == block)
+                        return &f->sh[i];
+        return NULL;
+}
+
+/* Saves the current bytes of one block before its first unsynced write. */
+static int shadow_block(struct fault_fs *f, struct ffile *file, uint64_t block)
+{
+        struct shadow *s;
+        ssize_t n;
+
+        if (shadow_find(f, file->fd, block))
+                return 0;
+        if (f->n_sh == f->cap_sh) {
+                size_t cap = f->cap_sh ? f->cap_sh * 2 : 64;
+                struct shadow *v = realloc(f->sh, cap * sizeof(*v));
+
+                if (!v)
+                        return -ENOMEM;
+                f->sh = v;
+                f->cap_sh = cap;
+        }
+        s = &f->sh[f->n_sh];
+        s->old = malloc(BLOCK);
+        if (!s->old)
+                return -ENOMEM;
+        n = pread(file->aux, s->old, BLOCK, (off_t)(block * BLOCK));
+        if (n < 0) {
+                free(s->old);
+                return -errno;
+        }
+        s->fd = file->fd;
+        s->block = block;
+        s->old_len = (uint32_t)n;
+        s->covered = false;
+        f->n_sh++;
+        f->stats.shadowed_blocks++;
+        return 0;
+}
+
+static void shadow_drop_at(struct fault_fs *f, size_t i)
+{
+        free(f->sh[i].old);
+        f->sh[i] = f->sh[--f->n_sh];
+}
+
+/* ---- ops ---- */
+
+static struct ffile *file_slot(struct fault_fs *f)
+{
+        struct ffile *v;
+
+        for (size_t i = 0; i < f->n_files; i++)
+                if (f->files[i].fd == -1)
+                        return &f->files[i];
+        v = realloc(f->files, (f->n_files + 1) * sizeof(*v));
+        SCREE_VERIFY(v != NULL);        /* a test backend: ENOMEM is fatal */
+        f->files = v;
+        return &f->files[f->n_files++];
+}
+
+static void open_done(struct eng_fs_op *op, int res)
+{
+        struct fault_fs *f = ffs_of(op->fs);
+
+        if (res >= 0) {
+                struct ffile *file = file_slot(f);
+                char path[64];
+
+                snprintf(path, sizeof(path), "/proc/self/fd/%d", res);
+                *file = (struct ffile){ .fd = res, .aux = open(path, O_RDWR | O_CLOEXEC) };
+                SCREE_VERIFY(file->aux >= 0);
+                file->synced_size = aux_size(file->aux);
+        }
+        pass_done(op, res);
+}
+
+static int f_open(struct eng_fs *fs, struct eng_fs_op *op, const char *path, int flags, mode_t mode)
+{
+        struct fault_fs *f = ffs_of(fs);
+        int err = injected(f, ENG_FS_OPEN);
+
+        if (err)
+                return complete_later(f, op, ENG_FS_OPEN, err);
+        hook(op, open_done);
+        return unhook(f, op, f->inner->vt->open(f->inner, op, path, flags, mode));
+}
+
+static int f_read(struct eng_fs *fs, struct eng_fs_op *op, int fd, void *buf, uint32_t len, uint64_t off)
+{
+        struct fault_fs *f = ffs_of(fs);
+        int err = injected(f, ENG_FS_READ);
+
+        if (err)
+                return complete_later(f, op, ENG_FS_READ, err);
+        hook(op, pass_done);
+        return unhook(f, op, f->inner->vt->read(f->inner, op, fd, buf, len, off));
+}
+
+static void write_done(struct eng_fs_op *op, int res)
+{
+        struct ffile *file = file_find(ffs_of(op->fs), op->fd);
+
+        if (file)
+                file->writes_in_flight--;
+        pass_done(op, res);
+}
+
+static int f_write(struct eng_fs *fs, struct eng_fs_op *op, int fd, const void *buf, uint32_t len,
+                   uint64_t off)
+{
+        struct fault_fs *f = ffs_of(fs);
+        struct ffile *file = file_find(f, fd);
+        int r, err = injected(f, ENG_FS_WRITE);
+
+        if (err)
+                return complete_later(f, op, ENG_FS_WRITE, err);
+        if (!file) {
+                hook(op, pass_done);
+                return unhook(f, op, f->inner->vt->write(f->inner, op, fd, buf, len, off));
+        }
+        for (uint64_t b = off / BLOCK; len && b <= (off + len - 1) / BLOCK; b++) {
+                r = shadow_block(f, file, b);
+                if (r < 0)
+                        return r;
+        }
+        if (file->syncs_in_flight)
+                f->stats.overlaps++;
+        hook(op, write_done);
+        r = unhook(f, op, f->inner->vt->write(f->inner, op, fd, buf, len, off));
+        if (r == 0) {
+                file->writes_in_flight++;
+                f->stats.writes++;
+        }
+        return r;
+}
+
+static void sync_done(struct eng_fs_op *op, int res)
+{
+        struct fault_fs *f = ffs_of(op->fs);
+        struct ffile *file = file_find(f, op->fd);
+
+        if (file) {
+                file->syncs_in_flight--;
+                for (size_t i = f->n_sh; i-- > 0;) {
+                        if (f->sh[i].fd != op->fd || !f->sh[i].covered)
+                                continue;
+                        /* Written before the sync was submitted: durable now. */
+                        if (res == 0)
+                                shadow_drop_at(f, i);
+                        else
+                                f->sh[i].covered = false;
+                }
+                if (res == 0)
+                        file->synced_size = aux_size(file->aux);
+        }
+        pass_done(op, res);
+}
+
+static int f_fdatasync(struct eng_fs *fs, struct eng_fs_op *op, int fd)
+{
+        struct fault_fs *f = ffs_of(fs);
+        struct ffile *file = file_find(f, fd);
+        int r, err = injected(f, ENG_FS_FDATASYNC);
+
+        if (err)
+                return complete_later(f, op, ENG_FS_FDATASYNC, err);
+        if (file && file->writes_in_flight)
+                f->stats.overlaps++;    /* those blocks stay shadowed: conservative */
+        for (size_t i = 0; file && !file->writes_in_flight && i < f->n_sh; i++)
+                if (f->sh[i].fd == fd)
+                        f->sh[i].covered = true;
+        hook(op, sync_done);
+        r = unhook(f, op, f->inner->vt->fdatasync(f->inner, op, fd));
+        if (r == 0 && file) {
+                file->syncs_in_flight++;
+                f->stats.syncs++;
+        }
+        return r;
+}
+
+static int f_fallocate(struct eng_fs *fs, struct eng_fs_op *op, int fd, int mode, uint64_t off,
+                       uint64_t len)
+{
+        struct fault_fs *f = ffs_of(fs);
+        int err = injected(f, ENG_FS_FALLOCATE);
+
+        if (err)
+                return complete_later(f, op, ENG_FS_FALLOCATE, err);
+        hook(op, pass_done);
+        return unhook(f, op, f->inner->vt->fallocate(f->inner, op, fd, mode, off, len));
+}
+
+static int f_close(struct eng_fs *fs, struct eng_fs_op *op, int fd)
+{
+        struct fault_fs *f = ffs_of(fs);
+        struct ffile *file = file_find(f, fd);
+        int r, err = injected(f, ENG_FS_CLOSE);
+
+        if (err)
+                return complete_later(f, op, ENG_FS_CLOSE, err);
+        hook(op, pass_done);
+        r = unhook(f, op, f->inner->vt->close(f->inner, op, fd));
+        /* Unsynced data outlives the descriptor, whose number may be reused:
+         * the file and its shadows are re-keyed to a private negative id. */
+        if (r == 0 && file) {
+                int id = -2 - file->aux;
+
+                for (size_t i = 0; i < f->n_sh; i++)
+                        if (f->sh[i].fd == fd)
+                                f->sh[i].fd = id;
+                file->fd = id;
+                file->closed = true;
+        }
+        return r;
+}
+
+/* ---- power cut, control, teardown ---- */
+
+static struct ffile *file_by_id(struct fault_fs *f, int id)
+{
+        for (size_t i = 0; i < f->n_files; i++)
+                if (f->files[i].fd == id)
+                        return &f->files[i];
+        return NULL;
+}
+
+static uint64_t next_rand(uint64_t *s)
+{
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        return *s;
+}
+
+int eng_fault_fs_power_cut(struct eng_fs *fs, bool tear, uint64_t seed)
+{
+        struct fault_fs *f = ffs_of(fs);
+        uint64_t rng = seed | 1;
+        int r = 0;
+
+        for (size_t i = 0; i < f->n_sh; i++) {
+                struct shadow *s = &f->sh[i];
+                struct ffile *file = file_by_id(f, s->fd);
+
+                if (!file || (tear && (next_rand(&rng) & 1)))
+                        continue;       /* torn: this block's new bytes made it */
+                if (pwrite(file->aux, s->old, s->old_len, (off_t)(s->block * BLOCK)) < 0 && r == 0)
+                        r = -errno;
+                f->stats.restored_blocks++;
+        }
+        for (size_t i = 0; i < f->n_files; i++) {
+                struct ffile *file = &f->files[i];
+
+                if (file->fd == -1)
+                        continue;
+                if (aux_size(file->aux) > file->synced_size &&
+                    ftruncate(file->aux, (off_t)file->synced_size) < 0 && r == 0)
+                        r = -errno;
+                if (fsync(file->aux) < 0 && r == 0)
+                        r = -errno;
+        }
+        while (f->n_sh)
+                shadow_drop_at(f, f->n_sh - 1);
+        f->dead = true;
+        return r;
+}
+
+void eng_fault_fs_fail(struct eng_fs *fs, enum eng_fs_kind kind, int err, int count)
+{
+        struct fault_fs *f = ffs_of(fs);
+
+        if (kind < 0 || kind >= ENG_FS_KIND_MAX)
+                return;
+        f->fail[kind].err = err;
+        f->fail[kind].count = count;
+}
+
+const struct eng_fault_fs_stats *eng_fault_fs_stats(const struct eng_fs *fs)
+{
+        return &((const struct fault_fs *)(const void *)fs)->stats;
+}
+
+static void f_free(struct eng_fs *fs)
+{
+        struct fault_fs *f = ffs_of(fs);
+
+        while (f->n_sh)
+                shadow_drop_at(f, f->n_sh - 1);
+        for (size_t i = 0; i < f->n_files; i++)
+                if (f->files[i].fd != -1)
+                        close(f->files[i].aux);
+        free(f->sh);
+        free(f->files);
+        eng_fs_free(f->inner);
+        free(f);
+}
+
+static const struct eng_fs_vtable fault_vt = {
+        .open = f_open,
+        .read = f_read,
+        .write = f_write,
+        .fdatasync = f_fdatasync,
+        .fallocate = f_fallocate,
+        .close = f_close,
+        .free = f_free,
+};
+
+struct eng_fs *eng_fault_fs_new(struct rx_loop *loop)
+{
+        struct fault_fs *f = calloc(1, sizeof(*f));
+
+        if (!f)
+                return NULL;
+        f->inner = eng_fs_direct_new(loop);
+        if (!f->inner) {
+                free(f);
+                return NULL;
+        }
+        f->base.vt = &fault_vt;
+        f->base.loop = loop;
+        f->base.owner_shard = check_current_shard;
+        return &f->base;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A fault-injecting eng_fs for tests: real files through the real reactor,
+ * plus the failures a disk and a power supply produce.
+ *
+ *  - Power cut: before the first write to a 4 KiB block since the file's
+ *    last completed fdatasync, the block's old bytes are saved. A completed
+ *    fdatasync forgets what it made durable. eng_fault_fs_power_cut() puts
+ *    every saved block back -- or, with tear, keeps a random subset of the
+ *    new blocks, as a multi-block write cut mid-way would -- truncates each
+ *    file to its size at its last sync, and kills the fs: every later op
+ *    fails with -EIO, like a machine that lost power. Reopen with a new fs.
+ *  - Injected errors: eng_fault_fs_fail() makes the next ops of one kind fail
+ *    with a chosen errno (a failed write writes nothing; a failed fdatasync
+ *    makes nothing durable).
+ *
+ * Limits: durability is tracked per file data only (creating or renaming a
+ * file is taken as durable at once). A write submitted while an fdatasync
+ * of the same file is in flight, or the reverse, has no single right answer;
+ * it is counted in stats.overlaps and handled conservatively. Engine code is
+ * expected not to do that, and tests check overlaps == 0.
+ * Shard-local, like every eng_fs.
+ */
+#ifndef SCREE_ENGINE_FAULT_FS_H
+#define SCREE_ENGINE_FAULT_FS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/fs.h"
+
+struct eng_fault_fs_stats {
+        uint64_t writes, syncs, injected, shadowed_blocks, restored_blocks, overlaps;
+};
+
+/* NULL only on ENOMEM. Free with eng_fs_free. Shard-local. */
+struct eng_fs *eng_fault_fs_new(struct rx_loop *loop);
+
+/* The next `count` ops of `kind` complete with -err instead (count < 0: until
+ * set again; count 0: stop failing). err is a positive errno. */
+void eng_fault_fs_fail(struct eng_fs *fs, enum eng_fs_kind kind, int err, int count);
+
+/*
+ * Simulates a power cut now, synchronously: restores unsynced blocks (all of
+ * them, or with tear a random subset chosen from seed), truncates files to
+ * their last synced size, then fails every later op with -EIO.
+ * Returns 0 or -errno if restoring failed. REQUIRES: no op in flight.
+ */
+int eng_fault_fs_power_cut(struct eng_fs *fs, bool tear, uint64_t seed);
+
+const struct eng_fault_fs_stats *eng_fault_fs_stats(const struct eng_fs *fs);
+
+#endif
