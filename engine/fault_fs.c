@@ -123,6 +123,9 @@ static int unhook(struct fault_fs *f, struct eng_fs_op *op, int r)
 
 static void pass_done(struct eng_fs_op *op, int res)
 {
+        /* Power was lost before this completed: it never happened. */
+        if (ffs_of(op->fs)->dead)
+                res = -EIO;
         op->cb = op->saved_cb;
         op->cb(op, res);
 }
@@ -176,6 +179,29 @@ static void shadow_drop_at(struct fault_fs *f, size_t i)
 {
         free(f->sh[i].old);
         f->sh[i] = f->sh[--f->n_sh];
+}
+
+static struct ffile *file_by_id(struct fault_fs *f, int id);
+
+/* Puts one block's saved bytes back. */
+static int restore(struct fault_fs *f, const struct shadow *s)
+{
+        struct ffile *file = file_by_id(f, s->fd);
+
+        if (!file)
+                return 0;
+        f->stats.restored_blocks++;
+        if (pwrite(file->aux, s->old, s->old_len, (off_t)(s->block * BLOCK)) < 0)
+                return -errno;
+        return 0;
+}
+
+/* Truncates a file back to its synced size and flushes our restores. */
+static int settle(struct ffile *file)
+{
+        if (aux_size(file->aux) > file->synced_size && ftruncate(file->aux, (off_t)file->synced_size) < 0)
+                return -errno;
+        return fsync(file->aux) < 0 ? -errno : 0;
 }
 
 /* ---- ops ---- */
@@ -233,10 +259,21 @@ static int f_read(struct eng_fs *fs, struct eng_fs_op *op, int fd, void *buf, ui
 
 static void write_done(struct eng_fs_op *op, int res)
 {
-        struct ffile *file = file_find(ffs_of(op->fs), op->fd);
+        struct fault_fs *f = ffs_of(op->fs);
+        struct ffile *file = file_find(f, op->fd);
 
         if (file)
                 file->writes_in_flight--;
+        if (f->dead && file && op->len) {
+                /* Landed after the power cut: undo it. */
+                for (uint64_t b = op->off / BLOCK; b <= (op->off + op->len - 1) / BLOCK; b++) {
+                        struct shadow *s = shadow_find(f, file->fd, b);
+
+                        if (s)
+                                restore(f, s);
+                }
+                settle(file);
+        }
         pass_done(op, res);
 }
 
@@ -274,7 +311,9 @@ static void sync_done(struct eng_fs_op *op, int res)
         struct fault_fs *f = ffs_of(op->fs);
         struct ffile *file = file_find(f, op->fd);
 
-        if (file) {
+        if (file && f->dead) {
+                file->syncs_in_flight--;
+        } else if (file) {
                 file->syncs_in_flight--;
                 for (size_t i = f->n_sh; i-- > 0;) {
                         if (f->sh[i].fd != op->fd || !f->sh[i].covered)
@@ -373,30 +412,25 @@ int eng_fault_fs_power_cut(struct eng_fs *fs, bool tear, uint64_t seed)
         uint64_t rng = seed | 1;
         int r = 0;
 
+        f->dead = true;
         for (size_t i = 0; i < f->n_sh; i++) {
-                struct shadow *s = &f->sh[i];
-                struct ffile *file = file_by_id(f, s->fd);
+                int e;
 
-                if (!file || (tear && (next_rand(&rng) & 1)))
+                if (tear && (next_rand(&rng) & 1))
                         continue;       /* torn: this block's new bytes made it */
-                if (pwrite(file->aux, s->old, s->old_len, (off_t)(s->block * BLOCK)) < 0 && r == 0)
-                        r = -errno;
-                f->stats.restored_blocks++;
+                e = restore(f, &f->sh[i]);
+                r = r ? r : e;
         }
         for (size_t i = 0; i < f->n_files; i++) {
-                struct ffile *file = &f->files[i];
+                int e;
 
-                if (file->fd == -1)
+                if (f->files[i].fd == -1)
                         continue;
-                if (aux_size(file->aux) > file->synced_size &&
-                    ftruncate(file->aux, (off_t)file->synced_size) < 0 && r == 0)
-                        r = -errno;
-                if (fsync(file->aux) < 0 && r == 0)
-                        r = -errno;
+                e = settle(&f->files[i]);
+                r = r ? r : e;
         }
-        while (f->n_sh)
-                shadow_drop_at(f, f->n_sh - 1);
-        f->dead = true;
+        /* The shadows stay: writes still in flight when power went are
+         * undone as they complete (write_done). */
         return r;
 }
 

@@ -9,7 +9,10 @@
  *    every saved block back -- or, with tear, keeps a random subset of the
  *    new blocks, as a multi-block write cut mid-way would -- truncates each
  *    file to its size at its last sync, and kills the fs: every later op
- *    fails with -EIO, like a machine that lost power. Reopen with a new fs.
+ *    fails with -EIO, like a machine that lost power. Ops still in flight
+ *    at the cut complete with -EIO, and a write among them that lands
+ *    afterwards is undone, so the cut may come at any moment. Reopen with a
+ *    new fs.
  *  - Injected errors: eng_fault_fs_fail() makes the next ops of one kind fail
  *    with a chosen errno (a failed write writes nothing; a failed fdatasync
  *    makes nothing durable).
@@ -43,8 +46,8 @@ void eng_fault_fs_fail(struct eng_fs *fs, enum eng_fs_kind kind, int err, int co
 /*
  * Simulates a power cut now, synchronously: restores unsynced blocks (all of
  * them, or with tear a random subset chosen from seed), truncates files to
- * their last synced size, then fails every later op with -EIO.
- * Returns 0 or -errno if restoring failed. REQUIRES: no op in flight.
+ * their last synced size, then fails every later op -- and every op still
+ * in flight -- with -EIO. Returns 0 or -errno if restoring failed.
  */
 int eng_fault_fs_power_cut(struct eng_fs *fs, bool tear, uint64_t seed);
 

@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Commit-log writer; see wal.h for the model.
+ *
+ * Segments form a list, oldest first; the newest is the reserve being
+ * prepared (or ready) for the next roll, the one before it receives appends.
+ * Each segment has an active buffer whose byte 0 sits at file_off (4 KiB
+ * aligned). A flush hands that buffer to one O_DIRECT write, rounded up to
+ * whole blocks (zero padded), and starts a new active buffer holding a copy
+ * of the partial last block, so appends never touch memory under I/O and
+ * the next flush rewrites that block with more records. Flushes go oldest
+ * segment first, one write+fdatasync at a time, so when segment S is durable
+ * up to offset O every earlier segment is durable too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/check.h"
+#include "base/compiler.h"
+#include "base/mem.h"
+#include "base/time.h"
+#include "engine/wal.h"
+#include "engine/wal_format.h"
+
+#define BLOCK MEM_DIRECT_ALIGN
+#define MIN_BUF (64u * 1024u)
+
+struct wbuf {
+        uint8_t *data;                  /* zero beyond len, up to cap */
+        size_t cap, len;
+        uint64_t file_off;
+};
+
+struct wal_seg {
+        struct eng_wal *wal;
+        struct wal_seg *next;
+        uint64_t id;
+        int fd;
+        int prep_step;                  /* preparation stage; see prep_done */
+        bool ready, sealed, busy;       /* busy: an op of its own is in flight */
+        struct eng_fs_op op;
+        uint8_t *header;
+        struct wbuf active;
+        uint64_t durable_off;
+        char path[];
+};
+
+struct eng_wal {
+        int owner_shard;
+        struct eng_fs *fs;
+        struct eng_wal_opts o;
+        struct wal_seg *segs;           /* oldest first; the last is the reserve */
+        struct wal_seg *cur;
+        bool io_busy;
+        struct wal_seg *io_seg;
+        struct wbuf flushing;
+        uint64_t io_end;
+        struct eng_fs_op io_op;
+        struct eng_wal_write *ack_head, *ack_tail;
+        int error;
+        uint64_t last_seq;
+        struct rx_timer timer;
+        bool closing;
+        struct rx_task close_task;
+        void (*close_done)(void *arg, int res);
+        void *close_arg;
+        struct eng_wal_stats stats;
+};
+
+static void kick(struct eng_wal *wal);
+static void close_step(struct eng_wal *wal);
+
+static uint64_t seg_end(const struct wal_seg *s)
+{
+        return s->active.file_off + s->active.len;
+}
+
+static bool seg_pending(const struct wal_seg *s)
+{
+        return seg_end(s) > s->durable_off;
+}
+
+/* ---- buffers ---- */
+
+static int wbuf_init(struct wbuf *b, size_t cap, uint64_t file_off)
+{
+        cap = (cap + BLOCK - 1) & ~(size_t)(BLOCK - 1);
+        b->data = mem_alloc_aligned(BLOCK, cap);
+        if (!b->data)
+                return -ENOMEM;
+        memset(b->data, 0, cap);
+        b->cap = cap;
+        b->len = 0;
+        b->file_off = file_off;
+        return 0;
+}
+
+static void wbuf_fini(struct wbuf *b)
+{
+        mem_free_aligned(b->data);
+        b->data = NULL;
+        b->cap = b->len = 0;
+}
+
+/* Makes room for n more bytes. Only for a buffer not under I/O. */
+static int wbuf_reserve(struct wbuf *b, size_t n)
+{
+        struct wbuf nb;
+
+        if (b->len + n <= b->cap)
+                return 0;
+        if (wbuf_init(&nb, (b->len + n) * 2, b->file_off) < 0)
+                return -ENOMEM;
+        memcpy(nb.data, b->data, b->len);
+        nb.len = b->len;
+        wbuf_fini(b);
+        *b = nb;
+        return 0;
+}
+
+/* ---- failure and acknowledgement ---- */
+
+static void ack_until(struct eng_wal *wal, uint64_t segment, uint64_t durable_off, int res)
+{
+        while (wal->ack_head && (res < 0 || wal->ack_head->segment < segment ||
+                                 (wal->ack_head->segment == segment &&
+                                  wal->ack_head->end_off <= durable_off))) {
+                struct eng_wal_write *w = wal->ack_head;
+
+                wal->ack_head = w->next;
+                if (!wal->ack_head)
+                        wal->ack_tail = NULL;
+                w->done(w, res);
+        }
+}
+
+/* Stops the log for good: every pending and later append gets err. */
+static void fail(struct eng_wal *wal, int err)
+{
+        if (!wal->error)
+                wal->error = err < 0 ? err : -EIO;
+        ack_until(wal, 0, 0, wal->error);
+        if (wal->closing)
+                close_step(wal);
+}
+
+/* ---- segment preparation: open, fallocate, header, fdatasync ---- */
+
+enum { PREP_OPEN, PREP_FALLOCATE, PREP_HEADER, PREP_SYNC, PREP_DONE };
+
+static void prep_done(struct eng_fs_op *op, int res);
+
+static int prep_submit(struct wal_seg *s)
+{
+        struct eng_wal *wal = s->wal;
+
+        switch (s->prep_step) {
+        case PREP_OPEN:
+                return eng_fs_open(wal->fs, &s->op, s->path, O_CREAT | O_RDWR | O_DIRECT, 0644, prep_done);
+        case PREP_FALLOCATE:
+                return eng_fs_fallocate(wal->fs, &s->op, s->fd, 0, 0, wal->o.segment_bytes, prep_done);
+        case PREP_HEADER:
+                eng_wal_segment_header_encode(s->header, wal->o.shard, s->id);
+                return eng_fs_write(wal->fs, &s->op, s->fd, s->header, ENG_WAL_SEGMENT_HEADER_BYTES, 0,
+                                    prep_done);
+        case PREP_SYNC:
+                return eng_fs_fdatasync(wal->fs, &s->op, s->fd, prep_done);
+        default:
+                return -EINVAL;
+        }
+}
+
+static void prep_done(struct eng_fs_op *op, int res)
+{
+        struct wal_seg *s = container_of(op, struct wal_seg, op);
+        struct eng_wal *wal = s->wal;
+        int r;
+
+        s->busy = false;
+        if (res < 0 || (s->prep_step == PREP_HEADER && res != (int)ENG_WAL_SEGMENT_HEADER_BYTES)) {
+                fail(wal, res < 0 ? res : -EIO);
+                return;
+        }
+        if (s->prep_step == PREP_OPEN)
+                s->fd = res;
+        if (++s->prep_step == PREP_DONE) {
+                s->ready = true;
+                wal->stats.segments++;
+                kick(wal);
+                if (wal->closing)
+                        close_step(wal);
+                return;
+        }
+        r = prep_submit(s);
+        if (r < 0)
+                fail(wal, r);
+        else
+                s->busy = true;
+}
+
+/* Creates segment `id` at the end of the list and starts preparing it. */
+static struct wal_seg *seg_new(struct eng_wal *wal, uint64_t id)
+{
+        size_t plen = strlen(wal->o.dir) + 32;
+        struct wal_seg *s = calloc(1, sizeof(*s) + plen), **tail;
+
+        if (!s)
+                return NULL;
+        s->wal = wal;
+        s->id = id;
+        s->fd = -1;
+        s->durable_off = ENG_WAL_SEGMENT_HEADER_BYTES;
+        snprintf(s->path, plen, "%s/%016llx.log", wal->o.dir, (unsigned long long)id);
+        s->header = mem_alloc_aligned(BLOCK, ENG_WAL_SEGMENT_HEADER_BYTES);
+        if (!s->header || wbuf_init(&s->active, MIN_BUF, ENG_WAL_SEGMENT_HEADER_BYTES) < 0 ||
+            prep_submit(s) < 0) {
+                mem_free_aligned(s->header);
+                wbuf_fini(&s->active);
+                free(s);
+                return NULL;
+        }
+        s->busy = true;
+        for (tail = &wal->segs; *tail; tail = &(*tail)->next)
+                ;
+        *tail = s;
+        return s;
+}
+
+static void seg_free(struct wal_seg *s)
+{
+        mem_free_aligned(s->header);
+        wbuf_fini(&s->active);
+        free(s);
+}
+
+/* Seals the current segment and moves appends to the reserve. */
+static int roll(struct eng_wal *wal)
+{
+        struct wal_seg *next = wal->cur->next;
+
+        if (!next)
+                return -ENOMEM;
+        wal->cur->sealed = true;
+        wal->cur = next;
+        if (!seg_new(wal, next->id + 1))
+                return -ENOMEM;
+        return 0;
+}
+
+/* ---- flushing ---- */
+
+static void sync_done(struct eng_fs_op *op, int res)
+{
+        struct eng_wal *wal = container_of(op, struct eng_wal, io_op);
+        struct wal_seg *s = wal->io_seg;
+
+        wal->io_busy = false;
+        wbuf_fini(&wal->flushing);
+        if (res < 0) {
+                fail(wal, res);
+                return;
+        }
+        wal->stats.syncs++;
+        s->durable_off = wal->io_end;
+        ack_until(wal, s->id, s->durable_off, 0);
+        kick(wal);
+        if (wal->closing)
+                close_step(wal);
+}
+
+static void write_done(struct eng_fs_op *op, int res)
+{
+        struct eng_wal *wal = container_of(op, struct eng_wal, io_op);
+        size_t want = (wal->flushing.len + BLOCK - 1) & ~(size_t)(BLOCK - 1);
+        int r;
+
+        if (res != (int)want) {
+                wal->io_busy = false;
+                wbuf_fini(&wal->flushing);
+                fail(wal, res < 0 ? res : -EIO);
+                return;
+        }
+        wal->stats.writes++;
+        r = eng_fs_fdatasync(wal->fs, &wal->io_op, wal->io_seg->fd, sync_done);
+        if (r < 0) {
+                wal->io_busy = false;
+                wbuf_fini(&wal->flushing);
+                fail(wal, r);
+        }
+}
+
+/* Writes s's active buffer; appends continue in a fresh one. */
+static int start_flush(struct eng_wal *wal, struct wal_seg *s)
+{
+        struct wbuf *a = &s->active, next;
+        size_t full = a->len & ~(size_t)(BLOCK - 1);
+        int r;
+
+        r = wbuf_init(&next, a->cap > MIN_BUF ? a->cap : MIN_BUF, a->file_off + full);
+        if (r < 0)
+                return r;
+        memcpy(next.data, a->data + full, a->len - full);
+        next.len = a->len - full;
+        wal->flushing = *a;
+        wal->io_end = seg_end(s);
+        wal->io_seg = s;
+        *a = next;
+        r = eng_fs_write(wal->fs, &wal->io_op, s->fd, wal->flushing.data,
+                         (uint32_t)((wal->flushing.len + BLOCK - 1) & ~(size_t)(BLOCK - 1)),
+                         wal->flushing.file_off, write_done);
+        if (r < 0) {
+                wbuf_fini(&wal->flushing);
+                return r;
+        }
+        wal->io_busy = true;
+        return 0;
+}
+
+/* Closes and drops sealed segments at the head that are fully durable. */
+static void retire_sealed(struct eng_wal *wal);
+
+static void kick(struct eng_wal *wal)
+{
+        int r;
+
+        if (wal->io_busy || wal->error)
+                return;
+        retire_sealed(wal);
+        for (struct wal_seg *s = wal->segs; s; s = s->next) {
+                if (!seg_pending(s))
+                        continue;
+                if (!s->ready)
+                        return;         /* prep_done kicks again */
+                r = start_flush(wal, s);
+                if (r < 0)
+                        fail(wal, r);
+                return;
+        }
+}
+
+/* ---- retiring and closing segments ---- */
+
+static void unlink_head(struct eng_wal *wal)
+{
+        struct wal_seg *s = wal->segs;
+
+        wal->segs = s->next;
+        seg_free(s);
+}
+
+static void retired(struct eng_fs_op *op, int res)
+{
+        struct wal_seg *s = container_of(op, struct wal_seg, op);
+        struct eng_wal *wal = s->wal;
+
+        s->busy = false;
+        s->fd = -1;
+        unlink_head(wal);
+        if (res < 0)
+                fail(wal, res);
+        else if (wal->closing)
+                close_step(wal);
+        else
+                kick(wal);
+}
+
+static void retire_sealed(struct eng_wal *wal)
+{
+        struct wal_seg *s = wal->segs;
+
+        if (!s || !s->sealed || s->busy || seg_pending(s) || s == wal->cur)
+                return;
+        if (eng_fs_close(wal->fs, &s->op, s->fd, retired) < 0)
+                fail(wal, -EIO);
+        else
+                s->busy = true;
+}
+
+static void finish_close(struct eng_wal *wal)
+{
+        void (*done)(void *arg, int res) = wal->close_done;
+        void *arg = wal->close_arg;
+        int res = wal->error;
+
+        rx_timer_cancel(wal->fs->loop, &wal->timer);
+        free(wal);
+        done(arg, res);
+}
+
+/*
+ * Drives a close: flush everything (unless the log failed), then close the
+ * segments one by one, then free. Re-entered from every completion while
+ * closing; returns as soon as it must wait.
+ */
+static void close_step(struct eng_wal *wal)
+{
+        if (wal->io_busy)
+                return;
+        for (struct wal_seg *s = wal->segs; s; s = s->next) {
+                if (s->busy || (!wal->error && seg_pending(s))) {
+                        kick(wal);
+                        return;
+                }
+        }
+        while (wal->segs && wal->segs->fd < 0)
+                unlink_head(wal);
+        if (!wal->segs) {
+                finish_close(wal);
+                return;
+        }
+        wal->segs->busy = true;
+        if (eng_fs_close(wal->fs, &wal->segs->op, wal->segs->fd, retired) < 0) {
+                wal->segs->busy = false;
+                wal->segs->fd = -1;
+                fail(wal, -EIO);
+        }
+}
+
+/* ---- the API ---- */
+
+static void close_task_run(struct rx_loop *loop, struct rx_task *t)
+{
+        (void)loop;
+        close_step(container_of(t, struct eng_wal, close_task));
+}
+
+static void period_fire(struct rx_loop *loop, struct rx_timer *t)
+{
+        struct eng_wal *wal = container_of(t, struct eng_wal, timer);
+
+        kick(wal);
+        if (!wal->closing)
+                rx_timer_arm_after(loop, t, wal->o.period_ns);
+}
+
+int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal **ret)
+{
+        struct eng_wal *wal;
+
+        if (!o->dir || (o->segment_bytes && (o->segment_bytes % BLOCK ||
+                                             o->segment_bytes < 2 * ENG_WAL_SEGMENT_HEADER_BYTES)) ||
+            o->sync < 0 || o->sync >= ENG_WAL_SYNC_MAX)
+                return -EINVAL;
+        wal = calloc(1, sizeof(*wal));
+        if (!wal)
+                return -ENOMEM;
+        wal->owner_shard = check_current_shard;
+        wal->fs = fs;
+        wal->o = *o;
+        if (!wal->o.segment_bytes)
+                wal->o.segment_bytes = ENG_WAL_DEFAULT_SEGMENT_BYTES;
+        if (!wal->o.period_ns)
+                wal->o.period_ns = ENG_WAL_DEFAULT_PERIOD_NS;
+        rx_timer_init(&wal->timer, period_fire, "wal:periodic_sync");
+        wal->close_task = (struct rx_task){ .fn = close_task_run, .name = "wal:close" };
+        wal->cur = seg_new(wal, o->first_segment);
+        if (!wal->cur) {
+                free(wal);
+                return -ENOMEM;
+        }
+        /* Without a reserve the first roll fails with -ENOMEM, cleanly. */
+        seg_new(wal, o->first_segment + 1);
+        if (wal->o.sync == ENG_WAL_SYNC_PERIODIC)
+                rx_timer_arm_after(fs->loop, &wal->timer, wal->o.period_ns);
+        *ret = wal;
+        return 0;
+}
+
+int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, const void *payload,
+                   uint32_t len)
+{
+        size_t rs = eng_wal_record_size(len);
+        struct wal_seg *s;
+        int r;
+
+        SCREE_ASSERT_SHARD(wal);
+        if (wal->error)
+                return wal->error;
+        if (wal->closing)
+                return -SCREE_ESHUTDOWN;
+        if (rs > wal->o.segment_bytes - ENG_WAL_SEGMENT_HEADER_BYTES)
+                return -E2BIG;
+        if (wal->stats.appends && seq <= wal->last_seq)
+                return -EINVAL;
+        if (seg_end(wal->cur) + rs > wal->o.segment_bytes && (r = roll(wal)) < 0)
+                return r;
+        s = wal->cur;
+        r = wbuf_reserve(&s->active, rs);
+        if (r < 0)
+                return r;
+        eng_wal_record_encode(s->active.data + s->active.len, s->id, ENG_WAL_RECORD_BATCH, seq,
+                              s->durable_off, payload, len);
+        s->active.len += rs;
+        wal->last_seq = seq;
+        wal->stats.appends++;
+        wal->stats.bytes += rs;
+        if (wal->o.sync == ENG_WAL_SYNC_PERIODIC)
+                return 1;
+        w->next = NULL;
+        w->segment = s->id;
+        w->end_off = seg_end(s);
+        if (wal->ack_tail)
+                wal->ack_tail->next = w;
+        else
+                wal->ack_head = w;
+        wal->ack_tail = w;
+        kick(wal);
+        return 0;
+}
+
+int eng_wal_close(struct eng_wal *wal, void (*done)(void *arg, int res), void *arg)
+{
+        SCREE_ASSERT_SHARD(wal);
+        if (wal->closing)
+                return -EALREADY;
+        wal->closing = true;
+        wal->close_done = done;
+        wal->close_arg = arg;
+        rx_timer_cancel(wal->fs->loop, &wal->timer);
+        /* Completions re-enter close_step; start it from the loop so done
+         * never runs inside this call. */
+        rx_loop_post(wal->fs->loop, &wal->close_task);
+        return 0;
+}
+
+const struct eng_wal_stats *eng_wal_stats(const struct eng_wal *wal)
+{
+        return &wal->stats;
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The commit-log writer of one shard. Records (format: wal_format.h,
+ * docs/format/wal.md) go into preallocated segment files
+ * <dir>/<segment id, 16 hex digits>.log through the shard's eng_fs.
+ *
+ * Group commit: at most one write+fdatasync is in flight. Appends that
+ * arrive meanwhile accumulate in memory and share the next one, so one
+ * fdatasync covers every write that came during the previous.
+ *   - ENG_WAL_SYNC_BATCH: eng_wal_append returns 0 and w->done(w, 0) runs
+ *     once the record is durable (or with the error that stopped the log).
+ *   - ENG_WAL_SYNC_PERIODIC: eng_wal_append returns 1: acknowledged at once;
+ *     a timer writes and syncs every period. A crash may lose the last period.
+ * Segments: the next segment is prepared in the background (open, fallocate,
+ * header block, fdatasync); a record that does not fit rolls to it.
+ * Failure: a failed write or fdatasync stops the log for good (a retried
+ * fsync can report success for data the kernel already dropped): pending
+ * and later appends get that error.
+ * Shard-local.
+ */
+#ifndef SCREE_ENGINE_WAL_H
+#define SCREE_ENGINE_WAL_H
+
+#include <stdint.h>
+
+#include "engine/fs.h"
+
+struct eng_wal;
+struct eng_wal_write;
+
+enum eng_wal_sync {
+        ENG_WAL_SYNC_BATCH,
+        ENG_WAL_SYNC_PERIODIC,
+        ENG_WAL_SYNC_MAX,
+        ENG_WAL_SYNC_INVALID = -1,
+};
+
+struct eng_wal_opts {
+        const char *dir;                /* existing directory; borrowed for the log's life */
+        uint32_t shard;
+        uint64_t first_segment;         /* id of the first segment this log creates */
+        uint64_t segment_bytes;         /* multiple of 4096; default 32 MiB */
+        enum eng_wal_sync sync;
+        uint64_t period_ns;             /* periodic mode; default 10 ms */
+};
+
+#define ENG_WAL_DEFAULT_SEGMENT_BYTES (32u << 20)
+#define ENG_WAL_DEFAULT_PERIOD_NS (10 * UINT64_C(1000000))
+
+/* Caller-provided per batch-mode append; valid until done runs. */
+struct eng_wal_write {
+        void (*done)(struct eng_wal_write *w, int res);
+        void *ctx;
+        /* internal */
+        struct eng_wal_write *next;
+        uint64_t segment;
+        uint64_t end_off;
+};
+
+struct eng_wal_stats {
+        uint64_t appends, bytes, writes, syncs, segments;
+};
+
+/* Starts a log; the first segment is prepared in the background (appends
+ * may come at once). Returns 0 and *ret (close with eng_wal_close), -EINVAL
+ * for bad options, -ENOMEM. Shard-local. */
+int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal **ret);
+
+/*
+ * Appends one record of payload (copied) with sequence number seq (must
+ * increase). Returns 0 (batch: w->done will run), 1 (periodic: acknowledged
+ * now; w is not used and may be NULL), -E2BIG if the record cannot fit in a
+ * segment, or the error that stopped the log. Shard-local.
+ */
+int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, const void *payload,
+                   uint32_t len);
+
+/*
+ * Flushes and syncs what is buffered, closes the segments and frees the log;
+ * done(arg, res) runs when all that finished (res: 0 or the log's error).
+ * Pending batch appends complete first. Returns 0, or <0 and done won't run.
+ * Shard-local.
+ */
+int eng_wal_close(struct eng_wal *wal, void (*done)(void *arg, int res), void *arg);
+
+const struct eng_wal_stats *eng_wal_stats(const struct eng_wal *wal);
+
+#endif
