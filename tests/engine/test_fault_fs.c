@@ -24,6 +24,7 @@
 #include "base/compiler.h"
 #include "base/mem.h"
 #include "engine/fault_fs.h"
+#include "tests/tmpdir.h"
 
 #define BLK 4096u
 
@@ -32,20 +33,11 @@ static struct rx_loop *loop;
 static struct eng_fs *fs;
 static uint8_t *buf;
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-        (void)st;
-        (void)flag;
-        (void)ftw;
-        return remove(p);
-}
-
 static void setup(void)
 {
         int r;
 
-        snprintf(dir, sizeof(dir), "/var/tmp/scree-test-ffs-XXXXXX");
-        cr_assert(not(eq(ptr, mkdtemp(dir), NULL)));
+        tmpdir_make(dir, sizeof(dir), "ffs");
         snprintf(path, sizeof(path), "%s/f", dir);
         r = rx_loop_new(NULL, &loop);
         if (r == -ENOSYS || r == -EPERM)
@@ -62,7 +54,7 @@ static void teardown(void)
         eng_fs_free(fs);
         rx_loop_free(loop);
         mem_free_aligned(buf);
-        nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+        tmpdir_remove(dir);
 }
 
 TestSuite(fault_fs, .init = setup, .fini = teardown, .timeout = 20);

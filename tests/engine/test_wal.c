@@ -27,6 +27,7 @@
 #include "engine/fault_fs.h"
 #include "engine/wal.h"
 #include "engine/wal_format.h"
+#include "tests/tmpdir.h"
 
 #define MAX_APPENDS 4000
 
@@ -45,20 +46,11 @@ static unsigned n_done;
 static bool all_done, closed;
 static int close_res;
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-        (void)st;
-        (void)flag;
-        (void)ftw;
-        return remove(p);
-}
-
 static void setup(void)
 {
         int r;
 
-        snprintf(dir, sizeof(dir), "/var/tmp/scree-test-wal-XXXXXX");
-        cr_assert(not(eq(ptr, mkdtemp(dir), NULL)));
+        tmpdir_make(dir, sizeof(dir), "wal");
         r = rx_loop_new(NULL, &loop);
         if (r == -ENOSYS || r == -EPERM)
                 cr_skip_test("io_uring unavailable");
@@ -71,7 +63,7 @@ static void teardown(void)
 {
         eng_fs_free(fs);
         rx_loop_free(loop);
-        nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+        tmpdir_remove(dir);
 }
 
 TestSuite(wal, .init = setup, .fini = teardown, .timeout = 60);

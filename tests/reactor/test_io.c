@@ -35,6 +35,7 @@
 #include "base/mem.h"
 #include "reactor/io.h"
 #include "reactor/loop.h"
+#include "tests/tmpdir.h"
 
 #define BLOCK_BYTES 4096u
 
@@ -43,25 +44,15 @@ static char mnt_dir[PATH_MAX];          /* tmpfs mount point, if a test made one
 
 static void setup(void)
 {
-        snprintf(test_dir, sizeof(test_dir), "/var/tmp/scree-test-io-XXXXXX");
-        cr_assert(ne(ptr, mkdtemp(test_dir), NULL), "mkdtemp: %s", strerror(errno));
+        tmpdir_make(test_dir, sizeof(test_dir), "io");
         mnt_dir[0] = '\0';
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-        (void)st;
-        (void)flag;
-        (void)ftw;
-        return remove(path);
 }
 
 static void teardown(void)
 {
         if (mnt_dir[0])
                 umount2(mnt_dir, MNT_DETACH);
-        if (test_dir[0])
-                nftw(test_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        tmpdir_remove(test_dir);
 }
 
 TestSuite(io, .init = setup, .fini = teardown, .timeout = 20);
