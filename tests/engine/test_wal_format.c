@@ -73,6 +73,13 @@ static void seg_add_synced(struct seg *s, unsigned n)
                 seg_add(s, s->end);
 }
 
+/* Recomputes a record header's checksum after a test forged a field, so
+ * that only the forged field is wrong. */
+static void reseal(uint8_t *h, uint64_t segment)
+{
+        le64_put(h, checksum64(h + 8, ENG_WAL_RECORD_HEADER_BYTES - 8, segment));
+}
+
 static void expect_record(const struct eng_wal_record *rec, unsigned i)
 {
         uint8_t want[3000];
@@ -241,7 +248,7 @@ Test(wal_format, a_length_past_the_end_with_a_valid_checksum_is_never_trusted)
         seg_add_synced(&s, 8);
         h = s.buf + s.off[2];
         le32_put(h + 8, 0x7fffffff);    /* forged: header checksum recomputed */
-        le64_put(h, checksum64(h + 8, ENG_WAL_RECORD_HEADER_BYTES - 8, 14));
+        reseal(h, 14);
         eng_wal_reader_init(&r, s.buf, SEG_BYTES, 14);
         cr_assert(eq(int, read_expect(&r, 2), -SCREE_ECORRUPT), "synced records follow it");
         cr_expect(eq(u64, r.bad_off, s.off[2]));
@@ -258,7 +265,7 @@ Test(wal_format, unknown_record_type_is_corruption)
         seg_add_synced(&s, 4);
         h = s.buf + s.off[1];
         h[12] = 200;
-        le64_put(h, checksum64(h + 8, ENG_WAL_RECORD_HEADER_BYTES - 8, 15));
+        reseal(h, 15);
         eng_wal_reader_init(&r, s.buf, SEG_BYTES, 15);
         cr_assert(eq(int, read_expect(&r, 1), -SCREE_ECORRUPT));
         cr_expect(eq(u64, r.bad_off, s.off[1]));
