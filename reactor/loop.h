@@ -5,10 +5,12 @@
  * Each iteration: (1) run pollers (cross-shard queues, the foreign inbox),
  * (2) run ready tasks until the queue is empty or the task quota (default
  * 0.5 ms) is spent, (3) fire due timers, (4) submit queued SQEs and reap
- * completions without blocking. When an iteration finds nothing to do for
- * idle_poll_ns, the loop announces that it sleeps, re-checks every poller,
- * and blocks in the ring until a completion, the next timer, or a wakeup
- * (an eventfd write by rx_loop_wake) arrives.
+ * posted completions without blocking; while steps 1-3 keep finding work,
+ * every RX_LOOP_COLLECT_NS it also asks the kernel to post finished I/O.
+ * When an iteration finds nothing to do, and either I/O is in flight or
+ * idle_poll_ns passed since the last work, the loop announces that it
+ * sleeps, re-checks every poller, and blocks in the ring until a completion,
+ * the next timer, or a wakeup (an eventfd write by rx_loop_wake) arrives.
  *
  * Every callback the loop runs (task, timer, I/O completion, message handler)
  * is timed; one that runs longer than stall_threshold_ns (default 25 ms) is a
@@ -53,6 +55,8 @@ struct rx_loop_opts {
 #define RX_LOOP_DEFAULT_TASK_QUOTA_NS (500 * UINT64_C(1000))
 #define RX_LOOP_DEFAULT_STALL_NS (25 * UINT64_C(1000000))
 #define RX_LOOP_DEFAULT_IDLE_POLL_NS (50 * UINT64_C(1000))
+/* How often a loop kept busy by other work collects I/O completions. */
+#define RX_LOOP_COLLECT_NS (20 * UINT64_C(1000))
 
 /* Counters the loop owns; read them on the loop's thread. */
 struct rx_loop_stats {

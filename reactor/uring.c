@@ -3,12 +3,15 @@
  * io_uring setup with feature probing, plus submit, reap and wait.
  *
  * Setup tries the best flag set first and falls back one step at a time:
- *   SINGLE_ISSUER | DEFER_TASKRUN | COOP_TASKRUN | TASKRUN_FLAG | SUBMIT_ALL  (6.1+)
- *   COOP_TASKRUN | TASKRUN_FLAG | SUBMIT_ALL                                  (5.19+)
+ *   SINGLE_ISSUER | DEFER_TASKRUN | COOP_TASKRUN | SUBMIT_ALL  (6.1+)
+ *   COOP_TASKRUN | SUBMIT_ALL                                  (5.19+)
  *   none
  * With DEFER_TASKRUN completions are only posted when this thread enters the
- * kernel; TASKRUN_FLAG makes the kernel raise IORING_SQ_TASKRUN when such work
- * is pending, so a polling loop enters only when it has to.
+ * kernel with GETEVENTS: rx_uring_wait and rx_uring_collect do; a plain
+ * submit does not. TASKRUN_FLAG is left off on purpose: with it liburing's
+ * submit and peek enter the kernel whenever a completion is pending, which
+ * turns the loop into a syscall poller; on a VM that busy vCPU cost 13-25%
+ * of 4K random-read IOPS against blocking in the ring (docs/PERFORMANCE.md).
  * Required: IORING_FEAT_NODROP and EXT_ARG (5.11) and the opcodes io.c uses;
  * anything missing is -SCREE_EUNSUPPORTED rather than a later surprise.
  * Shard-local (SINGLE_ISSUER binds the ring to the creating thread).
@@ -27,8 +30,8 @@
 
 static const unsigned flag_sets[] = {
         IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN |
-                IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL,
-        IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL,
+                IORING_SETUP_SUBMIT_ALL,
+        IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SUBMIT_ALL,
         0,
 };
 
@@ -119,21 +122,28 @@ unsigned rx_uring_pending(const struct rx_uring *u)
         return io_uring_sq_ready(&u->ring);
 }
 
+unsigned rx_uring_in_flight(const struct rx_uring *u)
+{
+        return u->in_flight;
+}
+
+static int transient_ok(int r)
+{
+        return r == -EINTR || r == -EAGAIN || r == -EBUSY ? 0 : r;
+}
+
 int rx_uring_flush(struct rx_uring *u)
 {
-        int r;
+        if (io_uring_sq_ready(&u->ring) == 0)
+                return 0;
+        return transient_ok(io_uring_submit(&u->ring));
+}
 
-        if (io_uring_sq_ready(&u->ring) > 0) {
-                /* liburing adds GETEVENTS when IORING_SQ_TASKRUN is set. */
-                r = io_uring_submit(&u->ring);
-                return r == -EINTR || r == -EAGAIN || r == -EBUSY ? 0 : r;
-        }
-        if (u->in_flight && (IO_URING_READ_ONCE(*u->ring.sq.kflags) &
-                             (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
-                r = io_uring_get_events(&u->ring);
-                return r == -EINTR || r == -EAGAIN || r == -EBUSY ? 0 : r;
-        }
-        return 0;
+int rx_uring_collect(struct rx_uring *u)
+{
+        if (!u->in_flight)
+                return 0;
+        return transient_ok(io_uring_get_events(&u->ring));
 }
 
 unsigned rx_uring_reap(struct rx_loop *loop, unsigned max)

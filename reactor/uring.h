@@ -23,9 +23,16 @@ int rx_uring_new(uint32_t entries, struct rx_uring **ret, struct rx_uring_featur
 /* Accepts NULL. REQUIRES: nothing in flight (rx_uring_drain ran). */
 void rx_uring_free(struct rx_uring *u);
 
-/* Submits queued SQEs and runs deferred kernel work, without blocking.
+/* Submits queued SQEs without blocking and without collecting completions.
  * Returns SQEs submitted or -errno. */
 int rx_uring_flush(struct rx_uring *u);
+
+/* Enters the kernel (no wait) so that finished operations post their CQEs;
+ * a no-op with nothing in flight. Returns 0 or -errno. */
+int rx_uring_collect(struct rx_uring *u);
+
+/* Operations submitted or queued whose callback has not run yet. */
+unsigned rx_uring_in_flight(const struct rx_uring *u);
 
 /* Runs callbacks for up to max ready CQEs. Returns the number reaped. */
 unsigned rx_uring_reap(struct rx_loop *loop, unsigned max);
