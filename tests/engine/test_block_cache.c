@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Block cache (engine/block_cache.h): hits and misses, the byte bound, a
+ * one-off scan not flushing blocks that were hit twice, pinned blocks never
+ * evicted, a second put of a key returning the first, and dropping a file's
+ * blocks while one is pinned.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include "base/mem.h"
+#include "engine/block_cache.h"
+
+TestSuite(block_cache, .timeout = 20);
+
+static struct eng_cached_block *put(struct eng_block_cache *c, uint64_t file, uint64_t block)
+{
+        uint8_t *buf = mem_alloc_aligned(MEM_DIRECT_ALIGN, 4096);
+        struct eng_cached_block *b;
+
+        memset(buf, (int)(block & 0xff), 4096);
+        b = eng_block_cache_put(c, file, block * 4096, buf, 4096, buf + 16, 4080);
+        cr_assert(not(eq(ptr, b, NULL)));
+        return b;
+}
+
+static bool cached(struct eng_block_cache *c, uint64_t file, uint64_t block)
+{
+        struct eng_cached_block *b = eng_block_cache_get(c, file, block * 4096);
+
+        eng_block_cache_release(c, b);
+        return b != NULL;
+}
+
+Test(block_cache, get_after_put_hits_and_unknown_keys_miss)
+{
+        struct eng_block_cache *c;
+        struct eng_cached_block *b;
+
+        cr_assert(eq(int, eng_block_cache_new(1 << 20, &c), 0));
+        eng_block_cache_release(c, put(c, 1, 5));
+        b = eng_block_cache_get(c, 1, 5 * 4096);
+        cr_assert(not(eq(ptr, b, NULL)));
+        cr_expect(eq(u8, b->data[0], 5));
+        cr_expect(eq(u32, b->content_len, 4080));
+        eng_block_cache_release(c, b);
+        cr_expect(not(cached(c, 1, 6)));
+        cr_expect(not(cached(c, 2, 5)));
+        cr_expect(eq(u64, eng_block_cache_stats(c)->hits, 1));
+        cr_expect(eq(u64, eng_block_cache_stats(c)->misses, 2));
+        eng_block_cache_free(c);
+}
+
+Test(block_cache, bytes_stay_within_capacity)
+{
+        struct eng_block_cache *c;
+
+        cr_assert(eq(int, eng_block_cache_new(100 * 4096, &c), 0));
+        for (uint64_t i = 0; i < 5000; i++) {
+                eng_block_cache_release(c, put(c, 1, i));
+                cr_assert(le(u64, eng_block_cache_stats(c)->bytes, 100 * 4096));
+        }
+        cr_expect(eq(u64, eng_block_cache_stats(c)->blocks, 100));
+        cr_expect(eq(u64, eng_block_cache_stats(c)->evictions, 4900));
+        cr_expect(cached(c, 1, 4999));
+        cr_expect(not(cached(c, 1, 0)));
+        eng_block_cache_free(c);
+}
+
+Test(block_cache, a_one_off_scan_does_not_flush_blocks_hit_twice)
+{
+        struct eng_block_cache *c;
+        unsigned kept = 0;
+
+        cr_assert(eq(int, eng_block_cache_new(100 * 4096, &c), 0));
+        for (uint64_t i = 0; i < 50; i++) {     /* the working set, hit twice */
+                eng_block_cache_release(c, put(c, 1, i));
+                cr_assert(cached(c, 1, i));
+        }
+        for (uint64_t i = 0; i < 10000; i++)    /* a scan of another file */
+                eng_block_cache_release(c, put(c, 2, i));
+        for (uint64_t i = 0; i < 50; i++)
+                kept += cached(c, 1, i);
+        cr_expect(eq(u32, kept, 50), "%u of 50 hot blocks survived the scan", kept);
+        eng_block_cache_free(c);
+}
+
+Test(block_cache, pinned_blocks_are_not_evicted_and_a_second_put_returns_the_first)
+{
+        struct eng_block_cache *c;
+        struct eng_cached_block *pinned, *again;
+        uint8_t *dup = mem_alloc_aligned(MEM_DIRECT_ALIGN, 4096);
+
+        cr_assert(eq(int, eng_block_cache_new(10 * 4096, &c), 0));
+        pinned = put(c, 1, 0);
+        for (uint64_t i = 1; i < 100; i++)
+                eng_block_cache_release(c, put(c, 1, i));
+        cr_expect(eq(u8, pinned->data[100], 0));
+        again = eng_block_cache_put(c, 1, 0, dup, 4096, dup + 16, 4080);   /* dup is freed */
+        cr_expect(eq(ptr, again, pinned));
+        eng_block_cache_release(c, again);
+        eng_block_cache_release(c, pinned);
+        cr_expect(le(u64, eng_block_cache_stats(c)->bytes, 10 * 4096));
+        eng_block_cache_free(c);
+}
+
+Test(block_cache, erasing_a_file_drops_its_blocks_and_frees_pinned_ones_at_release)
+{
+        struct eng_block_cache *c;
+        struct eng_cached_block *pinned;
+
+        cr_assert(eq(int, eng_block_cache_new(1 << 20, &c), 0));
+        for (uint64_t i = 0; i < 10; i++) {
+                eng_block_cache_release(c, put(c, 1, i));
+                eng_block_cache_release(c, put(c, 2, i));
+        }
+        pinned = eng_block_cache_get(c, 1, 3 * 4096);
+        eng_block_cache_erase_file(c, 1);
+        cr_expect(eq(u64, eng_block_cache_stats(c)->blocks, 10));
+        cr_expect(not(cached(c, 1, 3)));
+        cr_expect(cached(c, 2, 3));
+        cr_expect(eq(u8, pinned->data[0], 3), "still readable while pinned");
+        eng_block_cache_release(c, pinned);     /* freed here (ASan checks) */
+        eng_block_cache_free(c);
+}
