@@ -231,6 +231,14 @@ struct eng_cached_block *eng_block_cache_put(struct eng_block_cache *c, uint64_t
         return b;
 }
 
+struct eng_cached_block *eng_block_cache_pin(struct eng_block_cache *c, struct eng_cached_block *b)
+{
+        (void)c;
+        SCREE_ASSERT(b->pins > 0);
+        b->pins++;
+        return b;
+}
+
 void eng_block_cache_release(struct eng_block_cache *c, struct eng_cached_block *b)
 {
         if (!b)

@@ -61,6 +61,9 @@ struct eng_cached_block *eng_block_cache_put(struct eng_block_cache *c, uint64_t
                                              uint64_t offset, uint8_t *data_take, uint32_t len,
                                              const uint8_t *content, uint32_t content_len);
 
+/* Pins b once more (another reader of a block already pinned); returns b. */
+struct eng_cached_block *eng_block_cache_pin(struct eng_block_cache *c, struct eng_cached_block *b);
+
 /* Unpins. Accepts NULL. */
 void eng_block_cache_release(struct eng_block_cache *c, struct eng_cached_block *b);
 

@@ -1,0 +1,533 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * SSTable writing and reading through eng_fs; see sst_io.h. The writer is a
+ * small state machine driven by its I/O completions (and the throttle
+ * timer): pump() submits the chunk that is ready if no write is in flight,
+ * then builds the next one, so building overlaps the previous write.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/check.h"
+#include "base/compiler.h"
+#include "base/mem.h"
+#include "base/time.h"
+#include "engine/sst_io.h"
+
+/* ---- writing ---- */
+
+struct eng_sst_write {
+        struct eng_fs *fs;
+        struct eng_sst_write_opts o;
+        struct eng_sst_source *src;
+        struct eng_sst_builder *b;
+        eng_sst_write_cb done;
+        void *arg;
+        struct eng_fs_op op;
+        int fd;
+        uint8_t *wbuf;                  /* the chunk being written */
+        size_t wlen;
+        bool writing, syncing, finished, closing;
+        int err;
+        uint64_t start_ns, written, throttled_ns, throttle_from;
+        struct rx_timer throttle;
+        bool throttled;
+};
+
+static void pump(struct eng_sst_write *w);
+
+static void fail(struct eng_sst_write *w, int err)
+{
+        if (!w->err)
+                w->err = err;
+}
+
+static void on_closed(struct eng_fs_op *op, int res)
+{
+        struct eng_sst_write *w = container_of(op, struct eng_sst_write, op);
+
+        if (res < 0)
+                fail(w, res);
+        w->done(w, w->err, w->arg);
+}
+
+static void finish_io(struct eng_sst_write *w)
+{
+        int r;
+
+        w->closing = true;
+        if (w->fd < 0) {
+                w->done(w, w->err, w->arg);     /* open failed: nothing to close */
+                return;
+        }
+        r = eng_fs_close(w->fs, &w->op, w->fd, on_closed);
+        SCREE_VERIFY(r == 0);   /* close never fails to submit on an open loop */
+}
+
+static void on_synced(struct eng_fs_op *op, int res)
+{
+        struct eng_sst_write *w = container_of(op, struct eng_sst_write, op);
+
+        w->syncing = false;
+        if (res < 0)
+                fail(w, res);
+        finish_io(w);
+}
+
+static void on_written(struct eng_fs_op *op, int res)
+{
+        struct eng_sst_write *w = container_of(op, struct eng_sst_write, op);
+
+        if (res >= 0 && (size_t)res != w->wlen)
+                res = -EIO;     /* O_DIRECT to a regular file: short only on error */
+        if (res < 0)
+                fail(w, res);
+        else
+                w->written += w->wlen;
+        mem_free_aligned(w->wbuf);
+        w->wbuf = NULL;
+        w->writing = false;
+        pump(w);
+}
+
+static void on_throttle(struct rx_loop *loop, struct rx_timer *t)
+{
+        struct eng_sst_write *w = container_of(t, struct eng_sst_write, throttle);
+
+        (void)loop;
+        w->throttled = false;
+        w->throttled_ns += time_now_ns() - w->throttle_from;
+        pump(w);
+}
+
+/* True (timer armed) if the bytes written so far are ahead of the rate. */
+static bool throttle(struct eng_sst_write *w)
+{
+        uint64_t now, allowed_ns, elapsed;
+
+        if (!w->o.rate_bytes_per_sec)
+                return false;
+        now = time_now_ns();
+        elapsed = now - w->start_ns;
+        allowed_ns = (uint64_t)((double)w->written * 1e9 / (double)w->o.rate_bytes_per_sec);
+        if (allowed_ns <= elapsed)
+                return false;
+        w->throttled = true;
+        w->throttle_from = now;
+        rx_timer_arm_after(w->fs->loop, &w->throttle, allowed_ns - elapsed);
+        return true;
+}
+
+/* Builds until a chunk is ready or the table is finished. */
+static void fill(struct eng_sst_write *w)
+{
+        while (!w->err && !w->finished && eng_sst_builder_ready(w->b) < w->o.chunk_bytes) {
+                struct eng_entry e;
+                int r = w->src->next(w->src, &e);
+
+                if (r == 0) {
+                        r = eng_sst_builder_finish(w->b);
+                        w->finished = r == 0;
+                } else if (r > 0) {
+                        r = eng_sst_builder_add(w->b, &e);
+                }
+                if (r < 0)
+                        fail(w, r);
+        }
+}
+
+static void submit_chunk(struct eng_sst_write *w)
+{
+        uint64_t off;
+        int r;
+
+        eng_sst_builder_take(w->b, &w->wbuf, &w->wlen, &off);
+        r = eng_fs_write(w->fs, &w->op, w->fd, w->wbuf, (uint32_t)w->wlen, off, on_written);
+        if (r < 0) {
+                mem_free_aligned(w->wbuf);
+                w->wbuf = NULL;
+                fail(w, r);
+                return;
+        }
+        w->writing = true;
+}
+
+static void pump(struct eng_sst_write *w)
+{
+        int r;
+
+        if (w->writing || w->throttled || w->syncing || w->closing)
+                return;
+        if (w->err) {
+                finish_io(w);
+                return;
+        }
+        if (eng_sst_builder_ready(w->b) == 0)
+                fill(w);
+        if (eng_sst_builder_ready(w->b) > 0 && !w->err) {
+                if (throttle(w))
+                        return;
+                submit_chunk(w);
+                fill(w);        /* build the next chunk while this one is written */
+                if (w->writing)
+                        return;
+        }
+        if (w->err) {
+                finish_io(w);
+                return;
+        }
+        SCREE_ASSERT(w->finished && eng_sst_builder_ready(w->b) == 0);
+        w->syncing = true;
+        r = eng_fs_fdatasync(w->fs, &w->op, w->fd, on_synced);
+        if (r < 0) {
+                w->syncing = false;
+                fail(w, r);
+                finish_io(w);
+        }
+}
+
+static void on_opened(struct eng_fs_op *op, int res)
+{
+        struct eng_sst_write *w = container_of(op, struct eng_sst_write, op);
+
+        if (res < 0) {
+                fail(w, res);
+                finish_io(w);
+                return;
+        }
+        w->fd = res;
+        w->start_ns = time_now_ns();
+        pump(w);
+}
+
+int eng_sst_write_start(struct eng_fs *fs, const struct eng_sst_write_opts *o,
+                        struct eng_sst_source *src, eng_sst_write_cb done, void *arg,
+                        struct eng_sst_write **ret)
+{
+        struct eng_sst_write *w;
+        int r;
+
+        if (!o->path || (o->chunk_bytes % 4096) != 0)
+                return -EINVAL;
+        if (!(w = calloc(1, sizeof(*w))))
+                return -ENOMEM;
+        w->fs = fs;
+        w->o = *o;
+        if (!w->o.chunk_bytes)
+                w->o.chunk_bytes = ENG_SST_DEFAULT_CHUNK_BYTES;
+        w->src = src;
+        w->done = done;
+        w->arg = arg;
+        w->fd = -1;
+        rx_timer_init(&w->throttle, on_throttle, "sst_write:throttle");
+        if ((r = eng_sst_builder_new(&o->table, &w->b)) < 0 ||
+            (r = eng_fs_open(fs, &w->op, o->path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644,
+                             on_opened)) < 0) {
+                eng_sst_builder_free(w->b);
+                free(w);
+                return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+const struct eng_sst_props *eng_sst_write_props(const struct eng_sst_write *w)
+{
+        return eng_sst_builder_props(w->b);
+}
+
+uint64_t eng_sst_write_file_size(const struct eng_sst_write *w)
+{
+        return eng_sst_builder_file_size(w->b);
+}
+
+uint64_t eng_sst_write_throttled_ns(const struct eng_sst_write *w)
+{
+        return w->throttled_ns;
+}
+
+void eng_sst_write_free(struct eng_sst_write *w)
+{
+        if (!w)
+                return;
+        mem_free_aligned(w->wbuf);
+        eng_sst_builder_free(w->b);
+        free(w);
+}
+
+/* ---- reading ---- */
+
+struct eng_sst_table {
+        unsigned refs;
+        struct eng_fs *fs;
+        struct eng_block_cache *cache;
+        struct eng_sst_reader *r;
+        uint64_t file_id;
+        int fd;
+        struct eng_sst_block_read *inflight;    /* one leader per block being read */
+        struct eng_fs_op close_op;
+};
+
+/* An open in three steps: open(2), read the footer page, read the meta region. */
+struct open_ctx {
+        struct eng_fs_op op;
+        struct eng_fs *fs;
+        struct eng_block_cache *cache;
+        uint64_t file_id, file_size;
+        int fd, err;
+        uint8_t *footer, *meta;
+        uint32_t meta_len;
+        eng_sst_open_cb done;
+        void *arg;
+};
+
+static void open_ctx_free(struct open_ctx *c)
+{
+        mem_free_aligned(c->footer);
+        mem_free_aligned(c->meta);
+        free(c);
+}
+
+static void on_open_failed_closed(struct eng_fs_op *op, int res)
+{
+        struct open_ctx *c = container_of(op, struct open_ctx, op);
+
+        (void)res;
+        c->done(c->arg, c->err, NULL);
+        open_ctx_free(c);
+}
+
+static void open_fail(struct open_ctx *c, int err)
+{
+        c->err = err;
+        if (c->fd < 0 || eng_fs_close(c->fs, &c->op, c->fd, on_open_failed_closed) < 0)
+                on_open_failed_closed(&c->op, 0);
+}
+
+static void open_finish(struct open_ctx *c)
+{
+        struct eng_sst_table *t = calloc(1, sizeof(*t));
+        uint8_t *meta = c->meta;
+        int r;
+
+        if (!t) {
+                open_fail(c, -ENOMEM);
+                return;
+        }
+        c->meta = NULL;         /* the reader takes it, also on failure */
+        r = eng_sst_reader_new(c->file_id, c->file_size, c->footer, meta, &t->r);
+        if (r < 0) {
+                free(t);
+                open_fail(c, r);
+                return;
+        }
+        t->refs = 1;
+        t->fs = c->fs;
+        t->cache = c->cache;
+        t->file_id = c->file_id;
+        t->fd = c->fd;
+        c->done(c->arg, 0, t);
+        open_ctx_free(c);
+}
+
+static void on_meta_read(struct eng_fs_op *op, int res)
+{
+        struct open_ctx *c = container_of(op, struct open_ctx, op);
+
+        if (res >= 0 && (uint32_t)res != c->meta_len)
+                res = -SCREE_ECORRUPT;  /* shorter than the manifest says */
+        if (res < 0)
+                open_fail(c, res);
+        else
+                open_finish(c);
+}
+
+static void on_footer_read(struct eng_fs_op *op, int res)
+{
+        struct open_ctx *c = container_of(op, struct open_ctx, op);
+        uint64_t off;
+        int r;
+
+        if (res >= 0 && res != ENG_SST_FOOTER_BYTES)
+                res = -SCREE_ECORRUPT;
+        if (res < 0 || (res = eng_sst_meta_range(c->footer, c->file_size, c->file_id, &off,
+                                                 &c->meta_len)) < 0) {
+                open_fail(c, res);
+                return;
+        }
+        if (!(c->meta = mem_alloc_aligned(MEM_DIRECT_ALIGN, c->meta_len))) {
+                open_fail(c, -ENOMEM);
+                return;
+        }
+        r = eng_fs_read(c->fs, &c->op, c->fd, c->meta, c->meta_len, off, on_meta_read);
+        if (r < 0)
+                open_fail(c, r);
+}
+
+static void on_table_fd(struct eng_fs_op *op, int res)
+{
+        struct open_ctx *c = container_of(op, struct open_ctx, op);
+        int r;
+
+        if (res < 0) {
+                open_fail(c, res);
+                return;
+        }
+        c->fd = res;
+        if (c->file_size < ENG_SST_FOOTER_BYTES || c->file_size % ENG_BLOCK_PAGE_BYTES) {
+                open_fail(c, -SCREE_ECORRUPT);
+                return;
+        }
+        r = eng_fs_read(c->fs, &c->op, c->fd, c->footer, ENG_SST_FOOTER_BYTES,
+                        c->file_size - ENG_SST_FOOTER_BYTES, on_footer_read);
+        if (r < 0)
+                open_fail(c, r);
+}
+
+int eng_sst_table_open(struct eng_fs *fs, struct eng_block_cache *cache, const char *path,
+                       uint64_t file_id, uint64_t file_size, eng_sst_open_cb done, void *arg)
+{
+        struct open_ctx *c = calloc(1, sizeof(*c));
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        *c = (struct open_ctx){ .fs = fs, .cache = cache, .file_id = file_id,
+                                .file_size = file_size, .fd = -1, .done = done, .arg = arg };
+        c->footer = mem_alloc_aligned(MEM_DIRECT_ALIGN, ENG_SST_FOOTER_BYTES);
+        if (!c->footer) {
+                free(c);
+                return -ENOMEM;
+        }
+        r = eng_fs_open(fs, &c->op, path, O_RDONLY | O_DIRECT, 0, on_table_fd);
+        if (r < 0) {
+                open_ctx_free(c);
+                return r;
+        }
+        return 0;
+}
+
+void eng_sst_table_ref(struct eng_sst_table *t)
+{
+        t->refs++;
+}
+
+static void on_table_closed(struct eng_fs_op *op, int res)
+{
+        (void)res;
+        free(container_of(op, struct eng_sst_table, close_op));
+}
+
+void eng_sst_table_unref(struct eng_sst_table *t)
+{
+        if (!t || --t->refs > 0)
+                return;
+        SCREE_ASSERT(!t->inflight);
+        eng_sst_reader_unref(t->r);
+        t->r = NULL;
+        if (eng_fs_close(t->fs, &t->close_op, t->fd, on_table_closed) < 0)
+                free(t);        /* loop stopping: the fd goes with the process */
+}
+
+const struct eng_sst_reader *eng_sst_table_reader(const struct eng_sst_table *t)
+{
+        return t->r;
+}
+
+static void inflight_remove(struct eng_sst_table *t, struct eng_sst_block_read *rq)
+{
+        struct eng_sst_block_read **p = &t->inflight;
+
+        while (*p != rq)
+                p = &(*p)->next;
+        *p = rq->next;
+}
+
+/* Verifies and caches the block a leader read; NULL with *err on failure. */
+static struct eng_cached_block *cache_read(struct eng_sst_block_read *rq, int res, int *err)
+{
+        struct eng_sst_table *t = rq->t;
+        struct eng_sst_handle h = eng_sst_reader_block(t->r, rq->index);
+        struct eng_cached_block *b;
+        const uint8_t *content;
+        size_t clen;
+        uint8_t *buf = rq->buf;
+
+        rq->buf = NULL;
+        if (res >= 0 && (uint32_t)res != h.size)
+                res = -SCREE_ECORRUPT;
+        if (res >= 0)
+                res = eng_sst_data_open(t->r, rq->index, buf, h.size, &content, &clen);
+        if (res < 0) {
+                mem_free_aligned(buf);
+                *err = res;
+                return NULL;
+        }
+        b = eng_block_cache_put(t->cache, t->file_id, h.offset, buf, h.size, content,
+                                (uint32_t)clen);
+        *err = b ? 0 : -ENOMEM;
+        return b;
+}
+
+static void on_block_read(struct eng_fs_op *op, int res)
+{
+        struct eng_sst_block_read *rq = container_of(op, struct eng_sst_block_read, op);
+        struct eng_sst_table *t = rq->t;
+        struct eng_sst_block_read *w, *next;
+        struct eng_cached_block *b;
+        int err;
+
+        inflight_remove(t, rq);
+        b = cache_read(rq, res, &err);
+        /* Pin for every waiter before any callback can release the block. */
+        for (w = rq->waiters; w; w = w->next)
+                w->block = b ? eng_block_cache_pin(t->cache, b) : NULL;
+        rq->block = b;
+        w = rq->waiters;
+        rq->done(rq, err);              /* may free rq */
+        for (; w; w = next) {
+                next = w->next;
+                w->done(w, err);
+                eng_sst_table_unref(t);
+        }
+        eng_sst_table_unref(t);
+}
+
+int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng_sst_block_read *rq)
+{
+        struct eng_sst_handle h = eng_sst_reader_block(t->r, index);
+        struct eng_sst_block_read *leader;
+        int r;
+
+        rq->block = eng_block_cache_get(t->cache, t->file_id, h.offset);
+        if (rq->block)
+                return 1;
+        rq->t = t;
+        rq->index = index;
+        rq->waiters = NULL;
+        for (leader = t->inflight; leader && leader->index != index; leader = leader->next)
+                ;
+        if (leader) {
+                rq->next = leader->waiters;
+                leader->waiters = rq;
+                t->refs++;
+                return 0;
+        }
+        if (!(rq->buf = mem_alloc_aligned(MEM_DIRECT_ALIGN, h.size)))
+                return -ENOMEM;
+        r = eng_fs_read(t->fs, &rq->op, t->fd, rq->buf, h.size, h.offset, on_block_read);
+        if (r < 0) {
+                mem_free_aligned(rq->buf);
+                rq->buf = NULL;
+                return r;
+        }
+        rq->next = t->inflight;
+        t->inflight = rq;
+        t->refs++;
+        return 0;
+}

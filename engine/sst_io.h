@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * SSTable I/O through the shard's eng_fs (format: docs/format/sst.md).
+ *
+ * Writing: eng_sst_write_start() pulls entries from a source, builds the
+ * table (sst_builder.h) and writes it with O_DIRECT in chunks, one write in
+ * flight while the next chunk is built, optionally throttled to a byte
+ * rate (compaction). The file is fdatasynced and closed before done runs.
+ * A failed table is left on disk for the caller to delete: until the
+ * manifest names a file, it is not part of the database.
+ *
+ * Reading: eng_sst_table_open() reads the footer and the meta region and
+ * keeps the fd; eng_sst_table_read_block() returns a data block pinned in
+ * the shard's block cache, reading it with O_DIRECT on a miss. Concurrent
+ * misses on one block share a single read.
+ *
+ * Shard-local: tables, writes and the cache belong to the fs's loop.
+ */
+#ifndef SCREE_ENGINE_SST_IO_H
+#define SCREE_ENGINE_SST_IO_H
+
+#include <stdint.h>
+
+#include "engine/block_cache.h"
+#include "engine/fs.h"
+#include "engine/sst_builder.h"
+#include "engine/sst_reader.h"
+
+/* ---- writing ---- */
+
+struct eng_sst_source {
+        /* Produces the next entry in table order: returns 1 and *ret
+         * (borrowed until the next call), 0 at the end, or <0 to abort. */
+        int (*next)(struct eng_sst_source *src, struct eng_entry *ret);
+};
+
+struct eng_sst_write_opts {
+        const char *path;               /* borrowed until done runs */
+        struct eng_sst_builder_opts table;
+        uint32_t chunk_bytes;           /* per write; multiple of 4096; default 256 KiB */
+        uint64_t rate_bytes_per_sec;    /* 0 = unthrottled */
+};
+
+#define ENG_SST_DEFAULT_CHUNK_BYTES (256u << 10)
+
+struct eng_sst_write;
+typedef void (*eng_sst_write_cb)(struct eng_sst_write *w, int res, void *arg);
+
+/*
+ * Starts writing a table. Returns 0 and *ret; done(w, res, arg) runs later,
+ * once: res 0 when the file is complete, durable and closed, else the
+ * error (from the source, the builder, or the fs; -EIO for a short write).
+ * Returns -EINVAL or -ENOMEM (done won't run).
+ */
+int eng_sst_write_start(struct eng_fs *fs, const struct eng_sst_write_opts *o,
+                        struct eng_sst_source *src, eng_sst_write_cb done, void *arg,
+                        struct eng_sst_write **ret);
+/* The finished table's properties and size; valid until free. */
+const struct eng_sst_props *eng_sst_write_props(const struct eng_sst_write *w);
+uint64_t eng_sst_write_file_size(const struct eng_sst_write *w);
+/* Nanoseconds spent waiting for the throttle. */
+uint64_t eng_sst_write_throttled_ns(const struct eng_sst_write *w);
+/* Accepts NULL. REQUIRES: done ran. */
+void eng_sst_write_free(struct eng_sst_write *w);
+
+/* ---- reading ---- */
+
+struct eng_sst_table;
+typedef void (*eng_sst_open_cb)(void *arg, int res, struct eng_sst_table *t);
+
+/*
+ * Opens the table at path (borrowed for the call) whose id and size the
+ * manifest gives. done(arg, res, t) runs later with a table holding one
+ * reference, or res: -errno from open/read, -SCREE_ECORRUPT (short file,
+ * bad footer, checksum, index), -SCREE_EUNSUPPORTED. Returns 0, or -ENOMEM
+ * (done won't run). Blocks are cached in cache (borrowed; must outlive
+ * the table).
+ */
+int eng_sst_table_open(struct eng_fs *fs, struct eng_block_cache *cache, const char *path,
+                       uint64_t file_id, uint64_t file_size, eng_sst_open_cb done, void *arg);
+
+void eng_sst_table_ref(struct eng_sst_table *t);
+/* Accepts NULL. The last reference closes the fd (in the background) and
+ * frees the table. */
+void eng_sst_table_unref(struct eng_sst_table *t);
+/* Borrowed; valid while t is referenced. */
+const struct eng_sst_reader *eng_sst_table_reader(const struct eng_sst_table *t);
+
+/* Caller-provided; valid until done runs. */
+struct eng_sst_block_read {
+        void (*done)(struct eng_sst_block_read *rq, int res);
+        void *ctx;                              /* the caller's */
+        struct eng_cached_block *block;         /* on success: pinned; release it */
+        /* internal */
+        struct eng_sst_table *t;
+        uint32_t index;
+        struct eng_sst_block_read *next;        /* waiters on one read / in-flight list */
+        struct eng_sst_block_read *waiters;
+        struct eng_fs_op op;
+        uint8_t *buf;
+};
+
+/*
+ * Gets data block `index` of t. Returns 1 on a cache hit (rq->block is set
+ * and pinned; done won't run), 0 when a read is under way (done(rq, res)
+ * runs later: 0 with rq->block pinned, or -errno / -SCREE_ECORRUPT), or
+ * -ENOMEM (done won't run). rq->block's content is the verified block
+ * content; release it with eng_block_cache_release(). REQUIRES: index <
+ * eng_sst_reader_n_blocks().
+ */
+int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng_sst_block_read *rq);
+
+#endif
