@@ -24,6 +24,7 @@
 #include "base/compiler.h"
 #include "base/mem.h"
 #include "engine/fault_fs.h"
+#include "tests/engine/helpers.h"
 #include "tests/tmpdir.h"
 
 #define BLK 4096u
@@ -35,17 +36,10 @@ static uint8_t *buf;
 
 static void setup(void)
 {
-        int r;
-
         tmpdir_make(dir, sizeof(dir), "ffs");
         snprintf(path, sizeof(path), "%s/f", dir);
-        r = rx_loop_new(NULL, &loop);
-        if (r == -ENOSYS || r == -EPERM)
-                cr_skip_test("io_uring unavailable");
-        cr_assert(eq(int, r, 0));
-        fs = eng_fault_fs_new(loop);
+        engine_test_loop_fs(&loop, &fs);
         buf = mem_alloc_aligned(BLK, 64 * BLK);
-        cr_assert(not(eq(ptr, fs, NULL)));
         cr_assert(not(eq(ptr, buf, NULL)));
 }
 

@@ -108,6 +108,17 @@ static int open_image(const struct image *img, uint64_t file_id, struct eng_sst_
         return eng_sst_reader_new(file_id, img->len, footer, meta, ret);
 }
 
+static void expect_entry(const struct eng_entry *got, const struct eng_entry *want)
+{
+        cr_assert(eq(u32, got->key_len, want->key_len));
+        cr_assert(eq(int, memcmp(got->key, want->key, want->key_len), 0));
+        cr_assert(eq(u64, got->seq, want->seq));
+        cr_assert(eq(int, (int)got->kind, (int)want->kind));
+        cr_assert(eq(u64, got->expiry_ms, want->expiry_ms));
+        cr_assert(eq(u32, got->value_len, want->value_len));
+        cr_assert(eq(int, memcmp(got->value, want->value, want->value_len), 0));
+}
+
 /* Point lookup as the I/O layer does it: bloom, index, block, search. */
 static int lookup(const struct eng_sst_reader *r, const struct image *img, const char *key,
                   struct eng_block_iter *it, struct eng_entry *ret)
@@ -146,11 +157,7 @@ Test(sst, every_key_reads_back_newest_version_first_with_kind_and_expiry)
 
                 entry_of(i, V, k, v, &want);
                 cr_assert(eq(int, lookup(r, &img, k, &it, &got), 0), "%s", k);
-                cr_assert(eq(u64, got.seq, want.seq));
-                cr_assert(eq(int, (int)got.kind, (int)want.kind));
-                cr_assert(eq(u64, got.expiry_ms, want.expiry_ms));
-                cr_assert(eq(u32, got.value_len, want.value_len));
-                cr_assert(eq(int, memcmp(got.value, want.value, want.value_len), 0));
+                expect_entry(&got, &want);
         }
         eng_block_iter_fini(&it);
         eng_sst_reader_unref(r);
@@ -179,10 +186,8 @@ Test(sst, a_full_scan_returns_every_version_in_order)
                         struct eng_entry want, got;
 
                         entry_of(i, V, k, v, &want);
-                        cr_assert(eq(int, eng_sst_iter_entry(&it, &got), 0));
-                        cr_assert(eq(u32, got.key_len, want.key_len));
-                        cr_assert(eq(int, memcmp(got.key, want.key, want.key_len), 0), "entry %u", i);
-                        cr_assert(eq(u64, got.seq, want.seq));
+                        cr_assert(eq(int, eng_sst_iter_entry(&it, &got), 0), "entry %u", i);
+                        expect_entry(&got, &want);
                 }
                 cr_assert(eq(int, it.err, 0));
                 eng_block_iter_fini(&it);

@@ -25,6 +25,7 @@
 #include "engine/bloom.h"
 #include "engine/fault_fs.h"
 #include "engine/sst_io.h"
+#include "tests/engine/helpers.h"
 #include "tests/tmpdir.h"
 
 static char dir[PATH_MAX], path[PATH_MAX + 32];
@@ -34,16 +35,9 @@ static struct eng_block_cache *cache;
 
 static void setup(void)
 {
-        int r;
-
         tmpdir_make(dir, sizeof(dir), "sst_io");
         snprintf(path, sizeof(path), "%s/0000000000000001.sst", dir);
-        r = rx_loop_new(NULL, &loop);
-        if (r == -ENOSYS || r == -EPERM)
-                cr_skip_test("io_uring unavailable");
-        cr_assert(eq(int, r, 0));
-        fs = eng_fault_fs_new(loop);
-        cr_assert(not(eq(ptr, fs, NULL)));
+        engine_test_loop_fs(&loop, &fs);
         cr_assert(eq(int, eng_block_cache_new(8 << 20, &cache), 0));
 }
 

@@ -27,6 +27,7 @@
 #include "engine/fault_fs.h"
 #include "engine/wal.h"
 #include "engine/wal_format.h"
+#include "tests/engine/helpers.h"
 #include "tests/tmpdir.h"
 
 #define MAX_APPENDS 4000
@@ -48,15 +49,8 @@ static int close_res;
 
 static void setup(void)
 {
-        int r;
-
         tmpdir_make(dir, sizeof(dir), "wal");
-        r = rx_loop_new(NULL, &loop);
-        if (r == -ENOSYS || r == -EPERM)
-                cr_skip_test("io_uring unavailable");
-        cr_assert(eq(int, r, 0));
-        fs = eng_fault_fs_new(loop);
-        cr_assert(not(eq(ptr, fs, NULL)));
+        engine_test_loop_fs(&loop, &fs);
 }
 
 static void teardown(void)
