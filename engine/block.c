@@ -69,16 +69,6 @@ int eng_block_open(const uint8_t *page, size_t len, enum eng_block_type type, ui
         return 0;
 }
 
-int eng_key_cmp(const void *a, size_t a_len, const void *b, size_t b_len)
-{
-        size_t n = a_len < b_len ? a_len : b_len;
-        int c = n ? memcmp(a, b, n) : 0;
-
-        if (c)
-                return c;
-        return a_len < b_len ? -1 : a_len > b_len;
-}
-
 /* ---- builder ---- */
 
 void eng_block_builder_init(struct eng_block_builder *b, unsigned interval)

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/key.h"
+
 #define ENG_BLOCK_PAGE_BYTES 4096u
 #define ENG_BLOCK_HEADER_BYTES 16u
 #define ENG_BLOCK_DEFAULT_INTERVAL 16u
@@ -123,8 +125,5 @@ void eng_block_iter_seek_first(struct eng_block_iter *it);
 /* Positions at the first entry whose key is >= key (the first of equal keys). */
 void eng_block_iter_seek(struct eng_block_iter *it, const void *key, size_t key_len);
 void eng_block_iter_next(struct eng_block_iter *it);
-
-/* Byte-wise key order, a shorter key before its extensions. */
-int eng_key_cmp(const void *a, size_t a_len, const void *b, size_t b_len);
 
 #endif

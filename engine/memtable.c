@@ -13,6 +13,7 @@
 
 #include "base/arena.h"
 #include "base/check.h"
+#include "engine/key.h"
 #include "engine/memtable.h"
 
 #define MAX_HEIGHT 12
@@ -46,16 +47,7 @@ static const uint8_t *node_key(const struct eng_mt_node *n)
  * <0: node sorts before it; 0: same key and seq; >0: after. */
 static int node_cmp(const struct eng_mt_node *n, const void *key, uint32_t key_len, uint64_t seq)
 {
-        uint32_t min = n->key_len < key_len ? n->key_len : key_len;
-        int c = min ? memcmp(node_key(n), key, min) : 0;
-
-        if (c)
-                return c;
-        if (n->key_len != key_len)
-                return n->key_len < key_len ? -1 : 1;
-        if (n->seq != seq)
-                return n->seq > seq ? -1 : 1;
-        return 0;
+        return eng_version_cmp(node_key(n), n->key_len, n->seq, key, key_len, seq);
 }
 
 /* The first node >= (key, seq); fills prev[] with the last node before it
@@ -194,7 +186,7 @@ int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t ke
         /* (key, snapshot) sorts right before the newest version <= snapshot. */
         const struct eng_mt_node *n = find_ge(mt, key, key_len, snapshot_seq, NULL);
 
-        if (!n || n->key_len != key_len || (key_len && memcmp(node_key(n), key, key_len) != 0))
+        if (!n || eng_key_cmp(node_key(n), n->key_len, key, key_len) != 0)
                 return -SCREE_ENOTFOUND;
         node_entry(n, ret);
         return 0;

@@ -141,8 +141,8 @@ static int check_entry(const struct eng_sst_builder *b, const struct eng_entry *
                 return -EINVAL;
         if (b->props.n_entries == 0)
                 return 0;
-        c = eng_key_cmp(e->key, e->key_len, b->last_key, b->last_len);
-        return c > 0 || (c == 0 && e->seq < b->last_seq) ? 0 : -EINVAL;
+        c = eng_version_cmp(e->key, e->key_len, e->seq, b->last_key, b->last_len, b->last_seq);
+        return c > 0 ? 0 : -EINVAL;
 }
 
 static int copy_key(uint8_t **dst, uint32_t *cap, const struct eng_entry *e)
