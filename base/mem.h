@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Memory helpers: aligned buffers for O_DIRECT I/O. Any thread; memory is
+ * Memory helpers: aligned buffers for O_DIRECT I/O, growable arrays. Any thread; memory is
  * freed with mem_free_aligned() by the shard that allocated it.
  */
 #ifndef SCREE_BASE_MEM_H
@@ -16,5 +16,13 @@
  * power of two. Returns NULL only on ENOMEM. Caller frees with mem_free_aligned. */
 void *mem_alloc_aligned(size_t align, size_t size);
 void mem_free_aligned(void *p);
+
+/*
+ * Grows a malloc'd array p of *cap elements of elem bytes to hold at least
+ * need (at least 1), doubling (at least 16). Returns the array -- p itself
+ * when it is big enough -- and updates *cap; NULL only on ENOMEM, with p and
+ * *cap untouched.
+ */
+void *mem_grow(void *p, size_t *cap, size_t need, size_t elem);
 
 #endif

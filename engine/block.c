@@ -13,6 +13,7 @@
 
 #include "base/checksum.h"
 #include "base/endian.h"
+#include "base/mem.h"
 #include "base/varint.h"
 #include "engine/block.h"
 
@@ -94,21 +95,14 @@ void eng_block_builder_reset(struct eng_block_builder *b)
         b->n_entries = 0;
 }
 
-/* Grows *p to hold need bytes (doubling). Returns 0 or -ENOMEM. */
+/* Grows the byte buffer *p to hold need bytes. Returns 0 or -ENOMEM. */
 static int grow(uint8_t **p, size_t *cap, size_t need)
 {
-        size_t c = *cap ? *cap : 64;
-        uint8_t *n;
+        uint8_t *n = mem_grow(*p, cap, need, 1);
 
-        if (need <= *cap)
-                return 0;
-        while (c < need)
-                c *= 2;
-        n = realloc(*p, c);
         if (!n)
                 return -ENOMEM;
         *p = n;
-        *cap = c;
         return 0;
 }
 
@@ -133,15 +127,12 @@ static int remember_key(struct eng_block_builder *b, const void *key, uint32_t k
 
 static int push_restart(struct eng_block_builder *b)
 {
-        if (b->n_restarts == b->restarts_cap) {
-                uint32_t cap = b->restarts_cap ? b->restarts_cap * 2 : 64;
-                uint32_t *n = realloc(b->restarts, (size_t)cap * sizeof(*n));
+        uint32_t *n = mem_grow(b->restarts, &b->restarts_cap, (size_t)b->n_restarts + 1,
+                               sizeof(*n));
 
-                if (!n)
-                        return -ENOMEM;
-                b->restarts = n;
-                b->restarts_cap = cap;
-        }
+        if (!n)
+                return -ENOMEM;
+        b->restarts = n;
         b->restarts[b->n_restarts++] = (uint32_t)b->len;
         b->since_restart = 0;
         return 0;

@@ -66,7 +66,8 @@ struct eng_block_builder {
         uint8_t *buf;
         size_t len, cap;
         uint32_t *restarts;
-        uint32_t n_restarts, restarts_cap;
+        uint32_t n_restarts;
+        size_t restarts_cap;
         unsigned interval, since_restart;
         uint8_t *last_key;
         size_t last_len, last_cap;

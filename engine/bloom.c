@@ -13,6 +13,7 @@
 
 #include "base/checksum.h"
 #include "base/endian.h"
+#include "base/mem.h"
 #include "engine/bloom.h"
 
 #define BLOOM_SEED UINT64_C(0x5eed0b100f11e7e5)
@@ -68,15 +69,11 @@ void eng_bloom_builder_fini(struct eng_bloom_builder *b)
 
 int eng_bloom_builder_add(struct eng_bloom_builder *b, uint64_t hash)
 {
-        if (b->n == b->cap) {
-                size_t cap = b->cap ? b->cap * 2 : 1024;
-                uint64_t *h = realloc(b->hashes, cap * sizeof(*h));
+        uint64_t *h = mem_grow(b->hashes, &b->cap, b->n + 1, sizeof(*h));
 
-                if (!h)
-                        return -ENOMEM;
-                b->hashes = h;
-                b->cap = cap;
-        }
+        if (!h)
+                return -ENOMEM;
+        b->hashes = h;
         b->hashes[b->n++] = hash;
         return 0;
 }

@@ -26,7 +26,8 @@ struct eng_sst_builder {
         uint64_t out_offset;            /* file offset of out[0] */
         uint64_t file_size;
         uint8_t *last_key, *first_key;
-        uint32_t last_len, last_cap, first_len;
+        uint32_t last_len, first_len;
+        size_t last_cap, first_cap;
         uint64_t last_seq;
         struct eng_sst_props props;
         bool finished;
@@ -145,16 +146,13 @@ static int check_entry(const struct eng_sst_builder *b, const struct eng_entry *
         return c > 0 ? 0 : -EINVAL;
 }
 
-static int copy_key(uint8_t **dst, uint32_t *cap, const struct eng_entry *e)
+static int copy_key(uint8_t **dst, size_t *cap, const struct eng_entry *e)
 {
-        if (e->key_len > *cap) {
-                uint8_t *p = realloc(*dst, e->key_len);
+        uint8_t *p = mem_grow(*dst, cap, e->key_len, 1);
 
-                if (!p)
-                        return -ENOMEM;
-                *dst = p;
-                *cap = e->key_len;
-        }
+        if (!p)
+                return -ENOMEM;
+        *dst = p;
         if (e->key_len)
                 memcpy(*dst, e->key, e->key_len);
         return 0;
@@ -192,9 +190,7 @@ static int track_key(struct eng_sst_builder *b, const struct eng_entry *e)
         if ((r = eng_bloom_builder_add(&b->bloom, eng_bloom_hash(e->key, e->key_len))) < 0)
                 return r;
         if (b->props.n_entries == 0) {
-                uint32_t cap = 0;
-
-                if ((r = copy_key(&b->first_key, &cap, e)) < 0)
+                if ((r = copy_key(&b->first_key, &b->first_cap, e)) < 0)
                         return r;
                 b->first_len = e->key_len;
         }

@@ -25,6 +25,7 @@ struct eng_sst_reader {
         struct eng_sst_handle *handles;
         uint32_t *key_off;              /* n_blocks + 1 offsets into keys */
         uint8_t *keys;
+        size_t handles_cap, key_off_cap, keys_cap, keys_len;    /* while loading */
 };
 
 int eng_sst_meta_range(const uint8_t *footer_page, uint64_t file_size, uint64_t file_id,
@@ -50,46 +51,30 @@ static int open_meta(const struct eng_sst_reader *r, const struct eng_sst_handle
                               ret_len);
 }
 
-static int push_index_entry(struct eng_sst_reader *r, const struct eng_block_iter *it,
-                            uint32_t *cap, size_t *keys_cap, size_t *keys_len)
+static int push_index_entry(struct eng_sst_reader *r, const struct eng_block_iter *it)
 {
-        struct eng_sst_handle h;
-        uint32_t i = r->n_blocks;
+        struct eng_sst_handle h, *hs;
+        uint32_t i = r->n_blocks, *ko;
+        uint8_t *k;
 
         if (eng_sst_handle_decode(it->value, it->value_len, &h) < 0)
                 return -SCREE_ECORRUPT;
         /* Data blocks tile [0, index.offset) in order. */
         if (h.offset != (i ? r->handles[i - 1].offset + r->handles[i - 1].size : 0))
                 return -SCREE_ECORRUPT;
-        if (i + 1 >= *cap) {
-                uint32_t c = *cap ? *cap * 2 : 64;
-                struct eng_sst_handle *hs = realloc(r->handles, c * sizeof(*hs));
-                uint32_t *ko;
-
-                if (hs)
-                        r->handles = hs;
-                ko = realloc(r->key_off, (c + 1) * sizeof(*ko));
-                if (ko)
-                        r->key_off = ko;
-                if (!hs || !ko)
-                        return -ENOMEM;
-                *cap = c;
-        }
-        if (*keys_len + it->key_len > *keys_cap) {
-                size_t c = *keys_cap ? *keys_cap * 2 : 4096;
-                uint8_t *k;
-
-                while (c < *keys_len + it->key_len)
-                        c *= 2;
-                if (!(k = realloc(r->keys, c)))
-                        return -ENOMEM;
-                r->keys = k;
-                *keys_cap = c;
-        }
-        memcpy(r->keys + *keys_len, it->key, it->key_len);
-        r->key_off[i] = (uint32_t)*keys_len;
-        *keys_len += it->key_len;
-        r->key_off[i + 1] = (uint32_t)*keys_len;
+        if (!(hs = mem_grow(r->handles, &r->handles_cap, (size_t)i + 1, sizeof(*hs))))
+                return -ENOMEM;
+        r->handles = hs;
+        if (!(ko = mem_grow(r->key_off, &r->key_off_cap, (size_t)i + 2, sizeof(*ko))))
+                return -ENOMEM;
+        r->key_off = ko;
+        if (!(k = mem_grow(r->keys, &r->keys_cap, r->keys_len + it->key_len, 1)))
+                return -ENOMEM;
+        r->keys = k;
+        memcpy(r->keys + r->keys_len, it->key, it->key_len);
+        r->key_off[i] = (uint32_t)r->keys_len;
+        r->keys_len += it->key_len;
+        r->key_off[i + 1] = (uint32_t)r->keys_len;
         r->handles[i] = h;
         r->n_blocks++;
         return 0;
@@ -98,8 +83,7 @@ static int push_index_entry(struct eng_sst_reader *r, const struct eng_block_ite
 static int load_index(struct eng_sst_reader *r)
 {
         const uint8_t *c;
-        size_t len, keys_cap = 0, keys_len = 0;
-        uint32_t cap = 0;
+        size_t len;
         struct eng_block_iter it;
         int ret;
 
@@ -107,7 +91,7 @@ static int load_index(struct eng_sst_reader *r)
             (ret = eng_block_iter_init(&it, c, len)) < 0)
                 return ret;
         for (eng_block_iter_seek_first(&it); it.valid && ret == 0; eng_block_iter_next(&it))
-                ret = push_index_entry(r, &it, &cap, &keys_cap, &keys_len);
+                ret = push_index_entry(r, &it);
         if (ret == 0)
                 ret = it.err;
         eng_block_iter_fini(&it);

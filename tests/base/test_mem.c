@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Growable arrays (base/mem.h mem_grow): growth by doubling, the array kept
+ * when it is big enough, and a non-NULL result for a zero-sized first
+ * request (an empty key once read as ENOMEM).
+ */
+#include <stdlib.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include "base/mem.h"
+
+TestSuite(mem, .timeout = 10);
+
+Test(mem, grow_doubles_and_keeps_the_contents)
+{
+        size_t cap = 0;
+        int *a = mem_grow(NULL, &cap, 5, sizeof(int));
+
+        cr_assert(not(eq(ptr, a, NULL)));
+        cr_expect(eq(sz, cap, 16));
+        for (int i = 0; i < 5; i++)
+                a[i] = i;
+        cr_expect(eq(ptr, mem_grow(a, &cap, 16, sizeof(int)), a), "big enough: same array");
+        a = mem_grow(a, &cap, 40, sizeof(int));
+        cr_assert(not(eq(ptr, a, NULL)));
+        cr_expect(eq(sz, cap, 64));
+        for (int i = 0; i < 5; i++)
+                cr_expect(eq(int, a[i], i));
+        free(a);
+}
+
+Test(mem, a_zero_sized_first_request_still_returns_an_array)
+{
+        size_t cap = 0;
+        void *p = mem_grow(NULL, &cap, 0, 1);
+
+        cr_assert(not(eq(ptr, p, NULL)));
+        cr_expect(gt(sz, cap, 0));
+        free(p);
+}
