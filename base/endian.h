@@ -53,4 +53,33 @@ static inline uint64_t le64_get(const void *p)
         return le64toh(v);
 }
 
+/* Big-endian, for keys whose bytes must sort like the numbers they hold. */
+static inline void be32_put(void *p, uint32_t v)
+{
+        v = htobe32(v);
+        memcpy(p, &v, sizeof(v));
+}
+
+static inline void be64_put(void *p, uint64_t v)
+{
+        v = htobe64(v);
+        memcpy(p, &v, sizeof(v));
+}
+
+static inline uint32_t be32_get(const void *p)
+{
+        uint32_t v;
+
+        memcpy(&v, p, sizeof(v));
+        return be32toh(v);
+}
+
+static inline uint64_t be64_get(const void *p)
+{
+        uint64_t v;
+
+        memcpy(&v, p, sizeof(v));
+        return be64toh(v);
+}
+
 #endif

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internal keys and the static tablet map (engine/tablet.h): encode/decode
+ * round trips and bad input; every key falls inside the range of the tablet
+ * the map gives it; tablets of a table tile its key space in order without
+ * gaps; hashed keys spread evenly over shards and tablets.
+ */
+#include <stdio.h>
+#include <errno.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <scree/scree_errors.h>
+
+#include "engine/key.h"
+#include "engine/tablet.h"
+
+TestSuite(tablet, .timeout = 20);
+
+Test(tablet, ikey_round_trip)
+{
+        uint8_t buf[64];
+        enum eng_table t;
+        const uint8_t *k;
+        size_t len;
+
+        for (int tab = 0; tab < ENG_TABLE_MAX; tab++) {
+                size_t n = eng_ikey_encode((enum eng_table)tab, "hello", 5, buf);
+
+                cr_assert(eq(sz, n, eng_ikey_size((enum eng_table)tab, 5)));
+                cr_assert(eq(int, eng_ikey_decode(buf, n, &t, &k, &len), 0));
+                cr_assert(eq(int, (int)t, tab));
+                cr_assert(eq(sz, len, 5));
+                cr_assert(eq(int, memcmp(k, "hello", 5), 0));
+        }
+        /* The empty user key is a key too. */
+        size_t n = eng_ikey_encode(ENG_TABLE_DEFAULT, "", 0, buf);
+
+        cr_assert(eq(int, eng_ikey_decode(buf, n, &t, &k, &len), 0));
+        cr_assert(eq(sz, len, 0));
+}
+
+Test(tablet, ikey_bad_input)
+{
+        uint8_t buf[64];
+        enum eng_table t;
+        const uint8_t *k;
+        size_t len;
+        size_t n = eng_ikey_encode(ENG_TABLE_DEFAULT, "k", 1, buf);
+
+        cr_assert(eq(int, eng_ikey_decode(buf, 3, &t, &k, &len), -SCREE_ECORRUPT));
+        cr_assert(eq(int, eng_ikey_decode(buf, ENG_TABLE_ID_BYTES + 7, &t, &k, &len),
+                     -SCREE_ECORRUPT));
+        buf[3] = ENG_TABLE_MAX;
+        cr_assert(eq(int, eng_ikey_decode(buf, n, &t, &k, &len), -SCREE_ECORRUPT));
+}
+
+Test(tablet, map_rejects_bad_numbers)
+{
+        struct eng_tablet_map m;
+
+        cr_assert(eq(int, eng_tablet_map_init(&m, 0, 4), -EINVAL));
+        cr_assert(eq(int, eng_tablet_map_init(&m, 2, 0), -EINVAL));
+        cr_assert(eq(int, eng_tablet_map_init(&m, ENG_MAX_SHARDS + 1, 4), -EINVAL));
+        cr_assert(eq(int, eng_tablet_map_init(&m, 2, ENG_MAX_TABLETS_PER_SHARD + 1), -EINVAL));
+        cr_assert(eq(int, eng_tablet_map_init(&m, 3, 4), 0));
+}
+
+static void check_key_in_its_tablet(const struct eng_tablet_map *m, enum eng_table t,
+                                    const char *key, size_t len)
+{
+        uint8_t ik[64], s[ENG_IKEY_OVERHEAD], e[ENG_IKEY_OVERHEAD];
+        size_t n = eng_ikey_encode(t, key, len, ik), sl, el;
+        struct eng_tablet_loc a = eng_tablet_of_key(m, t, key, len);
+        struct eng_tablet_loc b = eng_tablet_of_ikey(m, ik, n);
+
+        cr_assert(eq(u32, a.shard, b.shard));
+        cr_assert(eq(u32, a.local, b.local));
+        cr_assert(lt(u32, a.shard, m->n_shards));
+        cr_assert(lt(u32, a.local, eng_tablet_map_per_shard(m)));
+        cr_assert(eq(int, (int)eng_tablet_table(m, a.local), (int)t));
+        eng_tablet_range(m, a.shard, a.local, s, &sl, e, &el);
+        cr_assert(le(int, eng_key_cmp(s, sl, ik, n), 0), "key %.*s before its tablet", (int)len, key);
+        cr_assert(lt(int, eng_key_cmp(ik, n, e, el), 0), "key %.*s past its tablet", (int)len, key);
+}
+
+Test(tablet, every_key_inside_its_tablet)
+{
+        static const uint32_t shards[] = { 1, 2, 3, 7 };
+        char key[32];
+
+        for (size_t si = 0; si < sizeof(shards) / sizeof(shards[0]); si++) {
+                struct eng_tablet_map m;
+
+                cr_assert(eq(int, eng_tablet_map_init(&m, shards[si], 4), 0));
+                for (int i = 0; i < 3000; i++) {
+                        int len = snprintf(key, sizeof(key), "key:%d", i);
+
+                        check_key_in_its_tablet(&m, ENG_TABLE_DEFAULT, key, (size_t)len);
+                        check_key_in_its_tablet(&m, ENG_TABLE_ORDERED, key, (size_t)len);
+                }
+                for (int b = 0; b < 256; b++) {
+                        key[0] = (char)b;
+                        check_key_in_its_tablet(&m, ENG_TABLE_ORDERED, key, 1);
+                }
+                check_key_in_its_tablet(&m, ENG_TABLE_ORDERED, "", 0);
+                check_key_in_its_tablet(&m, ENG_TABLE_DEFAULT, "", 0);
+        }
+}
+
+/* Walking global tablets in order, each starts where the previous ended. */
+Test(tablet, tablets_tile_each_table)
+{
+        struct eng_tablet_map m;
+        uint8_t s[ENG_IKEY_OVERHEAD], e[ENG_IKEY_OVERHEAD], prev_end[ENG_IKEY_OVERHEAD];
+        size_t sl, el, pl = 0;
+
+        cr_assert(eq(int, eng_tablet_map_init(&m, 3, 4), 0));
+        for (uint32_t g = 0; g < 2 * eng_tablet_map_per_table(&m); g++) {
+                uint32_t n = eng_tablet_map_per_table(&m), tg = g % n;
+                uint32_t shard = tg % m.n_shards;
+                uint32_t local = tg / m.n_shards + (g >= n ? m.tablets_per_shard : 0);
+
+                eng_tablet_range(&m, shard, local, s, &sl, e, &el);
+                cr_assert(lt(int, eng_key_cmp(s, sl, e, el), 0));
+                if (g % n)
+                        cr_assert(eq(int, eng_key_cmp(prev_end, pl, s, sl), 0));
+                memcpy(prev_end, e, el);
+                pl = el;
+        }
+}
+
+Test(tablet, hashed_keys_spread_evenly)
+{
+        struct eng_tablet_map m;
+        unsigned count[2][8] = { { 0 } };
+        char key[32];
+        const int n = 80000;
+
+        cr_assert(eq(int, eng_tablet_map_init(&m, 2, 4), 0));
+        for (int i = 0; i < n; i++) {
+                int len = snprintf(key, sizeof(key), "user:%08d", i);
+                struct eng_tablet_loc l = eng_tablet_of_key(&m, ENG_TABLE_DEFAULT, key, (size_t)len);
+
+                count[l.shard][l.local]++;
+        }
+        for (int s = 0; s < 2; s++)
+                for (int t = 0; t < 4; t++) {
+                        /* 10000 expected per tablet; 5 sigma is about 500. */
+                        cr_assert(gt(u32, count[s][t], 9300));
+                        cr_assert(lt(u32, count[s][t], 10700));
+                }
+}
