@@ -532,3 +532,8 @@ const struct eng_wal_stats *eng_wal_stats(const struct eng_wal *wal)
 {
         return &wal->stats;
 }
+
+uint64_t eng_wal_segment(const struct eng_wal *wal)
+{
+        return wal->cur->id;
+}

@@ -85,4 +85,8 @@ int eng_wal_close(struct eng_wal *wal, void (*done)(void *arg, int res), void *a
 
 const struct eng_wal_stats *eng_wal_stats(const struct eng_wal *wal);
 
+/* Id of the segment that receives appends now: after an append, the one
+ * holding that record. Shard-local. */
+uint64_t eng_wal_segment(const struct eng_wal *wal);
+
 #endif

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One shard's storage: the tablets it owns (tablet.h), each with its own
+ * memtables and SSTables, one commit log (wal.h) and one manifest
+ * (manifest.h), all in one directory, driven by the shard's loop.
+ *
+ * Writes: a write is a batch of puts and deletes applied atomically. It is
+ * appended to the commit log and applied to the memtables at once (so the
+ * next read on this shard sees it), and acknowledged:
+ *   - sync batch: when its log record is durable (group commit);
+ *   - sync periodic: at once (a crash may lose the last period).
+ * When memtables exceed half the memory budget the largest is sealed and
+ * flushed to an SSTable in the background; when sealed and active
+ * memtables together exceed the budget, flushing is behind and new writes
+ * wait (stats.stalls, stats.stall_ns) instead of failing.
+ *
+ * Reads see the newest version; tombstones and versions whose expiry has
+ * passed read as absent.
+ *
+ * Errors that stop writes: a failed commit-log or manifest write or sync
+ * (a retried fsync can report success for lost data) stops every later
+ * write with that error; reads keep working. ENOSPC from a flush is not
+ * fatal: the flush is retried later, and writes stall meanwhile.
+ *
+ * Callback contract (as fs.h): a call that returns "pending" runs its
+ * callback exactly once, later, from the loop; otherwise the callback never
+ * runs. Shard-local: every call on the shard's loop thread.
+ */
+#ifndef SCREE_ENGINE_SHARD_H
+#define SCREE_ENGINE_SHARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/fs.h"
+#include "engine/memtable.h"
+#include "engine/sst_io.h"
+#include "engine/tablet.h"
+#include "engine/wal.h"
+
+struct eng_shard;
+struct eng_tablet;
+struct eng_tset;
+struct eng_cached_block;
+
+struct eng_shard_opts {
+        const char *dir;                /* existing directory of this shard; copied */
+        uint32_t shard, n_shards;
+        uint32_t tablets_per_shard;     /* default 4 */
+        enum eng_wal_sync sync;         /* default batch */
+        uint64_t period_ns;             /* periodic sync; default 10 ms */
+        uint64_t segment_bytes;         /* commit-log segment; default 32 MiB */
+        size_t memtable_budget;         /* bytes; default 256 MiB */
+        size_t cache_bytes;             /* block cache; default 64 MiB */
+        uint64_t compaction_rate;       /* bytes/s; 0 = default 64 MiB/s; UINT64_MAX = unthrottled */
+        bool salvage;                   /* skip corrupt commit-log records at start-up */
+        bool no_compaction;             /* tests and benchmarks */
+};
+
+#define ENG_SHARD_DEFAULT_BUDGET ((size_t)256 << 20)
+#define ENG_SHARD_DEFAULT_TABLETS 4u
+#define ENG_SHARD_DEFAULT_COMPACTION_RATE (UINT64_C(64) << 20)
+
+struct eng_shard_stats {
+        uint64_t writes, entries_written, user_bytes;   /* user key + value bytes */
+        uint64_t gets, get_memtable_hits, get_sst_reads;
+        uint64_t stalls, stall_ns;
+        uint64_t flushes, flush_bytes, flush_errors;
+        uint64_t compactions, compaction_bytes_in, compaction_bytes_out;
+        uint64_t disk_bytes_written;                    /* log + SSTables */
+        uint64_t segments_removed;
+        uint64_t memtable_bytes, imm_bytes;             /* now */
+        uint64_t replayed_records;
+};
+
+typedef void (*eng_shard_open_cb)(void *arg, int res, struct eng_shard *s);
+
+/*
+ * Opens (or creates) the shard in o->dir: reads the manifest, opens its
+ * SSTables, removes files it does not name, replays the commit log and
+ * starts a new one. done(arg, res, s) runs later: res 0 with the shard, or
+ * -SCREE_ECORRUPT (a corrupt log record without salvage, a corrupt
+ * manifest, an SSTable named by the manifest that is corrupt), -ENOENT (an
+ * SSTable the manifest names is missing), -EINVAL (the directory was made
+ * with another layout), -errno. Failures are logged with the file name.
+ * Returns 0, or -EINVAL/-ENOMEM (done won't run).
+ */
+int eng_shard_open(struct rx_loop *loop, struct eng_fs *fs, const struct eng_shard_opts *o,
+                   eng_shard_open_cb done, void *arg);
+
+/* Waits for flushes and compactions in progress to end (none new start),
+ * syncs and closes the log and manifest, and frees the shard; done(arg,
+ * res) runs later. Pending writes complete first. Returns 0 or <0 (done
+ * won't run). REQUIRES: no read in progress. */
+int eng_shard_close(struct eng_shard *s, void (*done)(void *arg, int res), void *arg);
+
+/* ---- writes ---- */
+
+enum eng_mut_kind {
+        ENG_MUT_PUT = 1,
+        ENG_MUT_DEL = 2,
+};
+
+struct eng_mutation {
+        enum eng_mut_kind kind;
+        enum eng_table table;
+        const void *key;
+        uint32_t key_len;
+        const void *value;              /* put only */
+        uint32_t value_len;
+        uint64_t expiry_ms;             /* put only; wall-clock ms, 0 = never */
+};
+
+/* Caller-provided; valid until done runs. */
+struct eng_write {
+        void (*done)(struct eng_write *w, int res);
+        void *ctx;
+        /* internal */
+        struct eng_wal_write ww;
+        struct eng_shard *s;
+        struct eng_write *next;
+        uint8_t *stalled;               /* encoded batch held while writes wait */
+        uint32_t stalled_len, stalled_count;
+        uint64_t stall_start_ns;
+};
+
+/*
+ * Applies n mutations atomically (all or none survive a crash). Returns 1:
+ * done and acknowledged (periodic mode; w is free again); 0: pending,
+ * w->done(w, res) runs when acknowledged (batch mode, or any write that has
+ * to wait for a flush); -EINVAL (no mutation, bad kind or table, a key over
+ * ENG_MAX_USER_KEY_BYTES, a value over ENG_MAX_VALUE_BYTES); -E2BIG (the
+ * batch cannot fit in a log segment); or the error that stopped writes.
+ * Keys and values are copied before the call returns.
+ */
+int eng_shard_write(struct eng_shard *s, const struct eng_mutation *m, uint32_t n,
+                    struct eng_write *w);
+
+#define ENG_MAX_VALUE_BYTES (16u << 20)
+
+/* ---- reads ---- */
+
+/* Caller-provided; valid until done runs (or the call returned). */
+struct eng_get {
+        void (*done)(struct eng_get *g, int res);
+        void *ctx;
+        /* on success: the value, valid until eng_get_release() */
+        const uint8_t *value;
+        uint32_t value_len;
+        uint64_t expiry_ms;
+        uint64_t seq;
+        /* internal */
+        struct eng_shard *s;
+        struct eng_tablet *tablet;
+        struct eng_memtable *mt;        /* referenced while the value lives in it */
+        struct eng_cached_block *block; /* pinned while the value lives in it */
+        struct eng_tset *tset;
+        uint32_t next_table;
+        uint64_t now_ms;
+        uint8_t *ikey;
+        uint32_t ikey_len;
+        uint8_t ikey_small[64];
+        struct eng_sst_get sg;
+};
+
+/*
+ * Looks (t, key) up. Returns 0: found now (g->value..., release with
+ * eng_get_release); -SCREE_ENOTFOUND: absent now; 1: pending, g->done(g,
+ * res) runs later with 0 (found; release it), -SCREE_ENOTFOUND or an error
+ * (-SCREE_ECORRUPT, -errno); or <0 at once (-EINVAL, -ENOMEM).
+ */
+int eng_shard_get(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
+                  struct eng_get *g);
+
+/* Drops what keeps a found value alive. Accepts a g that found nothing. */
+void eng_get_release(struct eng_get *g);
+
+/* ---- read-modify-write ---- */
+
+/*
+ * Decides a read-modify-write: cur is the key's current value (NULL when
+ * absent or expired; borrowed for the call). Fill *out (kind ENG_MUT_PUT
+ * with its key and table preset; point value at memory that stays valid
+ * until done runs, e.g. in fn_arg) and return 1 to write it, 0 to write
+ * nothing, or <0 to fail with that error.
+ */
+typedef int (*eng_rmw_fn)(void *arg, const struct eng_get *cur, struct eng_mutation *out);
+
+struct eng_rmw {
+        void (*done)(struct eng_rmw *r, int res);
+        void *ctx;
+        /* internal */
+        eng_rmw_fn fn;
+        void *fn_arg;
+        enum eng_table table;
+        const void *key;
+        uint32_t key_len;
+        uint64_t gen;                   /* tablet write generation when the read began */
+        struct eng_get g;
+        struct eng_write w;
+        struct rx_task task;
+        int res;
+        bool in_call, waited;
+};
+
+/*
+ * Reads (t, key), calls fn with the current value and writes what it
+ * returns, with no other write to the key in between (a write that lands
+ * while the read waits for the disk makes it read again). key is borrowed
+ * until done runs. Returns 0: done(r, res) runs later, res 1 when fn's
+ * mutation was written and acknowledged, 0 when fn wrote nothing, fn's
+ * error, or a read or write error. Returns <0 at once (-EINVAL).
+ */
+int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
+                  eng_rmw_fn fn, void *fn_arg, struct eng_rmw *r);
+
+/* ---- maintenance ---- */
+
+/* Seals every non-empty memtable and flushes it; done(arg, res) runs when
+ * all of them are in SSTables. Returns 0 or <0 (done won't run). */
+int eng_shard_flush(struct eng_shard *s, void (*done)(void *arg, int res), void *arg);
+
+const struct eng_shard_stats *eng_shard_stats(const struct eng_shard *s);
+
+/* The error that stopped writes, or 0. */
+int eng_shard_error(const struct eng_shard *s);
+
+#endif

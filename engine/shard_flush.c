@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Flush: a sealed memtable becomes an SSTable. One flush runs at a time per
+ * shard, oldest sealed memtable first (so the commit log can be cut as
+ * early as possible):
+ *   write the table (newest version of each key only; tombstones kept, as
+ *   older versions may sit in older tables) -> open it -> record it in the
+ *   manifest together with the tablet's new flushed seq and the oldest
+ *   log segment still needed -> publish a new table set -> drop the
+ *   memtable -> delete log segments nobody needs.
+ * Until the manifest edit is durable the new file is not part of the
+ * database: a crash before that leaves an unreferenced file that start-up
+ * deletes, and the log still holds the data.
+ * A failed flush leaves the memtable sealed and is retried after a pause;
+ * a failed manifest write stops the shard's writes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/log.h"
+#include "base/time.h"
+#include "engine/key.h"
+#include "engine/shard_internal.h"
+
+#define FLUSH_RETRY_NS (UINT64_C(1000) * 1000 * 1000)
+
+struct eng_flush {
+        struct eng_shard *s;
+        struct eng_tablet *t;
+        struct eng_imm imm;
+        uint64_t file_id;
+        struct eng_sst_source src;
+        struct eng_memtable_iter it;
+        struct eng_entry last;          /* last entry handed out (key borrowed from the memtable) */
+        bool have_last;
+        struct eng_sst_write *w;
+        struct eng_sst_table *table;
+        struct eng_manifest_table meta;
+        struct eng_manifest_write mw;
+        uint64_t mw_log_segment;
+        struct eng_fs_op op;
+        char path[];
+};
+
+/* ---- table sets ---- */
+
+struct eng_tset *shard_tset_new(uint32_t n)
+{
+        struct eng_tset *ts = calloc(1, sizeof(*ts) + (size_t)n * sizeof(ts->e[0]));
+
+        if (ts) {
+                ts->refs = 1;
+                ts->n = n;
+        }
+        return ts;
+}
+
+void shard_tset_ref(struct eng_tset *ts)
+{
+        ts->refs++;
+}
+
+void shard_tset_unref(struct eng_tset *ts)
+{
+        if (!ts || --ts->refs)
+                return;
+        for (uint32_t i = 0; i < ts->n; i++)
+                eng_sst_table_unref(ts->e[i].t);
+        free(ts);
+}
+
+/* ---- sealing ---- */
+
+void shard_seal(struct eng_shard *s, struct eng_tablet *t)
+{
+        struct eng_memtable *fresh;
+
+        if (!t->active_first_segment || t->n_imm == SHARD_MAX_IMM)
+                return;
+        fresh = eng_memtable_new();
+        if (!fresh)
+                return;         /* try again at the next write */
+        t->imm[t->n_imm++] = (struct eng_imm){
+                .mt = t->active, .sealed_seq = s->last_seq,
+                .first_segment = t->active_first_segment, .bytes = t->active_bytes,
+        };
+        s->active_bytes -= t->active_bytes;
+        s->imm_bytes += t->active_bytes;
+        t->active = fresh;
+        t->active_bytes = 0;
+        t->active_first_segment = 0;
+}
+
+uint64_t shard_log_needed(const struct eng_shard *s)
+{
+        uint64_t need = eng_wal_segment(s->wal);
+
+        for (uint32_t i = 0; i < s->n_tablets; i++) {
+                const struct eng_tablet *t = &s->tablets[i];
+                /* The flush in progress is about to be done with its memtable. */
+                uint32_t first = s->flush && s->flush->t == t ? 1 : 0;
+                uint64_t seg = first < t->n_imm ? t->imm[first].first_segment :
+                                                  t->active_first_segment;
+
+                if (seg && seg < need)
+                        need = seg;
+        }
+        return need;
+}
+
+/* ---- commit-log truncation ---- */
+
+static void unlink_next(struct eng_shard *s);
+
+static void unlink_done(struct eng_fs_op *op, int res)
+{
+        struct eng_shard *s = op->ctx;
+
+        if (res < 0 && res != -ENOENT)
+                log_warn("shard %u: removing log segment %s: %s", s->o.shard, s->unlink_path,
+                         strerror(-res));
+        else
+                s->stats.segments_removed++;
+        s->log_oldest++;
+        s->unlinking = false;
+        unlink_next(s);
+        shard_job_done(s);
+}
+
+/* Deletes segments below s->log_cut, one at a time, in the background. */
+static void unlink_next(struct eng_shard *s)
+{
+        if (s->unlinking || s->log_oldest >= s->log_cut)
+                return;
+        snprintf(s->unlink_path, sizeof(s->unlink_path), "%s/%016llx.log", s->dir,
+                 (unsigned long long)s->log_oldest);
+        s->unlink_op.ctx = s;
+        if (eng_fs_unlink(s->fs, &s->unlink_op, s->unlink_path, unlink_done) < 0)
+                return;         /* tried again after the next flush */
+        s->unlinking = true;
+        s->busy++;
+}
+
+/* ---- the flush job ---- */
+
+/* The newest version of each key, in order. */
+static int flush_next(struct eng_sst_source *src, struct eng_entry *ret)
+{
+        struct eng_flush *f = (struct eng_flush *)((char *)src - offsetof(struct eng_flush, src));
+
+        for (; eng_memtable_iter_valid(&f->it); eng_memtable_iter_next(&f->it)) {
+                eng_memtable_iter_entry(&f->it, ret);
+                if (f->have_last &&
+                    eng_key_cmp(ret->key, ret->key_len, f->last.key, f->last.key_len) == 0)
+                        continue;
+                f->last = *ret;
+                f->have_last = true;
+                eng_memtable_iter_next(&f->it);
+                return 1;
+        }
+        return 0;
+}
+
+static void flush_free(struct eng_flush *f)
+{
+        eng_sst_write_free(f->w);
+        eng_sst_table_unref(f->table);
+        free(f);
+}
+
+static void flush_retry(struct rx_loop *loop, struct rx_timer *timer)
+{
+        struct eng_shard *s = (struct eng_shard *)((char *)timer - offsetof(struct eng_shard, retry_timer));
+
+        (void)loop;
+        s->retry_armed = false;
+        shard_job_done(s);
+        shard_maybe_flush(s);
+}
+
+static void failed_file_gone(struct eng_fs_op *op, int res)
+{
+        struct eng_flush *f = op->ctx;
+        struct eng_shard *s = f->s;
+
+        (void)res;      /* best effort: start-up deletes files the manifest does not name */
+        flush_free(f);
+        shard_job_done(s);
+}
+
+/* A flush failed before it touched the manifest: keep the memtable sealed,
+ * delete the file, and retry after a pause. */
+static void flush_failed(struct eng_flush *f, int res, const char *what)
+{
+        struct eng_shard *s = f->s;
+
+        log_error("shard %u: flush of tablet %u to %s: %s failed (%s); retrying", s->o.shard,
+                  f->t->id, f->path, what, strerror(res < 0 && -res < 4096 ? -res : EIO));
+        s->stats.flush_errors++;
+        s->flush_error = res;
+        s->flush = NULL;
+        eng_sst_table_unref(f->table);
+        f->table = NULL;
+        f->op.ctx = f;
+        if (eng_fs_unlink(s->fs, &f->op, f->path, failed_file_gone) < 0) {
+                flush_free(f);
+                shard_job_done(s);
+        }
+        if (!s->retry_armed && !s->closing) {
+                s->retry_timer.fn = flush_retry;
+                s->retry_timer.name = "shard flush retry";
+                if (rx_timer_arm_after(s->loop, &s->retry_timer, FLUSH_RETRY_NS) == 0) {
+                        s->retry_armed = true;
+                        s->busy++;
+                }
+        }
+        shard_unstall(s);       /* fails stalled writes when the disk is full */
+}
+
+/* Runs the waiters of eng_shard_flush whose memtables are all flushed. */
+static void wake_waiters(struct eng_shard *s)
+{
+        struct shard_waiter **pp = &s->flush_waiters;
+
+        while (*pp) {
+                struct shard_waiter *w = *pp;
+                bool pending = false;
+
+                for (uint32_t i = 0; i < s->n_tablets && !s->error; i++)
+                        if (s->tablets[i].n_imm && s->tablets[i].imm[0].sealed_seq <= w->upto_seq)
+                                pending = true;
+                if (pending) {
+                        pp = &w->next;
+                        continue;
+                }
+                *pp = w->next;
+                w->done(w->arg, s->error);
+                free(w);
+        }
+}
+
+/* The manifest names the table now: publish it and drop the memtable. */
+static void flush_recorded(struct eng_manifest_write *mw, int res)
+{
+        struct eng_flush *f = mw->ctx;
+        struct eng_shard *s = f->s;
+        struct eng_tablet *t = f->t;
+        struct eng_tset *old = t->tset, *ts;
+        uint32_t n_old = old ? old->n : 0;
+
+        s->flush = NULL;
+        if (res < 0) {
+                shard_set_error(s, res, "manifest write");
+                flush_free(f);
+                wake_waiters(s);
+                shard_job_done(s);
+                return;
+        }
+        ts = shard_tset_new(n_old + 1);
+        if (!ts) {      /* durable but not published: only a restart would show it */
+                shard_set_error(s, -ENOMEM, "publishing a flushed table");
+                flush_free(f);
+                shard_job_done(s);
+                return;
+        }
+        ts->e[0].t = f->table;
+        ts->e[0].meta = f->meta;
+        f->table = NULL;
+        for (uint32_t i = 0; i < n_old; i++) {
+                ts->e[i + 1] = old->e[i];
+                eng_sst_table_ref(old->e[i].t);
+        }
+        t->tset = ts;
+        shard_tset_unref(old);
+        t->flushed_seq = f->imm.sealed_seq;
+        memmove(&t->imm[0], &t->imm[1], (t->n_imm - 1) * sizeof(t->imm[0]));
+        t->n_imm--;
+        s->imm_bytes -= f->imm.bytes;
+        eng_memtable_unref(f->imm.mt);
+        s->stats.flushes++;
+        s->stats.flush_bytes += f->meta.file_size;
+        s->stats.disk_bytes_written += f->meta.file_size;
+        s->flush_error = 0;
+        if (f->mw_log_segment > s->log_cut)
+                s->log_cut = f->mw_log_segment;
+        flush_free(f);
+        unlink_next(s);
+        wake_waiters(s);
+        shard_unstall(s);
+        shard_maybe_flush(s);
+        shard_job_done(s);
+}
+
+static void flush_opened(void *arg, int res, struct eng_sst_table *table)
+{
+        struct eng_flush *f = arg;
+        struct eng_shard *s = f->s;
+        const struct eng_sst_props *p;
+        uint32_t tablet = f->t->id;
+        uint64_t seq = f->imm.sealed_seq;
+        struct eng_manifest_edit e = { 0 };
+
+        if (res < 0) {
+                flush_failed(f, res, "opening the new table");
+                return;
+        }
+        f->table = table;
+        p = eng_sst_reader_props(eng_sst_table_reader(table));
+        f->meta = (struct eng_manifest_table){
+                .tablet = tablet, .file_id = f->file_id,
+                .file_size = eng_sst_reader_file_size(eng_sst_table_reader(table)),
+                .min_seq = p->min_seq, .max_seq = p->max_seq,
+        };
+        f->mw_log_segment = shard_log_needed(s);
+        e.added = &f->meta;
+        e.n_added = 1;
+        e.flushed_tablets = &tablet;
+        e.flushed_seqs = &seq;
+        e.n_flushed = 1;
+        e.next_file_id = s->next_file_id;
+        e.log_segment = f->mw_log_segment;
+        f->mw.done = flush_recorded;
+        f->mw.ctx = f;
+        res = eng_manifest_apply(s->man, &e, &f->mw);
+        if (res < 0) {
+                shard_set_error(s, res, "manifest edit");
+                s->flush = NULL;
+                flush_free(f);
+                shard_job_done(s);
+        }
+}
+
+static void flush_written(struct eng_sst_write *w, int res, void *arg)
+{
+        struct eng_flush *f = arg;
+
+        if (res < 0) {
+                flush_failed(f, res, "writing the table");
+                return;
+        }
+        res = eng_sst_table_open(f->s->fs, f->s->cache, f->path, f->file_id,
+                                 eng_sst_write_file_size(w), flush_opened, f);
+        if (res < 0)
+                flush_failed(f, res, "opening the new table");
+}
+
+/* The tablet whose oldest sealed memtable is the oldest in the shard. */
+static struct eng_tablet *pick_flush(struct eng_shard *s)
+{
+        struct eng_tablet *best = NULL;
+
+        for (uint32_t i = 0; i < s->n_tablets; i++) {
+                struct eng_tablet *t = &s->tablets[i];
+
+                if (t->n_imm && (!best || t->imm[0].sealed_seq < best->imm[0].sealed_seq))
+                        best = t;
+        }
+        return best;
+}
+
+static void start_flush(struct eng_shard *s)
+{
+        struct eng_tablet *t = pick_flush(s);
+        size_t plen = strlen(s->dir) + 32;
+        struct eng_flush *f;
+        struct eng_sst_write_opts o = { 0 };
+        int r;
+
+        if (!t)
+                return;
+        f = calloc(1, sizeof(*f) + plen);
+        if (!f)
+                return;
+        f->s = s;
+        f->t = t;
+        f->imm = t->imm[0];
+        f->file_id = s->next_file_id++;
+        snprintf(f->path, plen, "%s/%016llx.sst", s->dir, (unsigned long long)f->file_id);
+        f->src.next = flush_next;
+        eng_memtable_iter_init(&f->it, f->imm.mt);
+        eng_memtable_iter_seek_first(&f->it);
+        o.path = f->path;
+        o.table.file_id = f->file_id;
+        o.table.tablet = t->id;
+        r = eng_sst_write_start(s->fs, &o, &f->src, flush_written, f, &f->w);
+        if (r < 0) {
+                free(f);
+                return;
+        }
+        s->flush = f;
+        s->busy++;
+}
+
+void shard_maybe_flush(struct eng_shard *s)
+{
+        while (s->active_bytes >= s->o.memtable_budget / 2) {
+                struct eng_tablet *big = NULL;
+
+                for (uint32_t i = 0; i < s->n_tablets; i++)
+                        if (s->tablets[i].n_imm < SHARD_MAX_IMM &&
+                            (!big || s->tablets[i].active_bytes > big->active_bytes))
+                                big = &s->tablets[i];
+                if (!big || !big->active_first_segment)
+                        break;
+                shard_seal(s, big);
+        }
+        if (!s->flush && !s->retry_armed && !s->error)
+                start_flush(s);
+}
+
+int eng_shard_flush(struct eng_shard *s, void (*done)(void *arg, int res), void *arg)
+{
+        struct shard_waiter *w;
+
+        if (s->error)
+                return s->error;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < s->n_tablets; i++)
+                shard_seal(s, &s->tablets[i]);
+        w->upto_seq = s->last_seq;
+        w->done = done;
+        w->arg = arg;
+        w->next = s->flush_waiters;
+        s->flush_waiters = w;
+        shard_maybe_flush(s);
+        /* Nothing to flush: answer from the loop, never inside the call. */
+        if (!s->wake_posted) {
+                s->wake_posted = true;
+                s->wake_task.fn = shard_wake_task;
+                s->wake_task.name = "shard flush waiters";
+                rx_loop_post(s->loop, &s->wake_task);
+        }
+        return 0;
+}
+
+void shard_wake_task(struct rx_loop *loop, struct rx_task *task)
+{
+        struct eng_shard *s = (struct eng_shard *)((char *)task - offsetof(struct eng_shard, wake_task));
+
+        (void)loop;
+        s->wake_posted = false;
+        wake_waiters(s);
+}

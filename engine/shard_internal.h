@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The shard's internals, shared by shard.c (open, close, the write path),
+ * shard_read.c (get, read-modify-write), shard_flush.c (memtables to
+ * SSTables, commit-log truncation) and shard_open.c (recovery). Not for use
+ * outside engine/shard*.c. Shard-local.
+ */
+#ifndef SCREE_ENGINE_SHARD_INTERNAL_H
+#define SCREE_ENGINE_SHARD_INTERNAL_H
+
+#include "engine/batch.h"
+#include "engine/block_cache.h"
+#include "engine/manifest.h"
+#include "engine/shard.h"
+#include "engine/sst_io.h"
+
+#define SHARD_MAX_IMM 8u
+
+/* The SSTables of one tablet, newest (highest max_seq) first. Immutable once
+ * published: a flush or compaction publishes a new set, and a read in
+ * progress keeps the set it started with alive (and with it the tables). */
+struct eng_tset {
+        uint32_t refs, n;
+        struct eng_tset_entry {
+                struct eng_sst_table *t;
+                struct eng_manifest_table meta;
+        } e[];
+};
+
+/* A sealed memtable waiting for (or in) its flush. */
+struct eng_imm {
+        struct eng_memtable *mt;
+        uint64_t sealed_seq;            /* every entry of the tablet up to this seq is in it or older */
+        uint64_t first_segment;         /* commit-log segment of its oldest entry */
+        size_t bytes;
+};
+
+struct eng_tablet {
+        uint32_t id;                    /* local */
+        struct eng_memtable *active;
+        uint64_t active_first_segment;  /* 0 while active is empty */
+        size_t active_bytes;
+        struct eng_imm imm[SHARD_MAX_IMM];      /* oldest first */
+        uint32_t n_imm;
+        struct eng_tset *tset;
+        uint64_t flushed_seq;
+        uint64_t gen;                   /* bumped by every write to the tablet */
+        bool compacting;
+};
+
+struct eng_flush;
+
+struct eng_shard {
+        struct rx_loop *loop;
+        struct eng_fs *fs;
+        struct eng_shard_opts o;
+        char *dir;
+        struct eng_tablet_map map;
+        uint32_t n_tablets;
+        struct eng_tablet *tablets;
+        struct eng_block_cache *cache;
+        struct eng_wal *wal;
+        struct eng_manifest *man;
+        uint64_t last_seq;
+        uint64_t next_file_id;
+        size_t active_bytes, imm_bytes;
+        struct eng_batch scratch;
+        struct eng_write *stall_head, *stall_tail;
+        int error;                      /* stops writes */
+        struct eng_flush *flush;        /* the one flush in progress */
+        int flush_error;                /* of the last flush, cleared by a good one */
+        struct rx_timer retry_timer;    /* retries a failed flush */
+        bool retry_armed;
+        struct shard_waiter *flush_waiters;
+        struct rx_task wake_task;
+        bool wake_posted;
+        /* commit-log segments [log_oldest, log_cut) are no longer needed */
+        uint64_t log_oldest, log_cut;
+        bool unlinking;
+        struct eng_fs_op unlink_op;
+        char unlink_path[4096];
+        uint32_t busy;                  /* background jobs in progress */
+        bool closing;
+        void (*close_done)(void *arg, int res);
+        int close_res;
+        void *close_arg;
+        struct rx_task close_task;
+        struct eng_shard_stats stats;
+};
+
+/* A caller of eng_shard_flush waiting for every sealed memtable to flush. */
+struct shard_waiter {
+        struct shard_waiter *next;
+        uint64_t upto_seq;
+        void (*done)(void *arg, int res);
+        void *arg;
+};
+
+static inline bool shard_stalled(const struct eng_shard *s)
+{
+        return s->active_bytes + s->imm_bytes >= s->o.memtable_budget;
+}
+
+/* tset.c-like helpers (shard_flush.c) */
+struct eng_tset *shard_tset_new(uint32_t n);
+void shard_tset_ref(struct eng_tset *ts);
+void shard_tset_unref(struct eng_tset *ts);
+
+/* shard.c */
+/* Inserts a decoded batch (entries from first_seq on) into the memtables;
+ * segment is the log segment holding it. 0 or -ENOMEM / -SCREE_ECORRUPT. */
+int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len, uint64_t first_seq,
+                      uint64_t segment);
+void shard_set_error(struct eng_shard *s, int err, const char *what);
+/* Runs stalled writes once memory allows. */
+void shard_unstall(struct eng_shard *s);
+
+/* shard_flush.c */
+/* Seals the tablet's active memtable (if not empty) into its queue. */
+void shard_seal(struct eng_shard *s, struct eng_tablet *t);
+/* Seals the largest active memtables while over half the budget, and
+ * starts a flush if none is running. */
+void shard_maybe_flush(struct eng_shard *s);
+/* The oldest commit-log segment any memtable still needs. */
+uint64_t shard_log_needed(const struct eng_shard *s);
+/* Posts the check of eng_shard_flush's waiters. */
+void shard_wake_task(struct rx_loop *loop, struct rx_task *task);
+
+/* shard.c: a background job (busy++) ended; close goes on when none is left. */
+void shard_job_done(struct eng_shard *s);
+
+/* shard_read.c */
+/* Newest version of ikey in t's memtables: 0 and *ret, with *ret_mt the
+ * memtable holding it, or -SCREE_ENOTFOUND. */
+int shard_memtables_get(const struct eng_tablet *t, const uint8_t *ikey, uint32_t len,
+                        struct eng_entry *ret, struct eng_memtable **ret_mt);
+
+#endif

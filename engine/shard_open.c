@@ -1,0 +1,517 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shard start-up and shutdown; see shard.h.
+ *
+ * Start-up: load the manifest (or start a fresh one) -> open every SSTable
+ * it names, in parallel -> delete files it does not name (SSTables of
+ * flushes and compactions that never got recorded, temporary files, log
+ * segments older than the oldest one needed) -> replay the commit log from
+ * that segment, skipping entries a tablet has flushed already -> start a
+ * new log after the last segment -> rewrite the manifest as a snapshot.
+ * Listing and deleting leftovers uses plain syscalls: it happens once,
+ * before the shard serves anything.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/endian.h"
+#include "base/log.h"
+#include "engine/shard_internal.h"
+#include "engine/wal_replay.h"
+
+struct table_slot {
+        struct shard_open *op;
+        size_t i;
+};
+
+struct shard_open {
+        struct eng_shard *s;
+        eng_shard_open_cb done;
+        void *arg;
+        struct eng_manifest_state st;
+        struct eng_sst_table **opened;  /* per st.tables entry */
+        struct table_slot *slots;
+        uint32_t pending;
+        int err;
+};
+
+static void opts_defaults(struct eng_shard_opts *o)
+{
+        if (!o->tablets_per_shard)
+                o->tablets_per_shard = ENG_SHARD_DEFAULT_TABLETS;
+        if (!o->memtable_budget)
+                o->memtable_budget = ENG_SHARD_DEFAULT_BUDGET;
+        if (!o->compaction_rate)
+                o->compaction_rate = ENG_SHARD_DEFAULT_COMPACTION_RATE;
+        if (!o->segment_bytes)
+                o->segment_bytes = ENG_WAL_DEFAULT_SEGMENT_BYTES;
+        if (!o->period_ns)
+                o->period_ns = ENG_WAL_DEFAULT_PERIOD_NS;
+}
+
+static void shard_free(struct eng_shard *s)
+{
+        if (!s)
+                return;
+        for (uint32_t i = 0; s->tablets && i < s->n_tablets; i++) {
+                struct eng_tablet *t = &s->tablets[i];
+
+                eng_memtable_unref(t->active);
+                for (uint32_t k = 0; k < t->n_imm; k++)
+                        eng_memtable_unref(t->imm[k].mt);
+                shard_tset_unref(t->tset);
+        }
+        free(s->tablets);
+        eng_block_cache_free(s->cache);
+        eng_batch_fini(&s->scratch);
+        free(s->dir);
+        free(s);
+}
+
+static int shard_alloc(struct rx_loop *loop, struct eng_fs *fs, const struct eng_shard_opts *o,
+                       struct eng_shard **ret)
+{
+        struct eng_shard *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        s->loop = loop;
+        s->fs = fs;
+        s->o = *o;
+        opts_defaults(&s->o);
+        eng_batch_init(&s->scratch);
+        if (eng_tablet_map_init(&s->map, s->o.n_shards, s->o.tablets_per_shard) < 0 ||
+            s->o.shard >= s->o.n_shards || (unsigned)s->o.sync >= ENG_WAL_SYNC_MAX) {
+                free(s);
+                return -EINVAL;
+        }
+        s->o.dir = NULL;
+        s->dir = strdup(o->dir);
+        s->n_tablets = eng_tablet_map_per_shard(&s->map);
+        s->tablets = calloc(s->n_tablets, sizeof(*s->tablets));
+        if (!s->dir || !s->tablets || eng_block_cache_new(s->o.cache_bytes, &s->cache) < 0)
+                goto nomem;
+        for (uint32_t i = 0; i < s->n_tablets; i++) {
+                s->tablets[i].id = i;
+                s->tablets[i].active = eng_memtable_new();
+                if (!s->tablets[i].active)
+                        goto nomem;
+        }
+        *ret = s;
+        return 0;
+nomem:
+        shard_free(s);
+        return -ENOMEM;
+}
+
+static void open_finish(struct shard_open *op, int res)
+{
+        struct eng_shard *s = op->s;
+
+        if (op->opened) {
+                for (size_t i = 0; i < op->st.n_tables; i++)
+                        eng_sst_table_unref(op->opened[i]);
+                free(op->opened);
+        }
+        free(op->slots);
+        eng_manifest_state_fini(&op->st);
+        if (res < 0) {
+                shard_free(s);
+                s = NULL;
+        }
+        op->done(op->arg, res, s);
+        free(op);
+}
+
+static void wal_closed_on_failure(void *arg, int res)
+{
+        struct shard_open *op = arg;
+
+        (void)res;
+        op->s->wal = NULL;
+        open_finish(op, op->err);
+}
+
+/* A step after the new log started failed: close the log, then fail. */
+static void fail_with_log(struct shard_open *op, int res)
+{
+        op->err = res;
+        if (eng_wal_close(op->s->wal, wal_closed_on_failure, op) < 0)
+                wal_closed_on_failure(op, 0);
+}
+
+static void manifest_created(void *arg, int res)
+{
+        struct shard_open *op = arg;
+
+        if (res < 0) {
+                log_error("shard %u: writing the manifest in %s failed: %s", op->s->o.shard,
+                          op->s->dir, strerror(-res));
+                fail_with_log(op, res);
+                return;
+        }
+        shard_maybe_flush(op->s);
+        open_finish(op, 0);
+}
+
+static int replay_record(void *arg, uint64_t segment, const struct eng_wal_record *rec)
+{
+        struct shard_open *op = arg;
+        struct eng_shard *s = op->s;
+        int r;
+
+        if (rec->len < ENG_BATCH_HEADER_BYTES)
+                return -SCREE_ECORRUPT;
+        r = shard_apply_batch(s, rec->payload, rec->len, rec->seq, segment);
+        if (r < 0) {
+                log_error("shard %u: commit-log segment %016" PRIx64 " record at offset %zu: %s",
+                          s->o.shard, segment, rec->offset, strerror(r == -ENOMEM ? ENOMEM : EILSEQ));
+                return r;
+        }
+        uint64_t last = rec->seq + le32_get(rec->payload) - 1;
+
+        if (last > s->last_seq)
+                s->last_seq = last;
+        s->stats.replayed_records++;
+        return 0;
+}
+
+static void replay_done(void *arg, int res, const struct eng_wal_replay_result *rr)
+{
+        struct shard_open *op = arg;
+        struct eng_shard *s = op->s;
+        struct eng_wal_opts wo = {
+                .dir = s->dir, .shard = s->o.shard, .segment_bytes = s->o.segment_bytes,
+                .sync = s->o.sync, .period_ns = s->o.period_ns,
+        };
+
+        if (res < 0) {
+                log_error("shard %u: replaying the commit log in %s failed: %s", s->o.shard, s->dir,
+                          res == -SCREE_ECORRUPT ? "corrupt record (start with salvage to skip it)" :
+                                                   strerror(-res));
+                open_finish(op, res);
+                return;
+        }
+        if (rr->torn)
+                log_warn("shard %u: commit log ends in a torn record (segment %016" PRIx64
+                         " offset %" PRIu64 "); cut there", s->o.shard, rr->torn_segment,
+                         rr->torn_offset);
+        wo.first_segment = rr->last_segment + 1 > op->st.log_segment ? rr->last_segment + 1 :
+                                                                       op->st.log_segment;
+        s->log_oldest = op->st.log_segment;
+        s->log_cut = op->st.log_segment;
+        res = eng_wal_open(s->fs, &wo, &s->wal);
+        if (res < 0) {
+                open_finish(op, res);
+                return;
+        }
+        res = eng_manifest_create(s->fs, s->dir, &op->st, manifest_created, op, &s->man);
+        if (res < 0)
+                fail_with_log(op, res);
+}
+
+/* Deletes what the manifest does not name. */
+static int remove_leftovers(struct shard_open *op)
+{
+        struct eng_shard *s = op->s;
+        DIR *d = opendir(s->dir);
+        struct dirent *de;
+        char path[4096];
+
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                unsigned long long id;
+                char ext[8];
+                bool drop = false;
+                size_t len = strlen(de->d_name);
+
+                if (len > 4 && strcmp(de->d_name + len - 4, ".tmp") == 0) {
+                        drop = true;
+                } else if (len == 20 && sscanf(de->d_name, "%16llx.%3s", &id, ext) == 2) {
+                        if (strcmp(ext, "log") == 0) {
+                                drop = id < op->st.log_segment;
+                        } else if (strcmp(ext, "sst") == 0) {
+                                drop = true;
+                                for (size_t i = 0; i < op->st.n_tables; i++)
+                                        if (op->st.tables[i].file_id == id)
+                                                drop = false;
+                        }
+                }
+                if (!drop)
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", s->dir, de->d_name);
+                log_info("shard %u: removing %s (not in the manifest)", s->o.shard, path);
+                if (unlink(path) < 0 && errno != ENOENT) {
+                        int e = -errno;
+
+                        closedir(d);
+                        return e;
+                }
+        }
+        closedir(d);
+        return 0;
+}
+
+static int cmp_newest_first(const void *a, const void *b)
+{
+        const struct eng_tset_entry *x = a, *y = b;
+
+        return x->meta.max_seq < y->meta.max_seq ? 1 : x->meta.max_seq > y->meta.max_seq ? -1 : 0;
+}
+
+/* Every table is open: build the tablets' table sets, then replay. */
+static void tables_ready(struct shard_open *op)
+{
+        struct eng_shard *s = op->s;
+        struct eng_wal_replay_opts ro = {
+                .dir = s->dir, .shard = s->o.shard, .from_segment = op->st.log_segment,
+                .salvage = s->o.salvage,
+        };
+        int r;
+
+        for (uint32_t t = 0; t < s->n_tablets; t++) {
+                uint32_t n = 0;
+
+                for (size_t i = 0; i < op->st.n_tables; i++)
+                        n += op->st.tables[i].tablet == t;
+                if (!n)
+                        continue;
+                struct eng_tset *ts = shard_tset_new(n);
+
+                if (!ts) {
+                        open_finish(op, -ENOMEM);
+                        return;
+                }
+                n = 0;
+                for (size_t i = 0; i < op->st.n_tables; i++) {
+                        if (op->st.tables[i].tablet != t)
+                                continue;
+                        ts->e[n].t = op->opened[i];
+                        ts->e[n++].meta = op->st.tables[i];
+                        op->opened[i] = NULL;
+                }
+                qsort(ts->e, n, sizeof(ts->e[0]), cmp_newest_first);
+                s->tablets[t].tset = ts;
+                if (ts->e[0].meta.max_seq > s->last_seq)
+                        s->last_seq = ts->e[0].meta.max_seq;
+        }
+        r = remove_leftovers(op);
+        if (r == 0)
+                r = eng_wal_replay(s->fs, &ro, replay_record, replay_done, op);
+        if (r < 0)
+                open_finish(op, r);
+}
+
+static void table_open_ended(struct shard_open *op)
+{
+        if (--op->pending)
+                return;
+        if (op->err)
+                open_finish(op, op->err);
+        else
+                tables_ready(op);
+}
+
+static void table_opened(void *arg, int res, struct eng_sst_table *t)
+{
+        struct table_slot *slot = arg;
+        struct shard_open *op = slot->op;
+        const struct eng_manifest_table *mt = &op->st.tables[slot->i];
+
+        if (res < 0) {
+                log_error("shard %u: SSTable %s/%016" PRIx64 ".sst named by the manifest: %s",
+                          op->s->o.shard, op->s->dir, mt->file_id,
+                          res == -ENOENT ? "missing" : res == -SCREE_ECORRUPT ? "corrupt" :
+                                                                                strerror(-res));
+                if (!op->err)
+                        op->err = res;
+        } else {
+                op->opened[slot->i] = t;
+        }
+        table_open_ended(op);
+}
+
+static void open_tables(struct shard_open *op)
+{
+        struct eng_shard *s = op->s;
+        char path[4096];
+
+        if (!op->st.n_tables) {
+                tables_ready(op);
+                return;
+        }
+        op->pending = 1;        /* held until every open is started */
+        for (size_t i = 0; i < op->st.n_tables; i++) {
+                const struct eng_manifest_table *mt = &op->st.tables[i];
+                int r;
+
+                if (mt->tablet >= s->n_tablets) {
+                        log_error("shard %u: manifest names tablet %u, the shard has %u",
+                                  s->o.shard, mt->tablet, s->n_tablets);
+                        op->err = -SCREE_ECORRUPT;
+                        break;
+                }
+                op->slots[i] = (struct table_slot){ .op = op, .i = i };
+                snprintf(path, sizeof(path), "%s/%016" PRIx64 ".sst", s->dir, mt->file_id);
+                r = eng_sst_table_open(s->fs, s->cache, path, mt->file_id, mt->file_size,
+                                       table_opened, &op->slots[i]);
+                if (r < 0) {
+                        op->err = r;
+                        break;
+                }
+                op->pending++;
+        }
+        table_open_ended(op);
+}
+
+static void manifest_loaded(void *arg, int res, struct eng_manifest_state *st)
+{
+        struct shard_open *op = arg;
+        struct eng_shard *s = op->s;
+        struct eng_manifest_layout want = {
+                .shard = s->o.shard, .n_shards = s->o.n_shards,
+                .tablets_per_shard = s->o.tablets_per_shard,
+        };
+
+        if (res == -SCREE_ENOTFOUND) {
+                res = eng_manifest_state_init(&op->st, &want, s->n_tablets);
+        } else if (res == 0) {
+                op->st = *st;   /* taken */
+                if (memcmp(&st->layout, &want, sizeof(want)) || st->n_tablets != s->n_tablets) {
+                        log_error("shard %u: %s was made as shard %u of %u with %u tablets per "
+                                  "shard; refusing to open it as shard %u of %u with %u",
+                                  s->o.shard, s->dir, st->layout.shard, st->layout.n_shards,
+                                  st->layout.tablets_per_shard, want.shard, want.n_shards,
+                                  want.tablets_per_shard);
+                        res = -EINVAL;
+                }
+        } else {
+                log_error("shard %u: reading the manifest in %s failed: %s", s->o.shard, s->dir,
+                          res == -SCREE_ECORRUPT ? "corrupt" : strerror(-res));
+        }
+        if (res < 0) {
+                open_finish(op, res);
+                return;
+        }
+        s->next_file_id = op->st.next_file_id;
+        for (uint32_t i = 0; i < s->n_tablets; i++) {
+                s->tablets[i].flushed_seq = op->st.flushed_seq[i];
+                if (op->st.flushed_seq[i] > s->last_seq)
+                        s->last_seq = op->st.flushed_seq[i];
+        }
+        op->opened = calloc(op->st.n_tables + 1, sizeof(*op->opened));
+        op->slots = calloc(op->st.n_tables + 1, sizeof(*op->slots));
+        if (!op->opened || !op->slots) {
+                open_finish(op, -ENOMEM);
+                return;
+        }
+        open_tables(op);
+}
+
+int eng_shard_open(struct rx_loop *loop, struct eng_fs *fs, const struct eng_shard_opts *o,
+                   eng_shard_open_cb done, void *arg)
+{
+        struct shard_open *op;
+        int r;
+
+        if (!o->dir || !done)
+                return -EINVAL;
+        op = calloc(1, sizeof(*op));
+        if (!op)
+                return -ENOMEM;
+        r = shard_alloc(loop, fs, o, &op->s);
+        if (r == 0)
+                r = eng_manifest_load(fs, op->s->dir, manifest_loaded, op);
+        if (r < 0) {
+                shard_free(op->s);
+                free(op);
+        }
+        return r;
+}
+
+/* ---- shutdown ---- */
+
+static void close_free(void *arg, int res)
+{
+        struct eng_shard *s = arg;
+        void (*done)(void *, int) = s->close_done;
+        void *darg = s->close_arg;
+
+        if (res < 0 && !s->close_res)
+                s->close_res = res;
+        res = s->close_res ? s->close_res : s->error;
+        while (s->flush_waiters) {
+                struct shard_waiter *w = s->flush_waiters;
+
+                s->flush_waiters = w->next;
+                w->done(w->arg, -SCREE_ESHUTDOWN);
+                free(w);
+        }
+        shard_free(s);
+        done(darg, res);
+}
+
+static void close_manifest(void *arg, int res)
+{
+        struct eng_shard *s = arg;
+
+        s->close_res = res;
+        s->wal = NULL;
+        if (eng_manifest_close(s->man, close_free, s) < 0)
+                close_free(s, -EIO);
+}
+
+static void close_step(struct rx_loop *loop, struct rx_task *task)
+{
+        struct eng_shard *s = (struct eng_shard *)((char *)task - offsetof(struct eng_shard, close_task));
+
+        (void)loop;
+        if (s->busy)
+                return;         /* the last job's shard_job_done comes back here */
+        if (eng_wal_close(s->wal, close_manifest, s) < 0)
+                close_manifest(s, -EIO);
+}
+
+void shard_job_done(struct eng_shard *s)
+{
+        s->busy--;
+        if (s->closing && !s->busy) {
+                s->close_task.fn = close_step;
+                s->close_task.name = "shard close";
+                rx_loop_post(s->loop, &s->close_task);
+        }
+}
+
+int eng_shard_close(struct eng_shard *s, void (*done)(void *arg, int res), void *arg)
+{
+        if (s->closing)
+                return -EALREADY;
+        s->closing = true;
+        s->close_done = done;
+        s->close_arg = arg;
+        while (s->stall_head) {
+                struct eng_write *w = s->stall_head;
+
+                s->stall_head = w->next;
+                free(w->stalled);
+                w->stalled = NULL;
+                w->done(w, -SCREE_ESHUTDOWN);
+        }
+        s->stall_tail = NULL;
+        if (s->retry_armed && rx_timer_cancel(s->loop, &s->retry_timer)) {
+                s->retry_armed = false;
+                s->busy--;
+        }
+        s->close_task.fn = close_step;
+        s->close_task.name = "shard close";
+        rx_loop_post(s->loop, &s->close_task);
+        return 0;
+}

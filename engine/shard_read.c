@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Point reads and read-modify-write; see shard.h. A get looks in the
+ * tablet's memtables (active, then sealed ones newest first: all in
+ * memory, synchronous), then in its SSTables newest first, stopping at the
+ * first version found: a tablet's tables cover disjoint, ordered sequence
+ * ranges, so the first version found is the newest. A table whose block is
+ * cached answers at once; otherwise the get waits for the read, keeping the
+ * table set it started with alive.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/time.h"
+#include "engine/shard_internal.h"
+
+int shard_memtables_get(const struct eng_tablet *t, const uint8_t *ikey, uint32_t len,
+                        struct eng_entry *ret, struct eng_memtable **ret_mt)
+{
+        if (eng_memtable_get(t->active, ikey, len, UINT64_MAX, ret) == 0) {
+                *ret_mt = t->active;
+                return 0;
+        }
+        for (uint32_t i = t->n_imm; i-- > 0;) {
+                if (eng_memtable_get(t->imm[i].mt, ikey, len, UINT64_MAX, ret) == 0) {
+                        *ret_mt = t->imm[i].mt;
+                        return 0;
+                }
+        }
+        return -SCREE_ENOTFOUND;
+}
+
+/* Drops what the lookup itself holds (not the found value). */
+static void get_cleanup(struct eng_get *g)
+{
+        shard_tset_unref(g->tset);
+        g->tset = NULL;
+        if (g->ikey != g->ikey_small)
+                free(g->ikey);
+        g->ikey = NULL;
+}
+
+void eng_get_release(struct eng_get *g)
+{
+        if (g->mt)
+                eng_memtable_unref(g->mt);
+        g->mt = NULL;
+        if (g->block)
+                eng_block_cache_release(g->s->cache, g->block);
+        g->block = NULL;
+        g->value = NULL;
+}
+
+/* Finishes with the version e found: absent when deleted or expired. */
+static int found(struct eng_get *g, const struct eng_entry *e)
+{
+        get_cleanup(g);
+        if (e->kind != ENG_ENTRY_VALUE || (e->expiry_ms && e->expiry_ms <= g->now_ms)) {
+                eng_get_release(g);
+                return -SCREE_ENOTFOUND;
+        }
+        g->value = e->value;
+        g->value_len = e->value_len;
+        g->expiry_ms = e->expiry_ms;
+        g->seq = e->seq;
+        return 0;
+}
+
+static void sst_done(struct eng_sst_get *sg, int res);
+
+/* Looks in the tables from g->next_table on. Returns 0, -SCREE_ENOTFOUND,
+ * 1 (pending: sst_done goes on), or <0. */
+static int tables_step(struct eng_get *g)
+{
+        struct eng_tset *ts = g->tset;
+
+        while (ts && g->next_table < ts->n) {
+                struct eng_sst_table *t = ts->e[g->next_table].t;
+                int r;
+
+                g->sg.done = sst_done;
+                g->sg.ctx = g;
+                r = eng_sst_table_get(t, g->ikey, g->ikey_len, &g->sg);
+                if (r == ENG_SST_PENDING) {
+                        g->s->stats.get_sst_reads++;
+                        return 1;
+                }
+                g->next_table++;
+                if (r == 0) {
+                        g->block = g->sg.block;
+                        return found(g, &g->sg.entry);
+                }
+                if (r != -SCREE_ENOTFOUND) {
+                        get_cleanup(g);
+                        return r;
+                }
+        }
+        get_cleanup(g);
+        return -SCREE_ENOTFOUND;
+}
+
+static void sst_done(struct eng_sst_get *sg, int res)
+{
+        struct eng_get *g = sg->ctx;
+
+        g->next_table++;
+        if (res == 0) {
+                g->block = sg->block;
+                res = found(g, &sg->entry);
+        } else if (res == -SCREE_ENOTFOUND) {
+                res = tables_step(g);
+                if (res == 1)
+                        return;
+        } else {
+                get_cleanup(g);
+        }
+        g->done(g, res);
+}
+
+int eng_shard_get(struct eng_shard *s, enum eng_table table, const void *key, uint32_t key_len,
+                  struct eng_get *g)
+{
+        struct eng_tablet_loc loc;
+        struct eng_entry e;
+        struct eng_memtable *mt;
+
+        if ((unsigned)table >= ENG_TABLE_MAX || key_len > ENG_MAX_USER_KEY_BYTES)
+                return -EINVAL;
+        g->s = s;
+        g->mt = NULL;
+        g->block = NULL;
+        g->tset = NULL;
+        g->value = NULL;
+        g->ikey_len = (uint32_t)eng_ikey_size(table, key_len);
+        g->ikey = g->ikey_len <= sizeof(g->ikey_small) ? g->ikey_small : malloc(g->ikey_len);
+        if (!g->ikey)
+                return -ENOMEM;
+        eng_ikey_encode(table, key, key_len, g->ikey);
+        loc = eng_tablet_of_ikey(&s->map, g->ikey, g->ikey_len);
+        if (loc.shard != s->o.shard) {
+                get_cleanup(g);
+                return -EINVAL;
+        }
+        g->tablet = &s->tablets[loc.local];
+        g->now_ms = time_wall_ns() / 1000000;
+        s->stats.gets++;
+        if (shard_memtables_get(g->tablet, g->ikey, g->ikey_len, &e, &mt) == 0) {
+                s->stats.get_memtable_hits++;
+                eng_memtable_ref(mt);
+                g->mt = mt;
+                return found(g, &e);
+        }
+        g->tset = g->tablet->tset;
+        if (g->tset)
+                shard_tset_ref(g->tset);
+        g->next_table = 0;
+        return tables_step(g);
+}
+
+/* ---- read-modify-write ---- */
+
+static void rmw_finish_task(struct rx_loop *loop, struct rx_task *task)
+{
+        struct eng_rmw *r = (struct eng_rmw *)((char *)task - offsetof(struct eng_rmw, task));
+
+        (void)loop;
+        r->done(r, r->res);
+}
+
+static void rmw_finish(struct eng_rmw *r, int res)
+{
+        if (!r->in_call) {
+                r->done(r, res);
+                return;
+        }
+        r->res = res;
+        r->task.fn = rmw_finish_task;
+        r->task.name = "shard rmw done";
+        rx_loop_post(r->g.s->loop, &r->task);
+}
+
+static void rmw_write_done(struct eng_write *w, int res)
+{
+        struct eng_rmw *r = w->ctx;
+
+        rmw_finish(r, res < 0 ? res : 1);
+}
+
+static void rmw_read(struct eng_rmw *r);
+
+/* The read is done: res from the get. */
+static void rmw_decide(struct eng_rmw *r, int res)
+{
+        struct eng_shard *s = r->g.s;
+        struct eng_mutation out = {
+                .kind = ENG_MUT_PUT, .table = r->table, .key = r->key, .key_len = r->key_len,
+        };
+        int fr, wr;
+
+        if (res < 0 && res != -SCREE_ENOTFOUND) {
+                rmw_finish(r, res);
+                return;
+        }
+        if (r->waited && r->g.tablet->gen != r->gen) {
+                /* A write landed while the read waited: read again (the
+                 * block is cached now, so this one is usually immediate). */
+                eng_get_release(&r->g);
+                rmw_read(r);
+                return;
+        }
+        fr = r->fn(r->fn_arg, res == 0 ? &r->g : NULL, &out);
+        if (fr <= 0) {
+                eng_get_release(&r->g);
+                rmw_finish(r, fr);
+                return;
+        }
+        r->w.done = rmw_write_done;
+        r->w.ctx = r;
+        wr = eng_shard_write(s, &out, 1, &r->w);
+        eng_get_release(&r->g);
+        if (wr != 0)
+                rmw_finish(r, wr == 1 ? 1 : wr);
+}
+
+static void rmw_read_done(struct eng_get *g, int res)
+{
+        struct eng_rmw *r = g->ctx;
+
+        rmw_decide(r, res);
+}
+
+static void rmw_read(struct eng_rmw *r)
+{
+        struct eng_shard *s = r->g.s;
+        int res;
+
+        r->g.done = rmw_read_done;
+        r->g.ctx = r;
+        r->waited = false;
+        r->gen = r->g.tablet->gen;
+        res = eng_shard_get(s, r->table, r->key, r->key_len, &r->g);
+        if (res == 1) {
+                r->waited = true;
+                return;
+        }
+        rmw_decide(r, res);
+}
+
+int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
+                  eng_rmw_fn fn, void *fn_arg, struct eng_rmw *r)
+{
+        struct eng_tablet_loc loc;
+
+        if ((unsigned)t >= ENG_TABLE_MAX || key_len > ENG_MAX_USER_KEY_BYTES || !fn)
+                return -EINVAL;
+        loc = eng_tablet_of_key(&s->map, t, key, key_len);
+        if (loc.shard != s->o.shard)
+                return -EINVAL;
+        r->fn = fn;
+        r->fn_arg = fn_arg;
+        r->table = t;
+        r->key = key;
+        r->key_len = key_len;
+        r->g.s = s;
+        r->g.tablet = &s->tablets[loc.local];
+        r->in_call = true;
+        rmw_read(r);
+        r->in_call = false;
+        return 0;
+}
