@@ -5,10 +5,14 @@
  * /proc/self/fd) to read pre-images and to restore them, so the engine's
  * own O_DIRECT descriptor and its alignment rules are never disturbed.
  * Injected failures and ops on a dead fs complete through a posted loop
- * task, so they too call back later, never inside the call.
+ * task, so they too call back later, never inside the call. Namespace
+ * changes are noted per directory (device and inode) with the generation
+ * number of the latest; a directory fsync clears a directory whose latest
+ * change came before the fsync was submitted.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,7 @@
 
 #include "base/check.h"
 #include "base/compiler.h"
+#include "base/mem.h"
 #include "engine/fault_fs.h"
 
 #define BLOCK 4096u
@@ -37,6 +42,14 @@ struct ffile {
         bool closed;                    /* engine closed it; kept for a power cut */
 };
 
+/* A directory whose entries changed (create, rename, unlink) since its last
+ * fsync; gen numbers the latest change. */
+struct dirty_dir {
+        dev_t dev;
+        ino_t ino;
+        uint64_t gen;
+};
+
 struct fault_fs {
         struct eng_fs base;             /* first: eng_fs * casts to fault_fs * */
         struct eng_fs *inner;
@@ -44,6 +57,9 @@ struct fault_fs {
         size_t n_sh, cap_sh;
         struct ffile *files;
         size_t n_files;
+        struct dirty_dir *dirs;
+        size_t n_dirs, cap_dirs;
+        uint64_t dirs_gen;
         struct { int err, count; } fail[ENG_FS_KIND_MAX];
         bool dead;
         struct eng_fault_fs_stats stats;
@@ -204,6 +220,64 @@ static int settle(struct ffile *file)
         return fsync(file->aux) < 0 ? -errno : 0;
 }
 
+/* ---- namespace changes ---- */
+
+/* Identifies the directory that holds path. */
+static int parent_stat(const char *path, struct stat *ret)
+{
+        char dir[PATH_MAX];
+        char *slash;
+
+        if ((size_t)snprintf(dir, sizeof(dir), "%s", path) >= sizeof(dir))
+                return -ENAMETOOLONG;
+        slash = strrchr(dir, '/');
+        if (!slash)
+                snprintf(dir, sizeof(dir), ".");
+        else if (slash == dir)
+                dir[1] = '\0';         /* a file in / */
+        else
+                *slash = '\0';
+        return stat(dir, ret) < 0 ? -errno : 0;
+}
+
+static void dir_changed(struct fault_fs *f, const char *path)
+{
+        struct dirty_dir *v;
+        struct stat st;
+
+        if (!path || parent_stat(path, &st) < 0)
+                return;
+        f->dirs_gen++;
+        for (size_t i = 0; i < f->n_dirs; i++) {
+                if (f->dirs[i].dev == st.st_dev && f->dirs[i].ino == st.st_ino) {
+                        f->dirs[i].gen = f->dirs_gen;
+                        return;
+                }
+        }
+        v = mem_grow(f->dirs, &f->cap_dirs, f->n_dirs + 1, sizeof(*v));
+        SCREE_VERIFY(v != NULL);        /* a test backend: ENOMEM is fatal */
+        f->dirs = v;
+        f->dirs[f->n_dirs++] = (struct dirty_dir){ .dev = st.st_dev, .ino = st.st_ino,
+                                                   .gen = f->dirs_gen };
+        f->stats.dirs_unsynced = f->n_dirs;
+}
+
+/* A sync of fd, submitted when dirs_gen was gen, succeeded: if fd is a
+ * directory, the changes in it noted until then are durable. A change
+ * noted after the submit keeps the directory unsynced. */
+static void dir_synced(struct fault_fs *f, int fd, uint64_t gen)
+{
+        struct stat st;
+
+        if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+                return;
+        for (size_t i = f->n_dirs; i-- > 0;)
+                if (f->dirs[i].dev == st.st_dev && f->dirs[i].ino == st.st_ino &&
+                    f->dirs[i].gen <= gen)
+                        f->dirs[i] = f->dirs[--f->n_dirs];
+        f->stats.dirs_unsynced = f->n_dirs;
+}
+
 /* ---- ops ---- */
 
 static struct ffile *file_slot(struct fault_fs *f)
@@ -219,18 +293,35 @@ static struct ffile *file_slot(struct fault_fs *f)
         return &f->files[f->n_files++];
 }
 
+/* Starts tracking the data of the file the engine opened as fd. Directories
+ * have no data to track, nor does a file we cannot open for writing (then
+ * neither could the engine). */
+static void file_track(struct fault_fs *f, int fd)
+{
+        struct ffile *file;
+        struct stat st;
+        char path[64];
+        int aux;
+
+        if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode))
+                return;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        aux = open(path, O_RDWR | O_CLOEXEC);
+        if (aux < 0)
+                return;
+        file = file_slot(f);
+        *file = (struct ffile){ .fd = fd, .aux = aux };
+        file->synced_size = aux_size(file->aux);
+}
+
 static void open_done(struct eng_fs_op *op, int res)
 {
         struct fault_fs *f = ffs_of(op->fs);
 
         if (res >= 0) {
-                struct ffile *file = file_slot(f);
-                char path[64];
-
-                snprintf(path, sizeof(path), "/proc/self/fd/%d", res);
-                *file = (struct ffile){ .fd = res, .aux = open(path, O_RDWR | O_CLOEXEC) };
-                SCREE_VERIFY(file->aux >= 0);
-                file->synced_size = aux_size(file->aux);
+                file_track(f, res);
+                if (op->flags & O_CREAT)
+                        dir_changed(f, op->path);
         }
         pass_done(op, res);
 }
@@ -306,50 +397,104 @@ static int f_write(struct eng_fs *fs, struct eng_fs_op *op, int fd, const void *
         return r;
 }
 
+/* A sync of a tracked file completed with res (power still on). */
+static void file_synced(struct fault_fs *f, struct ffile *file, int res)
+{
+        for (size_t i = f->n_sh; i-- > 0;) {
+                if (f->sh[i].fd != file->fd || !f->sh[i].covered)
+                        continue;
+                /* Written before the sync was submitted: durable now. */
+                if (res == 0)
+                        shadow_drop_at(f, i);
+                else
+                        f->sh[i].covered = false;
+        }
+        if (res == 0)
+                file->synced_size = aux_size(file->aux);
+}
+
 static void sync_done(struct eng_fs_op *op, int res)
 {
         struct fault_fs *f = ffs_of(op->fs);
         struct ffile *file = file_find(f, op->fd);
 
-        if (file && f->dead) {
+        if (file)
                 file->syncs_in_flight--;
-        } else if (file) {
-                file->syncs_in_flight--;
-                for (size_t i = f->n_sh; i-- > 0;) {
-                        if (f->sh[i].fd != op->fd || !f->sh[i].covered)
-                                continue;
-                        /* Written before the sync was submitted: durable now. */
-                        if (res == 0)
-                                shadow_drop_at(f, i);
-                        else
-                                f->sh[i].covered = false;
-                }
-                if (res == 0)
-                        file->synced_size = aux_size(file->aux);
-        }
+        if (file && !f->dead)
+                file_synced(f, file, res);
+        else if (!file && !f->dead && res == 0)
+                dir_synced(f, op->fd, op->off);
         pass_done(op, res);
 }
 
-static int f_fdatasync(struct eng_fs *fs, struct eng_fs_op *op, int fd)
+/* fdatasync or fsync: for file data they are the same here. */
+static int sync_submit(struct fault_fs *f, struct eng_fs_op *op, int fd, enum eng_fs_kind kind)
 {
-        struct fault_fs *f = ffs_of(fs);
         struct ffile *file = file_find(f, fd);
-        int r, err = injected(f, ENG_FS_FDATASYNC);
+        int r, err = injected(f, kind);
 
         if (err)
-                return complete_later(f, op, ENG_FS_FDATASYNC, err);
+                return complete_later(f, op, kind, err);
         if (file && file->writes_in_flight)
                 f->stats.overlaps++;    /* those blocks stay shadowed: conservative */
         for (size_t i = 0; file && !file->writes_in_flight && i < f->n_sh; i++)
                 if (f->sh[i].fd == fd)
                         f->sh[i].covered = true;
         hook(op, sync_done);
-        r = unhook(f, op, f->inner->vt->fdatasync(f->inner, op, fd));
-        if (r == 0 && file) {
+        r = kind == ENG_FS_FSYNC ? f->inner->vt->fsync(f->inner, op, fd)
+                                 : f->inner->vt->fdatasync(f->inner, op, fd);
+        r = unhook(f, op, r);
+        if (r < 0)
+                return r;
+        op->off = f->dirs_gen;          /* what a directory sync covers (off is unused) */
+        if (file) {
                 file->syncs_in_flight++;
                 f->stats.syncs++;
         }
-        return r;
+        return 0;
+}
+
+static int f_fdatasync(struct eng_fs *fs, struct eng_fs_op *op, int fd)
+{
+        return sync_submit(ffs_of(fs), op, fd, ENG_FS_FDATASYNC);
+}
+
+static int f_fsync(struct eng_fs *fs, struct eng_fs_op *op, int fd)
+{
+        return sync_submit(ffs_of(fs), op, fd, ENG_FS_FSYNC);
+}
+
+static void name_op_done(struct eng_fs_op *op, int res)
+{
+        struct fault_fs *f = ffs_of(op->fs);
+
+        if (res == 0 && !f->dead) {
+                dir_changed(f, op->path);
+                dir_changed(f, op->path2);
+        }
+        pass_done(op, res);
+}
+
+static int f_unlink(struct eng_fs *fs, struct eng_fs_op *op, const char *path)
+{
+        struct fault_fs *f = ffs_of(fs);
+        int err = injected(f, ENG_FS_UNLINK);
+
+        if (err)
+                return complete_later(f, op, ENG_FS_UNLINK, err);
+        hook(op, name_op_done);
+        return unhook(f, op, f->inner->vt->unlink(f->inner, op, path));
+}
+
+static int f_rename(struct eng_fs *fs, struct eng_fs_op *op, const char *old_path, const char *new_path)
+{
+        struct fault_fs *f = ffs_of(fs);
+        int err = injected(f, ENG_FS_RENAME);
+
+        if (err)
+                return complete_later(f, op, ENG_FS_RENAME, err);
+        hook(op, name_op_done);
+        return unhook(f, op, f->inner->vt->rename(f->inner, op, old_path, new_path));
 }
 
 static int f_fallocate(struct eng_fs *fs, struct eng_fs_op *op, int fd, int mode, uint64_t off,
@@ -460,6 +605,7 @@ static void f_free(struct eng_fs *fs)
                         close(f->files[i].aux);
         free(f->sh);
         free(f->files);
+        free(f->dirs);
         eng_fs_free(f->inner);
         free(f);
 }
@@ -471,6 +617,9 @@ static const struct eng_fs_vtable fault_vt = {
         .fdatasync = f_fdatasync,
         .fallocate = f_fallocate,
         .close = f_close,
+        .fsync = f_fsync,
+        .unlink = f_unlink,
+        .rename = f_rename,
         .free = f_free,
 };
 

@@ -16,12 +16,22 @@
  *  - Injected errors: eng_fault_fs_fail() makes the next ops of one kind fail
  *    with a chosen errno (a failed write writes nothing; a failed fdatasync
  *    makes nothing durable).
+ *  - Namespace: open, fsync (a full one; on a directory fd it syncs the
+ *    directory), unlink and rename pass through, can be injected to fail
+ *    and fail with -EIO after a cut, like every op. A file's full fsync
+ *    makes its data durable as fdatasync does.
  *
- * Limits: durability is tracked per file data only (creating or renaming a
- * file is taken as durable at once). A write submitted while an fdatasync
- * of the same file is in flight, or the reverse, has no single right answer;
- * it is counted in stats.overlaps and handled conservatively. Engine code is
- * expected not to do that, and tests check overlaps == 0.
+ * Limits: namespace changes (a file created with O_CREAT, renamed or
+ * unlinked) are durable at once -- a power cut never undoes them, and one
+ * in flight at the cut may have happened although it reports -EIO. They
+ * are only counted: stats.dirs_unsynced is how many directories changed
+ * since their last completed fsync, so tests can check that code relying
+ * on a name (a rename that publishes a file) syncs the directory.
+ * File data is tracked per descriptor the engine opened (directories have
+ * none). A write submitted while an fdatasync of the same file is in
+ * flight, or the reverse, has no single right answer; it is counted in
+ * stats.overlaps and handled conservatively. Engine code is expected not to
+ * do that, and tests check overlaps == 0.
  * Shard-local, like every eng_fs.
  */
 #ifndef SCREE_ENGINE_FAULT_FS_H
@@ -34,6 +44,7 @@
 
 struct eng_fault_fs_stats {
         uint64_t writes, syncs, injected, shadowed_blocks, restored_blocks, overlaps;
+        uint64_t dirs_unsynced;         /* directories changed since their last fsync */
 };
 
 /* NULL only on ENOMEM. Free with eng_fs_free. Shard-local. */

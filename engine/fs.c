@@ -25,13 +25,17 @@ static void op_prepare(struct eng_fs *fs, struct eng_fs_op *op, enum eng_fs_kind
         op->fs = fs;
         op->kind = kind;
         op->fd = fd;
+        op->flags = 0;
         op->off = off;
         op->len = len;
+        op->path = op->path2 = NULL;
 }
 
 static int d_open(struct eng_fs *fs, struct eng_fs_op *op, const char *path, int flags, mode_t mode)
 {
         op_prepare(fs, op, ENG_FS_OPEN, -1, 0, 0);
+        op->flags = flags;
+        op->path = path;
         return rx_file_open(fs->loop, &op->rx, path, flags, mode, direct_done);
 }
 
@@ -67,6 +71,27 @@ static int d_close(struct eng_fs *fs, struct eng_fs_op *op, int fd)
         return rx_fd_close(fs->loop, &op->rx, fd, direct_done);
 }
 
+static int d_fsync(struct eng_fs *fs, struct eng_fs_op *op, int fd)
+{
+        op_prepare(fs, op, ENG_FS_FSYNC, fd, 0, 0);
+        return rx_file_fsync(fs->loop, &op->rx, fd, direct_done);
+}
+
+static int d_unlink(struct eng_fs *fs, struct eng_fs_op *op, const char *path)
+{
+        op_prepare(fs, op, ENG_FS_UNLINK, -1, 0, 0);
+        op->path = path;
+        return rx_file_unlink(fs->loop, &op->rx, path, direct_done);
+}
+
+static int d_rename(struct eng_fs *fs, struct eng_fs_op *op, const char *old_path, const char *new_path)
+{
+        op_prepare(fs, op, ENG_FS_RENAME, -1, 0, 0);
+        op->path = old_path;
+        op->path2 = new_path;
+        return rx_file_rename(fs->loop, &op->rx, old_path, new_path, direct_done);
+}
+
 static void d_free(struct eng_fs *fs)
 {
         free(fs);
@@ -79,6 +104,9 @@ static const struct eng_fs_vtable direct_vt = {
         .fdatasync = d_fdatasync,
         .fallocate = d_fallocate,
         .close = d_close,
+        .fsync = d_fsync,
+        .unlink = d_unlink,
+        .rename = d_rename,
         .free = d_free,
 };
 

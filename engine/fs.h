@@ -4,7 +4,10 @@
  * the engine's I/O glue (commit log, SSTables, manifest) goes through a
  * struct eng_fs, so tests can slide a fault-injecting backend (fault_fs.h)
  * under the real engine code. eng_fs_direct_new() maps each call onto the
- * reactor's io_uring operations.
+ * reactor's io_uring operations. Besides data ops there are the namespace
+ * ops (unlink, rename) and a full fsync, which is how a directory opened
+ * with O_RDONLY | O_DIRECTORY makes its new, renamed and removed names
+ * durable.
  *
  * Contract (reactor/io.h's): a call returns 0 and op->cb runs exactly once,
  * later, on the loop's thread, from the loop -- never inside the call -- or
@@ -33,6 +36,9 @@ enum eng_fs_kind {
         ENG_FS_FDATASYNC,
         ENG_FS_FALLOCATE,
         ENG_FS_CLOSE,
+        ENG_FS_FSYNC,
+        ENG_FS_UNLINK,
+        ENG_FS_RENAME,
         ENG_FS_KIND_MAX,
         ENG_FS_KIND_INVALID = -1,
 };
@@ -48,8 +54,10 @@ struct eng_fs_op {
         enum eng_fs_kind kind;
         eng_fs_cb saved_cb;             /* a wrapping backend's copy of cb */
         int fd;
+        int flags;                      /* open's */
         uint64_t off;
         uint32_t len;
+        const char *path, *path2;       /* open/unlink's path; rename's old and new */
         int res;
 };
 
@@ -62,6 +70,9 @@ struct eng_fs_vtable {
         int (*fallocate)(struct eng_fs *fs, struct eng_fs_op *op, int fd, int mode, uint64_t off,
                          uint64_t len);
         int (*close)(struct eng_fs *fs, struct eng_fs_op *op, int fd);
+        int (*fsync)(struct eng_fs *fs, struct eng_fs_op *op, int fd);
+        int (*unlink)(struct eng_fs *fs, struct eng_fs_op *op, const char *path);
+        int (*rename)(struct eng_fs *fs, struct eng_fs_op *op, const char *old_path, const char *new_path);
         void (*free)(struct eng_fs *fs);
 };
 
@@ -117,6 +128,30 @@ static inline int eng_fs_close(struct eng_fs *fs, struct eng_fs_op *op, int fd, 
 {
         op->cb = cb;
         return fs->vt->close(fs, op, fd);
+}
+
+/* fsync(2): data and metadata. On a directory fd (O_RDONLY | O_DIRECTORY)
+ * it makes the directory's entries durable: new files, renames, unlinks. */
+static inline int eng_fs_fsync(struct eng_fs *fs, struct eng_fs_op *op, int fd, eng_fs_cb cb)
+{
+        op->cb = cb;
+        return fs->vt->fsync(fs, op, fd);
+}
+
+/* unlink(2) of path; durable once its directory is fsynced. */
+static inline int eng_fs_unlink(struct eng_fs *fs, struct eng_fs_op *op, const char *path, eng_fs_cb cb)
+{
+        op->cb = cb;
+        return fs->vt->unlink(fs, op, path);
+}
+
+/* rename(2): atomically replaces new_path if it exists; durable once the
+ * directory is fsynced (both directories if they differ). */
+static inline int eng_fs_rename(struct eng_fs *fs, struct eng_fs_op *op, const char *old_path,
+                                const char *new_path, eng_fs_cb cb)
+{
+        op->cb = cb;
+        return fs->vt->rename(fs, op, old_path, new_path);
 }
 
 #endif

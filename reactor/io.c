@@ -21,7 +21,8 @@ static const char *const kind_names[RX_OP_MAX] = {
         [RX_OP_FSYNC] = "io:fsync",     [RX_OP_FDATASYNC] = "io:fdatasync",
         [RX_OP_FALLOCATE] = "io:fallocate", [RX_OP_CLOSE] = "io:close",
         [RX_OP_ACCEPT] = "io:accept",   [RX_OP_RECV] = "io:recv",
-        [RX_OP_SEND] = "io:send",       [RX_OP_WAKE] = "io:wake",
+        [RX_OP_SEND] = "io:send",       [RX_OP_UNLINK] = "io:unlink",
+        [RX_OP_RENAME] = "io:rename",   [RX_OP_WAKE] = "io:wake",
 };
 
 const char *rx_op_kind_name(enum rx_op_kind kind)
@@ -127,6 +128,18 @@ int rx_file_fallocate(struct rx_loop *loop, struct rx_op *op, int fd, int mode, 
                       uint64_t len, rx_op_cb cb)
 {
         SUBMIT(loop, op, RX_OP_FALLOCATE, cb, io_uring_prep_fallocate(sqe, fd, mode, off, len));
+}
+
+int rx_file_unlink(struct rx_loop *loop, struct rx_op *op, const char *path, rx_op_cb cb)
+{
+        SUBMIT(loop, op, RX_OP_UNLINK, cb, io_uring_prep_unlinkat(sqe, AT_FDCWD, path, 0));
+}
+
+int rx_file_rename(struct rx_loop *loop, struct rx_op *op, const char *old_path, const char *new_path,
+                   rx_op_cb cb)
+{
+        SUBMIT(loop, op, RX_OP_RENAME, cb,
+               io_uring_prep_renameat(sqe, AT_FDCWD, old_path, AT_FDCWD, new_path, 0));
 }
 
 int rx_fd_close(struct rx_loop *loop, struct rx_op *op, int fd, rx_op_cb cb)

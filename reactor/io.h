@@ -42,6 +42,8 @@ enum rx_op_kind {
         RX_OP_ACCEPT,
         RX_OP_RECV,
         RX_OP_SEND,
+        RX_OP_UNLINK,
+        RX_OP_RENAME,
         RX_OP_WAKE,             /* internal: the loop's eventfd read */
         RX_OP_MAX,
         RX_OP_INVALID = -1,
@@ -85,6 +87,12 @@ int rx_file_fdatasync(struct rx_loop *loop, struct rx_op *op, int fd, rx_op_cb c
 /* fallocate(fd, mode, off, len). */
 int rx_file_fallocate(struct rx_loop *loop, struct rx_op *op, int fd, int mode, uint64_t off,
                       uint64_t len, rx_op_cb cb);
+/* unlinkat(AT_FDCWD, path, 0): removes a file's name. */
+int rx_file_unlink(struct rx_loop *loop, struct rx_op *op, const char *path, rx_op_cb cb);
+/* renameat(AT_FDCWD, old_path, AT_FDCWD, new_path): atomically replaces
+ * new_path if it exists. Durable only once the directory is fsynced. */
+int rx_file_rename(struct rx_loop *loop, struct rx_op *op, const char *old_path,
+                   const char *new_path, rx_op_cb cb);
 /* close(fd) for files and sockets alike. */
 int rx_fd_close(struct rx_loop *loop, struct rx_op *op, int fd, rx_op_cb cb);
 

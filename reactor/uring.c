@@ -38,7 +38,7 @@ static const unsigned flag_sets[] = {
 static const int required_ops[] = {
         IORING_OP_NOP,   IORING_OP_OPENAT, IORING_OP_READ, IORING_OP_WRITE,
         IORING_OP_FSYNC, IORING_OP_FALLOCATE, IORING_OP_CLOSE, IORING_OP_ACCEPT,
-        IORING_OP_RECV,  IORING_OP_SEND,
+        IORING_OP_RECV,  IORING_OP_SEND, IORING_OP_UNLINKAT, IORING_OP_RENAMEAT,
 };
 
 static int check_ops(struct io_uring *ring, struct rx_uring_features *f)

@@ -4,7 +4,9 @@
  * a real loop: synced data survives a power cut and unsynced data does not,
  * a torn cut leaves each block old or new, a failed fdatasync makes nothing
  * durable, ENOSPC writes nothing until cleared, a dead fs fails every op
- * from the loop, closed files keep their unsynced state, overlaps counted.
+ * from the loop, closed files keep their unsynced state, overlaps counted;
+ * fsync, unlink and rename pass through, fail as injected and after a cut,
+ * and directories changed but not yet fsynced are counted.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +31,7 @@
 
 #define BLK 4096u
 
-static char dir[PATH_MAX], path[PATH_MAX + 8];
+static char dir[PATH_MAX], path[PATH_MAX + 8], path2[PATH_MAX + 8];
 static struct rx_loop *loop;
 static struct eng_fs *fs;
 static uint8_t *buf;
@@ -38,6 +40,7 @@ static void setup(void)
 {
         tmpdir_make(dir, sizeof(dir), "ffs");
         snprintf(path, sizeof(path), "%s/f", dir);
+        snprintf(path2, sizeof(path2), "%s/g", dir);
         engine_test_loop_fs(&loop, &fs);
         buf = mem_alloc_aligned(BLK, 64 * BLK);
         cr_assert(not(eq(ptr, buf, NULL)));
@@ -111,6 +114,44 @@ static int do_close(int fd)
         struct call c = { 0 };
 
         return finish(&c, eng_fs_close(fs, &c.op, fd, call_done));
+}
+
+static int do_fsync(int fd)
+{
+        struct call c = { 0 };
+
+        return finish(&c, eng_fs_fsync(fs, &c.op, fd, call_done));
+}
+
+static int do_open_dir(void)
+{
+        struct call c = { 0 };
+
+        return finish(&c, eng_fs_open(fs, &c.op, dir, O_RDONLY | O_DIRECTORY, 0, call_done));
+}
+
+static int do_unlink(const char *p)
+{
+        struct call c = { 0 };
+
+        return finish(&c, eng_fs_unlink(fs, &c.op, p, call_done));
+}
+
+static int do_rename(const char *from, const char *to)
+{
+        struct call c = { 0 };
+
+        return finish(&c, eng_fs_rename(fs, &c.op, from, to, call_done));
+}
+
+static bool exists(const char *p)
+{
+        return access(p, F_OK) == 0;
+}
+
+static uint64_t dirs_unsynced(void)
+{
+        return eng_fault_fs_stats(fs)->dirs_unsynced;
 }
 
 /* What is on disk now, read without the fs under test. */
@@ -240,4 +281,88 @@ Test(fault_fs, a_write_during_a_sync_is_counted_as_an_overlap)
         cr_assert(eq(int, rx_loop_run_until(loop, &s.done), 0));
         cr_assert(eq(int, rx_loop_run_until(loop, &w.done), 0));
         cr_expect(eq(u64, eng_fault_fs_stats(fs)->overlaps, 1));
+}
+
+Test(fault_fs, a_full_fsync_makes_data_durable_like_fdatasync)
+{
+        int fd = do_open();
+
+        cr_assert(eq(int, do_write(fd, 'A', 0, 2), (int)(2 * BLK)));
+        cr_assert(eq(int, do_fsync(fd), 0));
+        cr_assert(eq(int, do_write(fd, 'B', 1, 2), (int)(2 * BLK)));
+        cr_assert(eq(int, do_fsync(fd), 0));
+        cr_assert(eq(int, do_write(fd, 'C', 0, 1), (int)BLK));
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        cr_expect(eq(u8, block_byte(0), 'A'), "C was never synced");
+        cr_expect(eq(u8, block_byte(1), 'B'));
+        cr_expect(eq(u8, block_byte(2), 'B'));
+}
+
+/* Regression: opening a directory aborted (its shadow descriptor was
+ * opened read-write, which a directory refuses). */
+Test(fault_fs, a_directory_opens_and_its_fsync_covers_renames_and_unlinks)
+{
+        int fd = do_open(), dfd;
+
+        cr_assert(ge(int, fd, 0));
+        cr_expect(eq(u64, dirs_unsynced(), 1), "O_CREAT changes the directory");
+        cr_assert(eq(int, do_close(fd), 0));
+        dfd = do_open_dir();
+        cr_assert(ge(int, dfd, 0));
+        cr_assert(eq(int, do_fsync(dfd), 0));
+        cr_expect(eq(u64, dirs_unsynced(), 0));
+        cr_assert(eq(int, do_rename(path, path2), 0));
+        cr_expect(eq(int, exists(path), false));
+        cr_expect(eq(int, exists(path2), true));
+        cr_expect(eq(u64, dirs_unsynced(), 1));
+        cr_assert(eq(int, do_unlink(path2), 0));
+        cr_expect(eq(int, exists(path2), false));
+        cr_expect(eq(int, do_unlink(path2), -ENOENT));
+        cr_expect(eq(int, do_rename(path, path2), -ENOENT));
+        cr_assert(eq(int, do_fsync(dfd), 0));
+        cr_expect(eq(u64, dirs_unsynced(), 0));
+        cr_expect(eq(int, do_close(dfd), 0));
+}
+
+Test(fault_fs, injected_namespace_failures_change_nothing)
+{
+        int fd = do_open(), dfd = do_open_dir();
+
+        cr_assert(ge(int, dfd, 0));
+        cr_assert(eq(int, do_write(fd, 'A', 0, 1), (int)BLK));
+        cr_assert(eq(int, do_fsync(fd), 0));
+        eng_fault_fs_fail(fs, ENG_FS_RENAME, EACCES, 1);
+        cr_expect(eq(int, do_rename(path, path2), -EACCES));
+        cr_expect(eq(int, exists(path), true));
+        eng_fault_fs_fail(fs, ENG_FS_UNLINK, EPERM, 1);
+        cr_expect(eq(int, do_unlink(path), -EPERM));
+        cr_expect(eq(int, exists(path), true));
+        eng_fault_fs_fail(fs, ENG_FS_FSYNC, EIO, 2);
+        cr_expect(eq(int, do_fsync(dfd), -EIO));
+        cr_expect(eq(u64, dirs_unsynced(), 1), "a failed directory fsync syncs nothing");
+        cr_assert(eq(int, do_write(fd, 'B', 0, 1), (int)BLK));
+        cr_expect(eq(int, do_fsync(fd), -EIO));
+        cr_expect(eq(u64, eng_fault_fs_stats(fs)->injected, 4));
+        cr_expect(eq(int, do_rename(path, path2), 0), "only one failure was asked for");
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        snprintf(path, sizeof(path), "%s", path2);
+        cr_expect(eq(u8, block_byte(0), 'A'), "the failed fsync made nothing durable");
+        close(fd);
+        close(dfd);
+}
+
+Test(fault_fs, namespace_ops_after_a_power_cut_fail_and_change_nothing)
+{
+        int fd = do_open(), dfd = do_open_dir();
+
+        cr_assert(ge(int, dfd, 0));
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        cr_expect(eq(int, do_rename(path, path2), -EIO));
+        cr_expect(eq(int, do_unlink(path), -EIO));
+        cr_expect(eq(int, do_fsync(dfd), -EIO));
+        cr_expect(eq(int, do_fsync(fd), -EIO));
+        cr_expect(eq(int, exists(path), true));
+        cr_expect(eq(int, exists(path2), false));
+        close(fd);
+        close(dfd);
 }

@@ -324,6 +324,60 @@ Test(io, errors_reach_callback_as_negative_errno)
         mem_free_aligned(buf);
 }
 
+/* ---- namespace ops ------------------------------------------------------ */
+
+static bool file_exists(const char *path)
+{
+        return access(path, F_OK) == 0;
+}
+
+static void write_small_file(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "w");
+
+        cr_assert(not(eq(ptr, f, NULL)), "%s: %s", path, strerror(errno));
+        fputs(text, f);
+        fclose(f);
+}
+
+Test(io, rename_replaces_the_target_and_unlink_removes_a_name)
+{
+        struct rx_loop *loop = loop_new_or_skip(NULL);
+        struct batch bt = { 0 };
+        struct batch_op ren, unl, ren_missing, unl_missing;
+        char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], missing[PATH_MAX], text[8] = { 0 };
+        FILE *f;
+
+        path_in_dir(a, test_dir, "a");
+        path_in_dir(b, test_dir, "b");
+        path_in_dir(c, test_dir, "c");
+        path_in_dir(missing, test_dir, "missing");
+        write_small_file(a, "new");
+        write_small_file(b, "old");
+        write_small_file(c, "gone");
+        struct batch_op *all[] = { &ren, &unl, &ren_missing, &unl_missing };
+        for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+                batch_op_init(all[i], &bt);
+        batch_expect(&bt, rx_file_rename(loop, &ren.op, a, b, batch_op_done));
+        batch_expect(&bt, rx_file_unlink(loop, &unl.op, c, batch_op_done));
+        batch_expect(&bt, rx_file_rename(loop, &ren_missing.op, missing, c, batch_op_done));
+        batch_expect(&bt, rx_file_unlink(loop, &unl_missing.op, missing, batch_op_done));
+        cr_assert(eq(u32, bt.completions, 0), "called back inside a submit call");
+        batch_run(loop, &bt);
+        cr_expect(eq(int, ren.res, 0));
+        cr_expect(eq(int, unl.res, 0));
+        cr_expect(eq(int, ren_missing.res, -ENOENT));
+        cr_expect(eq(int, unl_missing.res, -ENOENT));
+        cr_expect(eq(int, file_exists(a), false));
+        cr_expect(eq(int, file_exists(c), false));
+        f = fopen(b, "r");
+        cr_assert(not(eq(ptr, f, NULL)));
+        cr_expect(not(eq(ptr, fgets(text, sizeof(text), f), NULL)));
+        fclose(f);
+        cr_expect(eq(str, text, "new"), "rename must replace the old target");
+        rx_loop_free(loop);
+}
+
 /* ---- a real full filesystem ------------------------------------------- */
 
 /* Mounts a 64 KiB tmpfs in a private mount namespace, or skips the test. */
