@@ -156,6 +156,7 @@ static int end_or_damage(struct eng_wal_reader *r, bool torn)
 
         if (next_valid_after(r, r->off, r->last_seq, &later) != 0 && later.synced_upto > r->off) {
                 r->bad_off = r->off;
+                r->bad_kind = ENG_WAL_DAMAGE_DURABLE;
                 return -SCREE_ECORRUPT;
         }
         r->torn = torn;
@@ -191,9 +192,14 @@ int eng_wal_reader_next(struct eng_wal_reader *r, struct eng_wal_record *ret)
         case REC_OK:
                 break;
         }
-        if (rec.type <= ENG_WAL_RECORD_TYPE_INVALID || rec.type >= ENG_WAL_RECORD_TYPE_MAX ||
-            (r->last_seq && rec.seq <= r->last_seq)) {
+        if (rec.type <= ENG_WAL_RECORD_TYPE_INVALID || rec.type >= ENG_WAL_RECORD_TYPE_MAX) {
                 r->bad_off = r->off;
+                r->bad_kind = ENG_WAL_DAMAGE_TYPE;
+                return -SCREE_ECORRUPT;
+        }
+        if (r->last_seq && rec.seq <= r->last_seq) {
+                r->bad_off = r->off;
+                r->bad_kind = ENG_WAL_DAMAGE_SEQ;
                 return -SCREE_ECORRUPT;
         }
         r->last_seq = rec.seq;

@@ -193,6 +193,7 @@ Test(wal_format, bad_checksum_in_synced_data_is_corruption_and_salvage_skips_it)
         eng_wal_reader_init(&r, s.buf, SEG_BYTES, 11);
         cr_assert(eq(int, read_expect(&r, 3), -SCREE_ECORRUPT));
         cr_expect(eq(u64, r.bad_off, s.off[3]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_DURABLE));
         /* Salvage goes on with record 4. */
         cr_assert(eq(int, eng_wal_reader_skip_damage(&r), 1));
         for (unsigned i = 4; i < 10; i++) {
@@ -221,6 +222,7 @@ Test(wal_format, a_torn_unsynced_write_with_later_blocks_intact_is_a_tail_not_co
         cr_assert(eq(int, read_expect(&r, 6), 0), "unsynced damage must not stop recovery");
         cr_expect(r.torn);
         cr_expect(eq(u64, r.off, s.off[6]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_INVALID));
         free(s.buf);
 }
 
@@ -235,6 +237,7 @@ Test(wal_format, bad_length_is_caught_by_the_header_checksum)
         eng_wal_reader_init(&r, s.buf, SEG_BYTES, 13);
         cr_assert(eq(int, read_expect(&r, 2), -SCREE_ECORRUPT));
         cr_expect(eq(u64, r.bad_off, s.off[2]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_DURABLE));
         free(s.buf);
 }
 
@@ -252,6 +255,7 @@ Test(wal_format, a_length_past_the_end_with_a_valid_checksum_is_never_trusted)
         eng_wal_reader_init(&r, s.buf, SEG_BYTES, 14);
         cr_assert(eq(int, read_expect(&r, 2), -SCREE_ECORRUPT), "synced records follow it");
         cr_expect(eq(u64, r.bad_off, s.off[2]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_DURABLE));
         free(s.buf);
 }
 
@@ -269,6 +273,7 @@ Test(wal_format, unknown_record_type_is_corruption)
         eng_wal_reader_init(&r, s.buf, SEG_BYTES, 15);
         cr_assert(eq(int, read_expect(&r, 1), -SCREE_ECORRUPT));
         cr_expect(eq(u64, r.bad_off, s.off[1]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_TYPE));
         free(s.buf);
 }
 
@@ -288,6 +293,7 @@ Test(wal_format, seq_going_backwards_is_corruption)
         cr_assert(eq(int, eng_wal_reader_next(&r, &rec), 1));
         cr_expect(eq(int, eng_wal_reader_next(&r, &rec), -SCREE_ECORRUPT));
         cr_expect(eq(u64, r.bad_off, s.off[1]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_SEQ));
         free(s.buf);
 }
 
