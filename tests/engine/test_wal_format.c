@@ -204,6 +204,38 @@ Test(wal_format, bad_checksum_in_synced_data_is_corruption_and_salvage_skips_it)
         free(s.buf);
 }
 
+/* Regression: the reader asked only the first valid record after the damage
+ * whether the damaged bytes were durable. A record of the same group commit
+ * cannot say so, and bit rot in a synced group read as a torn tail, so
+ * recovery would have cut every acknowledged record after it. */
+Test(wal_format, damage_vouched_for_by_a_later_group_not_the_next_record_is_corruption)
+{
+        struct seg s;
+        struct eng_wal_reader r;
+        size_t group;
+
+        seg_init(&s, 17);
+        group = s.end;
+        for (unsigned i = 0; i < 3; i++)        /* one group commit: records 0..2 */
+                seg_add(&s, group);
+        group = s.end;
+        for (unsigned i = 0; i < 3; i++)        /* the next, after 0..2 were synced */
+                seg_add(&s, group);
+        s.buf[s.off[1] + ENG_WAL_RECORD_HEADER_BYTES + 1] ^= 0x10;
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 17);
+        cr_assert(eq(int, read_expect(&r, 1), -SCREE_ECORRUPT), "record 3 says 1 was durable");
+        cr_expect(eq(u64, r.bad_off, s.off[1]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_DURABLE));
+        /* Damage in the last group, which nothing later vouches for, is a tail. */
+        s.buf[s.off[1] + ENG_WAL_RECORD_HEADER_BYTES + 1] ^= 0x10;
+        s.buf[s.off[4] + ENG_WAL_RECORD_HEADER_BYTES + 1] ^= 0x10;
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 17);
+        cr_assert(eq(int, read_expect(&r, 4), 0));
+        cr_expect(r.torn);
+        cr_expect(eq(u64, r.off, s.off[4]));
+        free(s.buf);
+}
+
 Test(wal_format, a_torn_unsynced_write_with_later_blocks_intact_is_a_tail_not_corruption)
 {
         struct seg s;
