@@ -151,6 +151,25 @@ int eng_sst_footer_decode(const uint8_t *page, uint64_t file_size, uint64_t file
         return 0;
 }
 
+void eng_sst_props_add_entry(struct eng_sst_props *p, const struct eng_entry *e)
+{
+        if (p->n_entries == 0 || e->seq < p->min_seq)
+                p->min_seq = e->seq;
+        if (p->n_entries == 0 || e->seq > p->max_seq)
+                p->max_seq = e->seq;
+        if (e->expiry_ms) {
+                if (p->n_expiring == 0 || e->expiry_ms < p->min_expiry_ms)
+                        p->min_expiry_ms = e->expiry_ms;
+                if (e->expiry_ms > p->max_expiry_ms)
+                        p->max_expiry_ms = e->expiry_ms;
+                p->n_expiring++;
+        }
+        p->n_entries++;
+        p->n_tombstones += e->kind == ENG_ENTRY_TOMBSTONE;
+        p->raw_key_bytes += e->key_len;
+        p->raw_value_bytes += e->value_len;
+}
+
 size_t eng_sst_props_size(const struct eng_sst_props *p)
 {
         return ENG_SST_PROPS_FIXED + p->smallest_len + p->largest_len;

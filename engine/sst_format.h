@@ -92,6 +92,12 @@ int eng_sst_footer_parse(const uint8_t *page, struct eng_sst_footer *ret);
 int eng_sst_footer_decode(const uint8_t *page, uint64_t file_size, uint64_t file_id,
                           struct eng_sst_footer *ret);
 
+/* Counts one entry into p: entries, tombstones, entries with an expiry, raw
+ * key and value bytes, seq and expiry bounds. The smallest and largest key
+ * and the block count are the caller's to set. The builder uses it, and so
+ * does a checker that recounts a table. */
+void eng_sst_props_add_entry(struct eng_sst_props *p, const struct eng_entry *e);
+
 /* Properties block content. */
 size_t eng_sst_props_size(const struct eng_sst_props *p);
 size_t eng_sst_props_encode(const struct eng_sst_props *p, uint8_t *dst);
