@@ -158,25 +158,6 @@ static int copy_key(uint8_t **dst, size_t *cap, const struct eng_entry *e)
         return 0;
 }
 
-static void count(struct eng_sst_props *p, const struct eng_entry *e)
-{
-        if (p->n_entries == 0 || e->seq < p->min_seq)
-                p->min_seq = e->seq;
-        if (p->n_entries == 0 || e->seq > p->max_seq)
-                p->max_seq = e->seq;
-        if (e->expiry_ms) {
-                if (p->n_expiring == 0 || e->expiry_ms < p->min_expiry_ms)
-                        p->min_expiry_ms = e->expiry_ms;
-                if (e->expiry_ms > p->max_expiry_ms)
-                        p->max_expiry_ms = e->expiry_ms;
-                p->n_expiring++;
-        }
-        p->n_entries++;
-        p->n_tombstones += e->kind == ENG_ENTRY_TOMBSTONE;
-        p->raw_key_bytes += e->key_len;
-        p->raw_value_bytes += e->value_len;
-}
-
 /* Records e's key as the last (and maybe first) key; adds it to the bloom
  * if it is a new key rather than an older version. */
 static int track_key(struct eng_sst_builder *b, const struct eng_entry *e)
@@ -224,7 +205,7 @@ int eng_sst_builder_add(struct eng_sst_builder *b, const struct eng_entry *e)
         if (r < 0 || (r = track_key(b, e)) < 0)
                 return r;
         b->last_seq = e->seq;
-        count(&b->props, e);
+        eng_sst_props_add_entry(&b->props, e);
         return 0;
 }
 

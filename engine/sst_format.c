@@ -113,25 +113,33 @@ static int handle_ok(const struct eng_sst_handle *h, uint64_t start, uint64_t en
                h->size <= ENG_BLOCK_MAX_BYTES && h->offset >= start && h->offset + h->size <= end;
 }
 
+int eng_sst_footer_parse(const uint8_t *page, struct eng_sst_footer *ret)
+{
+        if (memcmp(page, ENG_SST_MAGIC, 8) || le64_get(page + 64) != checksum64(page, 64, 0))
+                return -SCREE_ECORRUPT;
+        if (le32_get(page + 8) != ENG_SST_VERSION)
+                return -SCREE_EUNSUPPORTED;
+        ret->file_id = le64_get(page + 16);
+        ret->index.offset = le64_get(page + 24);
+        ret->bloom.offset = le64_get(page + 32);
+        ret->props.offset = le64_get(page + 40);
+        ret->index.size = le32_get(page + 48);
+        ret->bloom.size = le32_get(page + 52);
+        ret->props.size = le32_get(page + 56);
+        return 0;
+}
+
 int eng_sst_footer_decode(const uint8_t *page, uint64_t file_size, uint64_t file_id,
                           struct eng_sst_footer *ret)
 {
         struct eng_sst_footer f;
         uint64_t footer_off;
+        int r;
 
         if (file_size < ENG_SST_FOOTER_BYTES || !page_aligned(file_size))
                 return -SCREE_ECORRUPT;
-        if (memcmp(page, ENG_SST_MAGIC, 8) || le64_get(page + 64) != checksum64(page, 64, 0))
-                return -SCREE_ECORRUPT;
-        if (le32_get(page + 8) != ENG_SST_VERSION)
-                return -SCREE_EUNSUPPORTED;
-        f.file_id = le64_get(page + 16);
-        f.index.offset = le64_get(page + 24);
-        f.bloom.offset = le64_get(page + 32);
-        f.props.offset = le64_get(page + 40);
-        f.index.size = le32_get(page + 48);
-        f.bloom.size = le32_get(page + 52);
-        f.props.size = le32_get(page + 56);
+        if ((r = eng_sst_footer_parse(page, &f)) < 0)
+                return r;
         footer_off = file_size - ENG_SST_FOOTER_BYTES;
         /* index, bloom and props are adjacent and end at the footer. */
         if (f.file_id != file_id || !handle_ok(&f.index, 0, footer_off) ||
@@ -141,6 +149,25 @@ int eng_sst_footer_decode(const uint8_t *page, uint64_t file_size, uint64_t file
                 return -SCREE_ECORRUPT;
         *ret = f;
         return 0;
+}
+
+void eng_sst_props_add_entry(struct eng_sst_props *p, const struct eng_entry *e)
+{
+        if (p->n_entries == 0 || e->seq < p->min_seq)
+                p->min_seq = e->seq;
+        if (p->n_entries == 0 || e->seq > p->max_seq)
+                p->max_seq = e->seq;
+        if (e->expiry_ms) {
+                if (p->n_expiring == 0 || e->expiry_ms < p->min_expiry_ms)
+                        p->min_expiry_ms = e->expiry_ms;
+                if (e->expiry_ms > p->max_expiry_ms)
+                        p->max_expiry_ms = e->expiry_ms;
+                p->n_expiring++;
+        }
+        p->n_entries++;
+        p->n_tombstones += e->kind == ENG_ENTRY_TOMBSTONE;
+        p->raw_key_bytes += e->key_len;
+        p->raw_value_bytes += e->value_len;
 }
 
 size_t eng_sst_props_size(const struct eng_sst_props *p)

@@ -76,12 +76,27 @@ int eng_sst_handle_decode(const uint8_t *p, size_t len, struct eng_sst_handle *r
 
 /* Footer page: fills ENG_SST_FOOTER_BYTES at page. */
 void eng_sst_footer_encode(const struct eng_sst_footer *f, uint8_t *page);
+/*
+ * Decodes a footer page (ENG_SST_FOOTER_BYTES, borrowed) on its own: magic,
+ * checksum, version. Fills *ret with the fields as stored, file id
+ * included, without checking them against any file: that is
+ * eng_sst_footer_decode()'s job. For tools that explain what is wrong.
+ * Returns 0, -SCREE_ECORRUPT (bad magic or checksum), or
+ * -SCREE_EUNSUPPORTED for a newer version. Pure; any thread.
+ */
+int eng_sst_footer_parse(const uint8_t *page, struct eng_sst_footer *ret);
 /* Decodes and checks the footer of a file of file_size bytes whose id is
  * file_id: magic, version, checksum, and that the blocks are page-aligned,
  * in order, inside the file and end where the footer starts. Returns 0,
  * -SCREE_ECORRUPT, or -SCREE_EUNSUPPORTED for a newer version. */
 int eng_sst_footer_decode(const uint8_t *page, uint64_t file_size, uint64_t file_id,
                           struct eng_sst_footer *ret);
+
+/* Counts one entry into p: entries, tombstones, entries with an expiry, raw
+ * key and value bytes, seq and expiry bounds. The smallest and largest key
+ * and the block count are the caller's to set. The builder uses it, and so
+ * does a checker that recounts a table. */
+void eng_sst_props_add_entry(struct eng_sst_props *p, const struct eng_entry *e);
 
 /* Properties block content. */
 size_t eng_sst_props_size(const struct eng_sst_props *p);

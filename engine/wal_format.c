@@ -144,19 +144,27 @@ static size_t next_valid_after(const struct eng_wal_reader *r, size_t off, uint6
 }
 
 /*
- * The log stops at r->off. If a later valid record says the bytes at r->off
- * were already durable when it was written, they were damaged after being
- * synced: corruption. Otherwise they belong to writes never synced (a write
- * torn by a power cut may persist later blocks but not earlier ones), so
- * this is the end of the log, cut here.
+ * The log stops at r->off. If any later valid record says the bytes at
+ * r->off were already durable when it was written, they were damaged after
+ * being synced: corruption. Otherwise they belong to writes never synced (a
+ * write torn by a power cut may persist later blocks but not earlier ones),
+ * so this is the end of the log, cut here.
+ *
+ * Every later record is asked, not just the next one: records written in
+ * the same group commit as the damaged one cannot vouch for it (their
+ * synced_upto predates the group), but those of a later group can.
  */
 static int end_or_damage(struct eng_wal_reader *r, bool torn)
 {
         struct eng_wal_record later;
+        size_t o = r->off;
 
-        if (next_valid_after(r, r->off, r->last_seq, &later) != 0 && later.synced_upto > r->off) {
-                r->bad_off = r->off;
-                return -SCREE_ECORRUPT;
+        while ((o = next_valid_after(r, o, r->last_seq, &later)) != 0) {
+                if (later.synced_upto > r->off) {
+                        r->bad_off = r->off;
+                        r->bad_kind = ENG_WAL_DAMAGE_DURABLE;
+                        return -SCREE_ECORRUPT;
+                }
         }
         r->torn = torn;
         return 0;
@@ -191,9 +199,14 @@ int eng_wal_reader_next(struct eng_wal_reader *r, struct eng_wal_record *ret)
         case REC_OK:
                 break;
         }
-        if (rec.type <= ENG_WAL_RECORD_TYPE_INVALID || rec.type >= ENG_WAL_RECORD_TYPE_MAX ||
-            (r->last_seq && rec.seq <= r->last_seq)) {
+        if (rec.type <= ENG_WAL_RECORD_TYPE_INVALID || rec.type >= ENG_WAL_RECORD_TYPE_MAX) {
                 r->bad_off = r->off;
+                r->bad_kind = ENG_WAL_DAMAGE_TYPE;
+                return -SCREE_ECORRUPT;
+        }
+        if (r->last_seq && rec.seq <= r->last_seq) {
+                r->bad_off = r->off;
+                r->bad_kind = ENG_WAL_DAMAGE_SEQ;
                 return -SCREE_ECORRUPT;
         }
         r->last_seq = rec.seq;

@@ -78,6 +78,16 @@ static inline size_t eng_wal_record_size(uint32_t len)
 size_t eng_wal_record_encode(void *dst, uint64_t segment, enum eng_wal_record_type type,
                              uint64_t seq, uint64_t synced_upto, const void *payload, uint32_t len);
 
+/* What the reader found wrong at bad_off, when it returns -SCREE_ECORRUPT. */
+enum eng_wal_damage {
+        ENG_WAL_DAMAGE_DURABLE = 1,     /* bytes that are no valid record, although a later
+                                         * record says they were durable */
+        ENG_WAL_DAMAGE_TYPE,            /* a verifying record of an unknown type */
+        ENG_WAL_DAMAGE_SEQ,             /* a verifying record whose seq is not above the last */
+        ENG_WAL_DAMAGE_MAX,
+        ENG_WAL_DAMAGE_INVALID = 0,     /* no corruption found */
+};
+
 /* Reads records from one segment held in memory (borrowed for the reader's
  * life): the whole file, header block included. */
 struct eng_wal_reader {
@@ -89,6 +99,7 @@ struct eng_wal_reader {
         bool torn;                      /* the end was not clean zeros: a cut record,
                                          * or leftovers of a recycled segment */
         size_t bad_off;                 /* on corruption: offset of the bad record */
+        enum eng_wal_damage bad_kind;   /* on corruption: what is wrong there */
 };
 
 /* Starts reading segment `segment` from buf. Records begin after the header block. */
@@ -99,7 +110,8 @@ void eng_wal_reader_init(struct eng_wal_reader *r, const void *buf, size_t len, 
  * of the log (r->off is then where valid data ends and r->torn says whether
  * a cut record was dropped there); -SCREE_ECORRUPT if a record is damaged
  * although a later record says it was durable, or has an unknown type, or a
- * seq that does not increase (r->bad_off names it). Pure; any thread.
+ * seq that does not increase (r->bad_off names it, r->bad_kind says which).
+ * Pure; any thread.
  */
 int eng_wal_reader_next(struct eng_wal_reader *r, struct eng_wal_record *ret);
 

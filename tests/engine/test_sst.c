@@ -419,6 +419,36 @@ Test(sst, wrong_file_id_newer_version_and_bad_magic_are_refused)
         free(img.bytes);
 }
 
+Test(sst, footer_parse_reads_the_stored_fields_without_checking_them_against_a_file)
+{
+        struct image img = build(500, 1, 11);
+        uint8_t *footer = img.bytes + img.len - 4096;
+        struct eng_sst_footer f, g;
+
+        cr_assert(eq(int, eng_sst_footer_decode(footer, img.len, 11, &f), 0));
+        cr_assert(eq(int, eng_sst_footer_parse(footer, &g), 0));
+        cr_expect(eq(u64, g.file_id, 11));
+        cr_expect(eq(u64, g.index.offset, f.index.offset));
+        cr_expect(eq(u32, g.index.size, f.index.size));
+        cr_expect(eq(u64, g.bloom.offset, f.bloom.offset));
+        cr_expect(eq(u32, g.bloom.size, f.bloom.size));
+        cr_expect(eq(u64, g.props.offset, f.props.offset));
+        cr_expect(eq(u32, g.props.size, f.props.size));
+        /* Another file's id and a size the blocks do not fit: parse does not care. */
+        cr_expect(eq(int, eng_sst_footer_decode(footer, img.len, 12, &f), -SCREE_ECORRUPT));
+        cr_expect(eq(int, eng_sst_footer_decode(footer, img.len + 4096, 11, &f), -SCREE_ECORRUPT));
+        cr_expect(eq(int, eng_sst_footer_parse(footer, &g), 0));
+        footer[70] ^= 1;        /* the stored checksum */
+        cr_expect(eq(int, eng_sst_footer_parse(footer, &g), -SCREE_ECORRUPT));
+        footer[70] ^= 1;
+        footer[8] = 2;          /* version 2, checksum redone */
+        le64_put(footer + 64, checksum64(footer, 64, 0));
+        cr_expect(eq(int, eng_sst_footer_parse(footer, &g), -SCREE_EUNSUPPORTED));
+        footer[0] = 'X';
+        cr_expect(eq(int, eng_sst_footer_parse(footer, &g), -SCREE_ECORRUPT));
+        free(img.bytes);
+}
+
 Test(sst, a_block_of_an_unknown_type_is_corrupt)
 {
         uint8_t page[4096] = { 0 };

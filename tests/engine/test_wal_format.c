@@ -193,6 +193,7 @@ Test(wal_format, bad_checksum_in_synced_data_is_corruption_and_salvage_skips_it)
         eng_wal_reader_init(&r, s.buf, SEG_BYTES, 11);
         cr_assert(eq(int, read_expect(&r, 3), -SCREE_ECORRUPT));
         cr_expect(eq(u64, r.bad_off, s.off[3]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_DURABLE));
         /* Salvage goes on with record 4. */
         cr_assert(eq(int, eng_wal_reader_skip_damage(&r), 1));
         for (unsigned i = 4; i < 10; i++) {
@@ -200,6 +201,38 @@ Test(wal_format, bad_checksum_in_synced_data_is_corruption_and_salvage_skips_it)
                 expect_record(&rec, i);
         }
         cr_expect(eq(int, eng_wal_reader_next(&r, &rec), 0));
+        free(s.buf);
+}
+
+/* Regression: the reader asked only the first valid record after the damage
+ * whether the damaged bytes were durable. A record of the same group commit
+ * cannot say so, and bit rot in a synced group read as a torn tail, so
+ * recovery would have cut every acknowledged record after it. */
+Test(wal_format, damage_vouched_for_by_a_later_group_not_the_next_record_is_corruption)
+{
+        struct seg s;
+        struct eng_wal_reader r;
+        size_t group;
+
+        seg_init(&s, 17);
+        group = s.end;
+        for (unsigned i = 0; i < 3; i++)        /* one group commit: records 0..2 */
+                seg_add(&s, group);
+        group = s.end;
+        for (unsigned i = 0; i < 3; i++)        /* the next, after 0..2 were synced */
+                seg_add(&s, group);
+        s.buf[s.off[1] + ENG_WAL_RECORD_HEADER_BYTES + 1] ^= 0x10;
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 17);
+        cr_assert(eq(int, read_expect(&r, 1), -SCREE_ECORRUPT), "record 3 says 1 was durable");
+        cr_expect(eq(u64, r.bad_off, s.off[1]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_DURABLE));
+        /* Damage in the last group, which nothing later vouches for, is a tail. */
+        s.buf[s.off[1] + ENG_WAL_RECORD_HEADER_BYTES + 1] ^= 0x10;
+        s.buf[s.off[4] + ENG_WAL_RECORD_HEADER_BYTES + 1] ^= 0x10;
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 17);
+        cr_assert(eq(int, read_expect(&r, 4), 0));
+        cr_expect(r.torn);
+        cr_expect(eq(u64, r.off, s.off[4]));
         free(s.buf);
 }
 
@@ -221,6 +254,7 @@ Test(wal_format, a_torn_unsynced_write_with_later_blocks_intact_is_a_tail_not_co
         cr_assert(eq(int, read_expect(&r, 6), 0), "unsynced damage must not stop recovery");
         cr_expect(r.torn);
         cr_expect(eq(u64, r.off, s.off[6]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_INVALID));
         free(s.buf);
 }
 
@@ -235,6 +269,7 @@ Test(wal_format, bad_length_is_caught_by_the_header_checksum)
         eng_wal_reader_init(&r, s.buf, SEG_BYTES, 13);
         cr_assert(eq(int, read_expect(&r, 2), -SCREE_ECORRUPT));
         cr_expect(eq(u64, r.bad_off, s.off[2]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_DURABLE));
         free(s.buf);
 }
 
@@ -252,6 +287,7 @@ Test(wal_format, a_length_past_the_end_with_a_valid_checksum_is_never_trusted)
         eng_wal_reader_init(&r, s.buf, SEG_BYTES, 14);
         cr_assert(eq(int, read_expect(&r, 2), -SCREE_ECORRUPT), "synced records follow it");
         cr_expect(eq(u64, r.bad_off, s.off[2]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_DURABLE));
         free(s.buf);
 }
 
@@ -269,6 +305,7 @@ Test(wal_format, unknown_record_type_is_corruption)
         eng_wal_reader_init(&r, s.buf, SEG_BYTES, 15);
         cr_assert(eq(int, read_expect(&r, 1), -SCREE_ECORRUPT));
         cr_expect(eq(u64, r.bad_off, s.off[1]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_TYPE));
         free(s.buf);
 }
 
@@ -288,6 +325,7 @@ Test(wal_format, seq_going_backwards_is_corruption)
         cr_assert(eq(int, eng_wal_reader_next(&r, &rec), 1));
         cr_expect(eq(int, eng_wal_reader_next(&r, &rec), -SCREE_ECORRUPT));
         cr_expect(eq(u64, r.bad_off, s.off[1]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_SEQ));
         free(s.buf);
 }
 

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Fixture generator for the scree-tool tests (test_scree_tool.py):
+ *   make_fixtures DIR [FORGE]
+ * writes into DIR a valid SSTable, 00000000000000a1.sst (built with the
+ * engine's builder), and a valid commit-log segment, 0000000000000003.log
+ * (built with the WAL encoders), and prints on stdout one JSON object with
+ * what they hold, for the test to check the tool's output against.
+ *
+ * With FORGE "empty" the table holds no entries. Any other FORGE makes the
+ * table wrong in a way only a bug could, with every checksum redone so
+ * that only the tool's deeper checks can find it:
+ *   props  the properties claim one entry more than the blocks hold
+ *   bloom  the bloom filter has no bit set: it misses every key
+ *   order  in data block 0, an older version gets the newer one's seq
+ *
+ * Table: key "bin\x00\xff\x01" then "key00000".."key00399"; every 10th key
+ * has 3 versions, every 7th key's newest version is a tombstone, every
+ * 5th key expires. Seqs stay in 128..16383 (2-byte varints) so the order
+ * forgery rewrites one in place. Segment: 12 records in groups of 3, each
+ * record's synced_upto the start of its group (what a group commit
+ * writes), then zeros to 64 KiB.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/mem.h"
+#include "base/varint.h"
+#include "engine/block.h"
+#include "engine/bloom.h"
+#include "engine/sst_builder.h"
+#include "engine/sst_format.h"
+#include "engine/wal_format.h"
+
+#define FILE_ID 0xa1u
+#define N_KEYS 400u
+#define SEGMENT 3u
+#define SHARD 1u
+#define N_RECORDS 12u
+#define GROUP 3u
+#define SEGMENT_BYTES (64u << 10)
+
+struct image {
+        uint8_t *bytes;
+        size_t len;
+};
+
+static void die(const char *what)
+{
+        fprintf(stderr, "make_fixtures: %s: %s\n", what, strerror(errno));
+        exit(1);
+}
+
+static void write_file(const char *dir, const char *name, const void *p, size_t len)
+{
+        char path[4096];
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || write(fd, p, len) != (ssize_t)len || close(fd) < 0)
+                die(path);
+}
+
+static void print_hex(const char *label, const uint8_t *p, size_t len)
+{
+        printf("\"%s\": \"", label);
+        for (size_t i = 0; i < len; i++)
+                printf("%02x", p[i]);
+        printf("\"");
+}
+
+/* ---- the table ---- */
+
+static void print_props(const struct eng_sst_props *p, size_t size)
+{
+        printf("\"size\": %zu, \"entries\": %llu, \"tombstones\": %llu, \"expiring\": %llu, "
+               "\"blocks\": %llu, \"min_seq\": %llu, \"max_seq\": %llu, ", size,
+               (unsigned long long)p->n_entries, (unsigned long long)p->n_tombstones,
+               (unsigned long long)p->n_expiring, (unsigned long long)p->n_data_blocks,
+               (unsigned long long)p->min_seq, (unsigned long long)p->max_seq);
+        print_hex("smallest", p->smallest, p->smallest_len);
+        printf(", ");
+        print_hex("largest", p->largest, p->largest_len);
+}
+
+static void take(struct eng_sst_builder *b, struct image *img)
+{
+        uint8_t *buf;
+        size_t len;
+        uint64_t off;
+
+        eng_sst_builder_take(b, &buf, &len, &off);
+        if (!len)
+                return;
+        if (off != img->len || !(img->bytes = realloc(img->bytes, img->len + len)))
+                die("chunk");
+        memcpy(img->bytes + img->len, buf, len);
+        img->len += len;
+        mem_free_aligned(buf);
+}
+
+static void add(struct eng_sst_builder *b, struct image *img, const char *key, size_t key_len,
+                unsigned n, unsigned version, uint64_t seq)
+{
+        char v[80];
+        int vl = snprintf(v, sizeof(v), "value-%u-%u-\x01-then-enough-text-to-pass-32-bytes", n,
+                          version);
+        struct eng_entry e = { .key = (const uint8_t *)key, .key_len = (uint32_t)key_len,
+                               .value = (const uint8_t *)v, .value_len = (uint32_t)vl,
+                               .seq = seq, .kind = ENG_ENTRY_VALUE };
+
+        if (version == 0 && n % 7 == 0) {
+                e.kind = ENG_ENTRY_TOMBSTONE;
+                e.value_len = 0;
+        }
+        if (n % 5 == 0)
+                e.expiry_ms = 1700000000000ull + n;
+        if (eng_sst_builder_add(b, &e) < 0)
+                die("builder add");
+        if (eng_sst_builder_ready(b) >= 16384)
+                take(b, img);
+}
+
+static struct image build_table(bool empty)
+{
+        struct eng_sst_builder_opts o = { .file_id = FILE_ID, .tablet = 7 };
+        struct eng_sst_builder *b;
+        struct image img = { 0 };
+        uint64_t seq = 16000;
+        char key[16];
+
+        if (eng_sst_builder_new(&o, &b) < 0)
+                die("builder");
+        if (!empty)
+                add(b, &img, "bin\x00\xff\x01", 6, 1, 1, seq--);
+        for (unsigned n = 0; n < (empty ? 0 : N_KEYS); n++) {
+                snprintf(key, sizeof(key), "key%05u", n);
+                for (unsigned v = 0; v < (n % 10 == 0 ? 3u : 1u); v++)
+                        add(b, &img, key, 8, n, v, seq--);
+        }
+        if (eng_sst_builder_finish(b) < 0)
+                die("builder finish");
+        take(b, &img);
+        print_props(eng_sst_builder_props(b), img.len);
+        eng_sst_builder_free(b);
+        return img;
+}
+
+/* ---- forgeries: change a block's content, then reseal it ---- */
+
+/* The content of the block at h (verified), for editing in place. */
+static uint8_t *content_at(struct image *img, struct eng_sst_handle h, enum eng_block_type type,
+                           size_t *ret_len)
+{
+        const uint8_t *c;
+
+        if (eng_block_open(img->bytes + h.offset, h.size, type, eng_block_seed(FILE_ID, h.offset),
+                           &c, ret_len) < 0)
+                die("forge: block does not verify");
+        return img->bytes + (c - img->bytes);
+}
+
+static void reseal(struct image *img, struct eng_sst_handle h, enum eng_block_type type,
+                   size_t len)
+{
+        eng_block_seal(img->bytes + h.offset, len, type, eng_block_seed(FILE_ID, h.offset));
+}
+
+static void forge_props(struct image *img, const struct eng_sst_footer *f)
+{
+        size_t len;
+        uint8_t *c = content_at(img, f->props, ENG_BLOCK_PROPS, &len), *copy = malloc(len);
+        struct eng_sst_props p;
+
+        /* Decoded from a copy: the keys must not be copied over themselves. */
+        if (!copy)
+                die("forge: props");
+        memcpy(copy, c, len);
+        if (eng_sst_props_decode(copy, len, &p) < 0)
+                die("forge: props");
+        p.n_entries++;
+        eng_sst_props_encode(&p, c);
+        free(copy);
+        reseal(img, f->props, ENG_BLOCK_PROPS, len);
+}
+
+static void forge_bloom(struct image *img, const struct eng_sst_footer *f)
+{
+        size_t len;
+        uint8_t *c = content_at(img, f->bloom, ENG_BLOCK_BLOOM, &len);
+
+        memset(c + ENG_BLOOM_META_BYTES, 0, len - ENG_BLOOM_META_BYTES);
+        reseal(img, f->bloom, ENG_BLOCK_BLOOM, len);
+}
+
+/* Gives the second of two versions of one key in data block 0 the first's seq. */
+static void forge_order(struct image *img, const struct eng_sst_footer *f)
+{
+        struct eng_sst_handle h = { .offset = 0, .size = ENG_BLOCK_PAGE_BYTES };
+        struct eng_block_iter it;
+        struct eng_entry e, prev = { 0 };
+        uint8_t prev_key[16];
+        size_t len;
+        uint8_t *c = content_at(img, h, ENG_BLOCK_DATA, &len);
+
+        (void)f;
+        if (eng_block_iter_init(&it, c, len) < 0)
+                die("forge: block 0");
+        for (eng_block_iter_seek_first(&it); it.valid; eng_block_iter_next(&it)) {
+                if (eng_sst_entry_decode(it.key, it.key_len, it.value, it.value_len, &e) < 0)
+                        die("forge: entry");
+                if (prev.seq && e.key_len == prev.key_len && !memcmp(prev_key, e.key, e.key_len)) {
+                        varint_put_u64(c + (it.value - c) + 1, prev.seq);
+                        eng_block_iter_fini(&it);
+                        reseal(img, h, ENG_BLOCK_DATA, len);
+                        return;
+                }
+                prev = e;
+                if (e.key_len <= sizeof(prev_key))
+                        memcpy(prev_key, e.key, e.key_len);
+        }
+        die("forge: no two versions of a key in block 0");
+}
+
+static void forge(struct image *img, const char *how)
+{
+        struct eng_sst_footer f;
+
+        if (eng_sst_footer_decode(img->bytes + img->len - ENG_SST_FOOTER_BYTES, img->len, FILE_ID,
+                                  &f) < 0)
+                die("forge: footer");
+        if (!strcmp(how, "props"))
+                forge_props(img, &f);
+        else if (!strcmp(how, "bloom"))
+                forge_bloom(img, &f);
+        else if (!strcmp(how, "order"))
+                forge_order(img, &f);
+        else
+                die("unknown forgery");
+}
+
+/* ---- the commit-log segment ---- */
+
+static void write_segment(const char *dir)
+{
+        uint8_t *seg = calloc(1, SEGMENT_BYTES);
+        size_t off = ENG_WAL_SEGMENT_HEADER_BYTES, group_start = off;
+        char payload[64];
+
+        if (!seg)
+                die("segment");
+        eng_wal_segment_header_encode(seg, SHARD, SEGMENT);
+        printf("\"wal\": {\"name\": \"%016x.log\", \"size\": %u, \"offsets\": [", SEGMENT,
+               SEGMENT_BYTES);
+        for (unsigned i = 0; i < N_RECORDS; i++) {
+                int len = snprintf(payload, sizeof(payload), "batch %u of the fixture", i);
+
+                if (i % GROUP == 0)
+                        group_start = off;
+                printf("%s%zu", i ? ", " : "", off);
+                off += eng_wal_record_encode(seg + off, SEGMENT, ENG_WAL_RECORD_BATCH, 100 + i,
+                                             group_start, payload, (uint32_t)len);
+        }
+        printf("], \"end\": %zu, \"first_seq\": 100}", off);
+        snprintf(payload, sizeof(payload), "%016x.log", SEGMENT);
+        write_file(dir, payload, seg, SEGMENT_BYTES);
+        free(seg);
+}
+
+int main(int argc, char **argv)
+{
+        struct image img;
+        char name[32];
+
+        if (argc < 2 || argc > 3) {
+                fprintf(stderr, "usage: make_fixtures DIR [empty|props|bloom|order]\n");
+                return 2;
+        }
+        printf("{\"sst\": {\"name\": \"%016x.sst\", ", FILE_ID);
+        img = build_table(argc == 3 && !strcmp(argv[2], "empty"));
+        if (argc == 3 && strcmp(argv[2], "empty") != 0)
+                forge(&img, argv[2]);
+        snprintf(name, sizeof(name), "%016x.sst", FILE_ID);
+        write_file(argv[1], name, img.bytes, img.len);
+        free(img.bytes);
+        printf("}, ");
+        write_segment(argv[1]);
+        printf("}\n");
+        return 0;
+}
