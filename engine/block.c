@@ -237,6 +237,17 @@ void eng_block_iter_fini(struct eng_block_iter *it)
         it->valid = false;
 }
 
+int eng_block_iter_reset(struct eng_block_iter *it, const uint8_t *content, size_t len)
+{
+        uint8_t *key = it->key;
+        size_t cap = it->key_cap;
+        int r = eng_block_iter_init(it, content, len);
+
+        it->key = key;
+        it->key_cap = cap;
+        return r;
+}
+
 /* Parses the entry at it->next_off onto the current key. Returns 0 or the
  * error that makes the block unreadable. */
 static int parse_entry(struct eng_block_iter *it)

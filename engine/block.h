@@ -122,6 +122,10 @@ struct eng_block_iter {
 /* Returns 0, or -SCREE_ECORRUPT if the restart array does not fit. */
 int eng_block_iter_init(struct eng_block_iter *it, const uint8_t *content, size_t len);
 void eng_block_iter_fini(struct eng_block_iter *it);
+/* Points an initialized iterator at other content, keeping its key buffer
+ * (so moving between blocks allocates nothing once the buffer is big
+ * enough). Returns 0, or -SCREE_ECORRUPT as init. */
+int eng_block_iter_reset(struct eng_block_iter *it, const uint8_t *content, size_t len);
 void eng_block_iter_seek_first(struct eng_block_iter *it);
 /* Positions at the first entry whose key is >= key (the first of equal keys). */
 void eng_block_iter_seek(struct eng_block_iter *it, const void *key, size_t key_len);

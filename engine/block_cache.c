@@ -154,6 +154,7 @@ struct eng_cached_block *eng_block_cache_get(struct eng_block_cache *c, uint64_t
                 return NULL;
         }
         c->stats.hits++;
+        c->stats.pins++;
         b->pins++;
         touch(c, b);
         return b;
@@ -209,6 +210,7 @@ struct eng_cached_block *eng_block_cache_put(struct eng_block_cache *c, uint64_t
 
         if (b) {
                 mem_free_aligned(data_take);
+                c->stats.pins++;
                 b->pins++;
                 touch(c, b);
                 return b;
@@ -225,6 +227,7 @@ struct eng_cached_block *eng_block_cache_put(struct eng_block_cache *c, uint64_t
         c->stats.bytes += len;
         c->stats.blocks++;
         c->stats.inserts++;
+        c->stats.pins++;
         evict(c);
         if (c->stats.blocks > c->n_buckets)
                 grow_table(c);
@@ -233,8 +236,8 @@ struct eng_cached_block *eng_block_cache_put(struct eng_block_cache *c, uint64_t
 
 struct eng_cached_block *eng_block_cache_pin(struct eng_block_cache *c, struct eng_cached_block *b)
 {
-        (void)c;
         SCREE_ASSERT(b->pins > 0);
+        c->stats.pins++;
         b->pins++;
         return b;
 }
@@ -244,6 +247,7 @@ void eng_block_cache_release(struct eng_block_cache *c, struct eng_cached_block 
         if (!b)
                 return;
         SCREE_ASSERT(b->pins > 0);
+        c->stats.pins--;
         if (--b->pins > 0)
                 return;
         if (b->erased) {

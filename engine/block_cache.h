@@ -40,6 +40,7 @@ struct eng_cached_block {
 struct eng_block_cache_stats {
         uint64_t hits, misses, inserts, evictions;
         uint64_t bytes, blocks;
+        uint64_t pins;                  /* held by readers now, erased blocks included */
 };
 
 /* capacity_bytes: 0 = default 64 MiB. Returns 0 and *ret, or -ENOMEM. */

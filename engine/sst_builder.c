@@ -4,7 +4,8 @@
  * are cut before an entry that would push the sealed block past block_bytes
  * (an entry too big for any block gets a block of its own, several pages).
  * The index maps each data block's last key to its handle, so the first
- * index key >= a search key names the only block that can hold it.
+ * index key >= a search key names the block holding its newest version
+ * (a key's older versions may run on into the following blocks).
  */
 #include <errno.h>
 #include <stdbool.h>

@@ -17,6 +17,7 @@
 #include "base/compiler.h"
 #include "base/mem.h"
 #include "base/time.h"
+#include "engine/bloom.h"
 #include "engine/sst_io.h"
 
 /* ---- writing ---- */
@@ -271,6 +272,11 @@ struct eng_sst_table {
         int fd;
         struct eng_sst_block_read *inflight;    /* one leader per block being read */
         struct eng_fs_op close_op;
+        /* Point lookups search blocks with this one iterator: they use it
+         * synchronously, and its key buffer, once grown, makes a lookup in a
+         * cached block allocation-free. */
+        struct eng_block_iter lookup;
+        struct eng_sst_read_stats stats;
 };
 
 /* An open in three steps: open(2), read the footer page, read the meta region. */
@@ -428,6 +434,7 @@ void eng_sst_table_unref(struct eng_sst_table *t)
         if (!t || --t->refs > 0)
                 return;
         SCREE_ASSERT(!t->inflight);
+        eng_block_iter_fini(&t->lookup);
         eng_sst_reader_unref(t->r);
         t->r = NULL;
         if (eng_fs_close(t->fs, &t->close_op, t->fd, on_table_closed) < 0)
@@ -437,6 +444,16 @@ void eng_sst_table_unref(struct eng_sst_table *t)
 const struct eng_sst_reader *eng_sst_table_reader(const struct eng_sst_table *t)
 {
         return t->r;
+}
+
+struct eng_block_cache *eng_sst_table_cache(const struct eng_sst_table *t)
+{
+        return t->cache;
+}
+
+const struct eng_sst_read_stats *eng_sst_table_stats(const struct eng_sst_table *t)
+{
+        return &t->stats;
 }
 
 static void inflight_remove(struct eng_sst_table *t, struct eng_sst_block_read *rq)
@@ -530,4 +547,60 @@ int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng
         t->inflight = rq;
         t->refs++;
         return 0;
+}
+
+/* ---- point lookups ---- */
+
+/* Searches the pinned block b for g's key. 0 keeps b pinned in g->block;
+ * otherwise b is released. */
+static int get_in_block(struct eng_sst_table *t, struct eng_sst_get *g, struct eng_cached_block *b)
+{
+        int r = eng_block_iter_reset(&t->lookup, b->content, b->content_len);
+
+        if (r == 0)
+                r = eng_sst_data_get(&t->lookup, g->key, g->key_len, &g->entry);
+        if (r == 0) {
+                g->entry.key = g->key;  /* the same bytes; the iterator's copy is reused */
+                g->block = b;
+                t->stats.found++;
+                return 0;
+        }
+        eng_block_cache_release(t->cache, b);
+        if (r == -SCREE_ENOTFOUND)
+                t->stats.bloom_false_positives++;
+        return r;
+}
+
+static void on_get_block(struct eng_sst_block_read *rq, int res)
+{
+        struct eng_sst_get *g = container_of(rq, struct eng_sst_get, rq);
+
+        if (res == 0)
+                res = get_in_block(rq->t, g, rq->block);
+        g->done(g, res);
+}
+
+int eng_sst_table_get(struct eng_sst_table *t, const void *key, size_t key_len,
+                      struct eng_sst_get *g)
+{
+        uint32_t blk;
+        int r;
+
+        t->stats.gets++;
+        g->block = NULL;
+        if (!eng_sst_reader_may_contain(t->r, eng_bloom_hash(key, key_len))) {
+                t->stats.bloom_negatives++;
+                return -SCREE_ENOTFOUND;
+        }
+        if (eng_sst_reader_find_block(t->r, key, key_len, &blk) < 0) {
+                t->stats.bloom_false_positives++;       /* above the largest key */
+                return -SCREE_ENOTFOUND;
+        }
+        g->key = key;
+        g->key_len = key_len;
+        g->rq.done = on_get_block;
+        r = eng_sst_table_read_block(t, blk, &g->rq);
+        if (r == 1)
+                return get_in_block(t, g, g->rq.block);
+        return r == 0 ? ENG_SST_PENDING : r;
 }

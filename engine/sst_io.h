@@ -12,7 +12,8 @@
  * Reading: eng_sst_table_open() reads the footer and the meta region and
  * keeps the fd; eng_sst_table_read_block() returns a data block pinned in
  * the shard's block cache, reading it with O_DIRECT on a miss. Concurrent
- * misses on one block share a single read.
+ * misses on one block share a single read. eng_sst_table_get() looks one
+ * key up (bloom, index, one block); sst_iter.h scans a table in order.
  *
  * Shard-local: tables, writes and the cache belong to the fs's loop.
  */
@@ -85,6 +86,8 @@ void eng_sst_table_ref(struct eng_sst_table *t);
 void eng_sst_table_unref(struct eng_sst_table *t);
 /* Borrowed; valid while t is referenced. */
 const struct eng_sst_reader *eng_sst_table_reader(const struct eng_sst_table *t);
+/* The cache t reads through (to release the blocks it hands out). Borrowed. */
+struct eng_block_cache *eng_sst_table_cache(const struct eng_sst_table *t);
 
 /* Caller-provided; valid until done runs. */
 struct eng_sst_block_read {
@@ -109,5 +112,60 @@ struct eng_sst_block_read {
  * eng_sst_reader_n_blocks().
  */
 int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng_sst_block_read *rq);
+
+/* ---- point lookups ---- */
+
+/* "A read is under way; the callback will run": returned by
+ * eng_sst_table_get() and by the sst_iter.h moves. Positive and distinct
+ * from every other result of both (0, 1, negative errors). */
+#define ENG_SST_PENDING 2
+
+/* Caller-provided; valid until done runs (or until get returns anything
+ * but ENG_SST_PENDING). */
+struct eng_sst_get {
+        void (*done)(struct eng_sst_get *g, int res);
+        void *ctx;                              /* the caller's */
+        /* On success: the newest version of the key in the table (a
+         * tombstone counts: callers check kind). entry.key is the caller's
+         * key pointer (same bytes); the value is borrowed from block. */
+        struct eng_entry entry;
+        struct eng_cached_block *block;         /* on success: pinned; release it */
+        /* internal */
+        struct eng_sst_block_read rq;
+        const void *key;
+        size_t key_len;
+};
+
+/*
+ * Looks key up in t: the bloom filter, the index, then the one data block
+ * that can hold it. Returns
+ *   0                 found at once (the block was cached): g->entry and
+ *                     g->block are set, done won't run -- no allocation,
+ *                     no callback;
+ *   -SCREE_ENOTFOUND  not in the table, known at once (bloom, key range,
+ *                     or a cached block), done won't run;
+ *   ENG_SST_PENDING   a block read is under way: done(g, res) runs later,
+ *                     from the loop, with 0 (g->entry, g->block set),
+ *                     -SCREE_ENOTFOUND, -SCREE_ECORRUPT or -errno;
+ *   -SCREE_ECORRUPT   a cached block is malformed, done won't run;
+ *   -ENOMEM, -errno   the read could not start, done won't run.
+ * key is borrowed until get returns, or with ENG_SST_PENDING until done
+ * runs. g->block is NULL unless the lookup found the key. Shard-local.
+ */
+int eng_sst_table_get(struct eng_sst_table *t, const void *key, size_t key_len,
+                      struct eng_sst_get *g);
+
+/* Lookup counters of one table, for the shard to sum and expose (and to
+ * fold into its totals before it drops the table). A lookup that ends in
+ * an error counts in gets only. */
+struct eng_sst_read_stats {
+        uint64_t gets;                  /* eng_sst_table_get calls */
+        uint64_t bloom_negatives;       /* answered by the bloom filter alone */
+        uint64_t bloom_false_positives; /* passed the bloom, but no version in the table */
+        uint64_t found;                 /* a version found (tombstones included) */
+};
+
+/* Borrowed; valid while t is referenced. */
+const struct eng_sst_read_stats *eng_sst_table_stats(const struct eng_sst_table *t);
 
 #endif

@@ -223,7 +223,7 @@ int eng_sst_data_open(const struct eng_sst_reader *r, uint32_t i, const uint8_t 
                               ret_content, ret_len);
 }
 
-int eng_sst_iter_entry(const struct eng_block_iter *it, struct eng_entry *ret)
+int eng_sst_data_entry(const struct eng_block_iter *it, struct eng_entry *ret)
 {
         return eng_sst_entry_decode(it->key, it->key_len, it->value, it->value_len, ret);
 }
@@ -236,5 +236,5 @@ int eng_sst_data_get(struct eng_block_iter *it, const void *key, size_t key_len,
                 return it->err ? -SCREE_ECORRUPT : -SCREE_ENOTFOUND;
         if (eng_key_cmp(it->key, it->key_len, key, key_len) != 0)
                 return -SCREE_ENOTFOUND;
-        return eng_sst_iter_entry(it, ret);
+        return eng_sst_data_entry(it, ret);
 }

@@ -55,7 +55,8 @@ struct eng_sst_handle eng_sst_reader_block(const struct eng_sst_reader *r, uint3
 bool eng_sst_reader_may_contain(const struct eng_sst_reader *r, uint64_t hash);
 
 /* The first data block whose last key is >= key: the only block that can
- * hold key, and where a scan from key starts. Returns 0 and *ret_block, or
+ * hold key's newest version (older ones may run on into the following
+ * blocks), and where a scan from key starts. Returns 0 and *ret_block, or
  * -SCREE_ENOTFOUND when key is above the table's largest key. */
 int eng_sst_reader_find_block(const struct eng_sst_reader *r, const void *key, size_t key_len,
                               uint32_t *ret_block);
@@ -74,7 +75,9 @@ int eng_sst_data_open(const struct eng_sst_reader *r, uint32_t i, const uint8_t 
 int eng_sst_data_get(struct eng_block_iter *it, const void *key, size_t key_len,
                      struct eng_entry *ret);
 
-/* The entry the iterator stands on. REQUIRES: it->valid. 0 or -SCREE_ECORRUPT. */
-int eng_sst_iter_entry(const struct eng_block_iter *it, struct eng_entry *ret);
+/* The entry an iterator over a data block's content stands on (key
+ * borrowed from it, value from the content). REQUIRES: it->valid. 0 or
+ * -SCREE_ECORRUPT. */
+int eng_sst_data_entry(const struct eng_block_iter *it, struct eng_entry *ret);
 
 #endif

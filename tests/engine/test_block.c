@@ -126,6 +126,34 @@ Test(block, empty_keys_values_and_an_empty_block)
         eng_block_builder_fini(&b);
 }
 
+Test(block, reset_moves_an_iterator_to_other_content_keeping_its_key_buffer)
+{
+        size_t len1, len2;
+        uint8_t *c1 = build(40, 16, &len1), *c2 = build(300, 4, &len2);
+        uint8_t bad[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f };
+        struct eng_block_iter it;
+        const uint8_t *key_buf;
+
+        cr_assert(eq(int, eng_block_iter_init(&it, c1, len1), 0));
+        eng_block_iter_seek_first(&it);
+        expect_at(&it, 0);
+        key_buf = it.key;
+        cr_assert(eq(int, eng_block_iter_reset(&it, c2, len2), 0));
+        cr_expect(eq(ptr, (void *)it.key, (void *)key_buf), "no new allocation");
+        cr_expect(not(it.valid));
+        eng_block_iter_seek(&it, "k000100", 7);
+        expect_at(&it, 200);
+        for (unsigned i = 201; i < 300; i++) {
+                eng_block_iter_next(&it);
+                expect_at(&it, i);
+        }
+        cr_expect(eq(int, eng_block_iter_reset(&it, bad, sizeof(bad)), -SCREE_ECORRUPT));
+        cr_expect(not(it.valid));
+        eng_block_iter_fini(&it);       /* frees the kept buffer: ASan checks */
+        free(c1);
+        free(c2);
+}
+
 static uint8_t *sealed_page(size_t *ret_len, uint64_t seed)
 {
         size_t clen;

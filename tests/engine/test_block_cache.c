@@ -3,7 +3,7 @@
  * Block cache (engine/block_cache.h): hits and misses, the byte bound, a
  * one-off scan not flushing blocks that were hit twice, pinned blocks never
  * evicted, a second put of a key returning the first, and dropping a file's
- * blocks while one is pinned.
+ * blocks while one is pinned; stats.pins counts the pins held.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -99,10 +99,16 @@ Test(block_cache, pinned_blocks_are_not_evicted_and_a_second_put_returns_the_fir
         for (uint64_t i = 1; i < 100; i++)
                 eng_block_cache_release(c, put(c, 1, i));
         cr_expect(eq(u8, pinned->data[100], 0));
+        cr_expect(eq(u64, eng_block_cache_stats(c)->pins, 1));
         again = eng_block_cache_put(c, 1, 0, dup, 4096, dup + 16, 4080);   /* dup is freed */
         cr_expect(eq(ptr, again, pinned));
+        cr_expect(eq(u64, eng_block_cache_stats(c)->pins, 2));
+        cr_expect(eq(ptr, eng_block_cache_pin(c, again), again));
+        cr_expect(eq(u64, eng_block_cache_stats(c)->pins, 3));
+        eng_block_cache_release(c, again);
         eng_block_cache_release(c, again);
         eng_block_cache_release(c, pinned);
+        cr_expect(eq(u64, eng_block_cache_stats(c)->pins, 0));
         cr_expect(le(u64, eng_block_cache_stats(c)->bytes, 10 * 4096));
         eng_block_cache_free(c);
 }
@@ -120,9 +126,11 @@ Test(block_cache, erasing_a_file_drops_its_blocks_and_frees_pinned_ones_at_relea
         pinned = eng_block_cache_get(c, 1, 3 * 4096);
         eng_block_cache_erase_file(c, 1);
         cr_expect(eq(u64, eng_block_cache_stats(c)->blocks, 10));
+        cr_expect(eq(u64, eng_block_cache_stats(c)->pins, 1), "an erased block's pin counts");
         cr_expect(not(cached(c, 1, 3)));
         cr_expect(cached(c, 2, 3));
         cr_expect(eq(u8, pinned->data[0], 3), "still readable while pinned");
         eng_block_cache_release(c, pinned);     /* freed here (ASan checks) */
+        cr_expect(eq(u64, eng_block_cache_stats(c)->pins, 0));
         eng_block_cache_free(c);
 }

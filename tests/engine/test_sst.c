@@ -186,7 +186,7 @@ Test(sst, a_full_scan_returns_every_version_in_order)
                         struct eng_entry want, got;
 
                         entry_of(i, V, k, v, &want);
-                        cr_assert(eq(int, eng_sst_iter_entry(&it, &got), 0), "entry %u", i);
+                        cr_assert(eq(int, eng_sst_data_entry(&it, &got), 0), "entry %u", i);
                         expect_entry(&got, &want);
                 }
                 cr_assert(eq(int, it.err, 0));

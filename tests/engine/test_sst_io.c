@@ -236,26 +236,13 @@ Test(sst_io, a_missing_or_short_file_fails_to_open)
         eng_sst_table_unref(table);
 }
 
-static void corrupt_byte(uint64_t off)
-{
-        int fd = open(path, O_RDWR);
-        uint8_t b;
-
-        cr_assert(ge(int, fd, 0));
-        cr_assert(eq(sz, (size_t)pread(fd, &b, 1, (off_t)off), 1));
-        b ^= 0x20;
-        cr_assert(eq(sz, (size_t)pwrite(fd, &b, 1, (off_t)off), 1));
-        fsync(fd);
-        close(fd);
-}
-
 Test(sst_io, corruption_on_disk_is_reported_not_returned)
 {
         uint64_t size;
         struct rd d;
 
         cr_assert(eq(int, write_table(3000, UINT32_MAX, 0, &size, NULL), 0));
-        corrupt_byte(4096 * 3 + 200);   /* inside data block 3 */
+        engine_test_flip_byte(path, 4096 * 3 + 200);   /* inside data block 3 */
         cr_assert(eq(int, open_table(size), 0));
         cr_expect(eq(int, read_block(2, &d), 0));
         eng_block_cache_release(cache, d.rq.block);
@@ -263,7 +250,7 @@ Test(sst_io, corruption_on_disk_is_reported_not_returned)
         cr_expect(eq(ptr, d.rq.block, NULL));
         cr_expect(eq(int, read_block(3, &d), -SCREE_ECORRUPT), "a bad block is never cached");
         eng_sst_table_unref(table);
-        corrupt_byte(size - 4096 + 30); /* the footer */
+        engine_test_flip_byte(path, size - 4096 + 30); /* the footer */
         cr_expect(eq(int, open_table(size), -SCREE_ECORRUPT));
 }
 

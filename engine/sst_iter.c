@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * SSTable iterator; see sst_iter.h. A move positions the block iterator in
+ * the current block (the first entry, or a seek's key), then settle() steps
+ * over versions newer than a seek's seq and on into the following blocks
+ * until it stands on an entry -- a key's versions may run over several
+ * blocks.
+ *
+ * Block reads go through two slots. While no move waits, at most one slot
+ * is busy (a readahead is started only when both are free), so a move
+ * always finds its block's slot or a free one. A slot whose block is no
+ * longer wanted is released when its read completes; a freed iterator
+ * lives on until its last pending read has called back.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/check.h"
+#include "base/compiler.h"
+#include "base/mem.h"
+#include "engine/key.h"
+#include "engine/sst_iter.h"
+
+enum slot_state {
+        SLOT_FREE,
+        SLOT_PENDING,
+        SLOT_READY,
+};
+
+/* One block read: a readahead, or the read a move waits for. */
+struct slot {
+        struct eng_sst_block_read rq;   /* rq.ctx: the iterator */
+        enum slot_state state;
+        uint32_t index;
+        int res;                        /* READY: 0 with rq.block pinned, or the read's error */
+        bool stale;                     /* PENDING and no longer wanted */
+};
+
+struct eng_sst_iter {
+        struct eng_sst_table *t;        /* referenced */
+        struct eng_block_cache *cache;
+        const struct eng_sst_reader *r;
+        uint32_t n_blocks;
+        uint32_t cur;                   /* the block it is in, while block is set */
+        struct eng_cached_block *block; /* pinned */
+        struct eng_block_iter bi;       /* over block's content */
+        struct eng_entry entry;
+        bool valid;
+        struct slot slots[2];
+        struct slot *wait;              /* the read the pending move waits for */
+        eng_sst_iter_cb cb;
+        void *arg;
+        bool seeking;                   /* the move is a seek to (target, target_seq) */
+        uint8_t *target;
+        size_t target_len, target_cap;
+        uint64_t target_seq;
+        bool in_cb, freeing;
+};
+
+static void on_read(struct eng_sst_block_read *rq, int res);
+
+int eng_sst_iter_new(struct eng_sst_table *t, struct eng_sst_iter **ret)
+{
+        struct eng_sst_iter *it = calloc(1, sizeof(*it));
+
+        if (!it)
+                return -ENOMEM;
+        eng_sst_table_ref(t);
+        it->t = t;
+        it->cache = eng_sst_table_cache(t);
+        it->r = eng_sst_table_reader(t);
+        it->n_blocks = eng_sst_reader_n_blocks(it->r);
+        *ret = it;
+        return 0;
+}
+
+static void slot_drop(struct eng_sst_iter *it, struct slot *s)
+{
+        if (s->state == SLOT_READY && s->res == 0)
+                eng_block_cache_release(it->cache, s->rq.block);
+        s->state = SLOT_FREE;
+}
+
+/* Destroys a freed iterator once no read can call back into it. */
+static void maybe_destroy(struct eng_sst_iter *it)
+{
+        if (!it->freeing || it->in_cb)
+                return;
+        for (unsigned i = 0; i < ARRAY_SIZE(it->slots); i++)
+                if (it->slots[i].state == SLOT_PENDING)
+                        return;
+        eng_block_iter_fini(&it->bi);
+        free(it->target);
+        eng_sst_table_unref(it->t);
+        free(it);
+}
+
+static void leave_block(struct eng_sst_iter *it)
+{
+        eng_block_cache_release(it->cache, it->block);
+        it->block = NULL;
+        it->valid = false;
+}
+
+void eng_sst_iter_free(struct eng_sst_iter *it)
+{
+        if (!it)
+                return;
+        it->freeing = true;
+        it->wait = NULL;
+        leave_block(it);
+        for (unsigned i = 0; i < ARRAY_SIZE(it->slots); i++)
+                if (it->slots[i].state == SLOT_READY)
+                        slot_drop(it, &it->slots[i]);
+        maybe_destroy(it);
+}
+
+/* Ends a move that did not land on an entry: 0 (exhausted) or an error. */
+static int stop(struct eng_sst_iter *it, int res)
+{
+        leave_block(it);
+        it->seeking = false;
+        return res;
+}
+
+static int start_read(struct eng_sst_iter *it, struct slot *s, uint32_t index)
+{
+        int r;
+
+        s->rq = (struct eng_sst_block_read){ .done = on_read, .ctx = it };
+        s->index = index;
+        s->stale = false;
+        s->res = 0;
+        r = eng_sst_table_read_block(it->t, index, &s->rq);
+        if (r < 0)
+                return r;
+        s->state = r == 1 ? SLOT_READY : SLOT_PENDING;
+        return 0;
+}
+
+static void read_ahead(struct eng_sst_iter *it)
+{
+        uint32_t next = it->cur + 1;
+
+        if (next >= it->n_blocks || it->slots[0].state != SLOT_FREE ||
+            it->slots[1].state != SLOT_FREE)
+                return;
+        /* A read that cannot start is no loss: the move that needs the
+         * block starts it again and reports the error. */
+        (void)start_read(it, &it->slots[0], next);
+}
+
+/* Makes the block slot s holds the current one. 0 or the read's error. */
+static int take(struct eng_sst_iter *it, struct slot *s)
+{
+        int r = s->res;
+
+        s->state = SLOT_FREE;
+        if (r < 0)
+                return r;
+        it->cur = s->index;
+        it->block = s->rq.block;
+        r = eng_block_iter_reset(&it->bi, it->block->content, it->block->content_len);
+        if (r < 0)
+                return r;
+        read_ahead(it);
+        return 0;
+}
+
+/* Moves into block `index`: 0 when it is the current block, ENG_SST_PENDING
+ * (it->wait set), or <0. Blocks read for other indexes are let go. */
+static int enter(struct eng_sst_iter *it, uint32_t index)
+{
+        struct slot *s = NULL, *free_slot = NULL;
+        int r;
+
+        leave_block(it);
+        for (unsigned i = 0; i < ARRAY_SIZE(it->slots); i++) {
+                struct slot *x = &it->slots[i];
+
+                if (x->state != SLOT_FREE && x->index == index)
+                        s = x;
+                else if (x->state == SLOT_READY)
+                        slot_drop(it, x);
+                else if (x->state == SLOT_PENDING)
+                        x->stale = true;
+                if (x->state == SLOT_FREE)
+                        free_slot = x;
+        }
+        if (!s) {
+                SCREE_ASSERT(free_slot);
+                s = free_slot;
+                if ((r = start_read(it, s, index)) < 0)
+                        return r;
+        }
+        if (s->state == SLOT_PENDING) {
+                s->stale = false;
+                it->wait = s;
+                return ENG_SST_PENDING;
+        }
+        return take(it, s);
+}
+
+/* Places the block iterator at the move's start in the current block. */
+static void position(struct eng_sst_iter *it)
+{
+        if (it->seeking)
+                eng_block_iter_seek(&it->bi, it->target, it->target_len);
+        else
+                eng_block_iter_seek_first(&it->bi);
+}
+
+/* True when a seek must step over the entry: a version of its key newer
+ * than its seq. */
+static bool before_target(const struct eng_sst_iter *it)
+{
+        return it->seeking && eng_version_cmp(it->entry.key, it->entry.key_len, it->entry.seq,
+                                              it->target, it->target_len, it->target_seq) < 0;
+}
+
+/* Finishes a move from the block iterator's position. 1, 0, <0 or
+ * ENG_SST_PENDING. */
+static int settle(struct eng_sst_iter *it)
+{
+        int r;
+
+        for (;;) {
+                for (; it->bi.valid; eng_block_iter_next(&it->bi)) {
+                        if ((r = eng_sst_data_entry(&it->bi, &it->entry)) < 0)
+                                return stop(it, r);
+                        if (!before_target(it)) {
+                                it->seeking = false;
+                                it->valid = true;
+                                return 1;
+                        }
+                }
+                if (it->bi.err)
+                        return stop(it, it->bi.err);
+                if (it->cur + 1 >= it->n_blocks)
+                        return stop(it, 0);
+                r = enter(it, it->cur + 1);
+                if (r != 0)
+                        return r < 0 ? stop(it, r) : r;
+                position(it);
+        }
+}
+
+static void on_read(struct eng_sst_block_read *rq, int res)
+{
+        struct slot *s = container_of(rq, struct slot, rq);
+        struct eng_sst_iter *it = rq->ctx;
+        int r;
+
+        s->state = SLOT_READY;
+        s->res = res;
+        if (it->freeing || s->stale) {
+                slot_drop(it, s);
+                maybe_destroy(it);
+                return;
+        }
+        if (it->wait != s)
+                return;         /* read ahead: kept for the move that gets there */
+        it->wait = NULL;
+        r = take(it, s);
+        if (r == 0) {
+                position(it);
+                r = settle(it);
+        } else {
+                r = stop(it, r);
+        }
+        if (r == ENG_SST_PENDING)
+                return;
+        it->in_cb = true;
+        it->cb(it, r, it->arg);
+        it->in_cb = false;
+        maybe_destroy(it);
+}
+
+static void begin(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
+{
+        SCREE_ASSERT(!it->wait && !it->freeing);
+        it->cb = cb;
+        it->arg = arg;
+        it->valid = false;
+}
+
+/* Moves into block `index` (staying if it is the current one) and settles. */
+static int move_to(struct eng_sst_iter *it, uint32_t index)
+{
+        int r;
+
+        if (index >= it->n_blocks)
+                return stop(it, 0);
+        if (!it->block || it->cur != index) {
+                r = enter(it, index);
+                if (r != 0)
+                        return r < 0 ? stop(it, r) : r;
+        }
+        position(it);
+        return settle(it);
+}
+
+int eng_sst_iter_seek_first(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
+{
+        begin(it, cb, arg);
+        it->seeking = false;
+        return move_to(it, 0);
+}
+
+int eng_sst_iter_seek(struct eng_sst_iter *it, const void *key, size_t key_len, uint64_t seq,
+                      eng_sst_iter_cb cb, void *arg)
+{
+        uint32_t index;
+        uint8_t *k;
+
+        begin(it, cb, arg);
+        if (!(k = mem_grow(it->target, &it->target_cap, key_len, 1)))
+                return stop(it, -ENOMEM);
+        it->target = k;
+        if (key_len)
+                memcpy(k, key, key_len);
+        it->target_len = key_len;
+        it->target_seq = seq;
+        it->seeking = true;
+        if (eng_sst_reader_find_block(it->r, key, key_len, &index) < 0)
+                return stop(it, 0);     /* above the table's largest key */
+        return move_to(it, index);
+}
+
+int eng_sst_iter_next(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
+{
+        SCREE_ASSERT(it->valid);
+        begin(it, cb, arg);
+        it->seeking = false;
+        eng_block_iter_next(&it->bi);
+        return settle(it);
+}
+
+bool eng_sst_iter_is_valid(const struct eng_sst_iter *it)
+{
+        return it->valid;
+}
+
+void eng_sst_iter_entry(const struct eng_sst_iter *it, struct eng_entry *ret)
+{
+        SCREE_ASSERT(it->valid);
+        *ret = it->entry;
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A forward iterator over every version in an open SSTable, in table order
+ * (key ascending, newest seq first within a key; docs/format/sst.md),
+ * reading data blocks through the shard's block cache (sst_io.h).
+ *
+ * Moves (seek_first, seek, next) finish synchronously while the blocks they
+ * need are cached, and otherwise return ENG_SST_PENDING and call back from
+ * the loop once the read is done. Entering a block starts the read of the
+ * next one (readahead of one block), so a scan that yields to the loop
+ * between blocks rarely waits.
+ *
+ * The iterator holds a reference to its table (the owner may drop its own
+ * meanwhile) and pins at most two blocks: the one it stands in and the one
+ * read ahead. Freeing it mid-scan, or while a read is pending, is allowed:
+ * the pins go at once, and the memory and the table reference when the
+ * last of its reads completes.
+ *
+ * Shard-local, like the table.
+ */
+#ifndef SCREE_ENGINE_SST_ITER_H
+#define SCREE_ENGINE_SST_ITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/memtable.h"
+#include "engine/sst_io.h"
+
+struct eng_sst_iter;
+
+/* res: what the pending move returns when it is done (1, 0 or <0). */
+typedef void (*eng_sst_iter_cb)(struct eng_sst_iter *it, int res, void *arg);
+
+/*
+ * Makes an iterator over t (borrowed; the iterator takes its own
+ * reference), not positioned. Returns 0 and *ret (free with
+ * eng_sst_iter_free), or -ENOMEM. Shard-local.
+ */
+int eng_sst_iter_new(struct eng_sst_table *t, struct eng_sst_iter **ret);
+
+/*
+ * Frees it; accepts NULL. Releases its blocks at once; when a read is
+ * pending, the rest goes when the read completes, and the pending move's
+ * callback never runs. May be called from that callback. Shard-local.
+ */
+void eng_sst_iter_free(struct eng_sst_iter *it);
+
+/*
+ * The moves. Each returns
+ *   1                positioned on an entry (eng_sst_iter_entry);
+ *   0                exhausted: no entry at or after the target;
+ *   ENG_SST_PENDING  a block read is under way: cb(it, res, arg) runs
+ *                    later, from the loop, with 1, 0 or <0;
+ *   <0               -SCREE_ECORRUPT (a bad block or entry), -ENOMEM,
+ *                    or -errno from the read.
+ * After 0 or an error the iterator is not positioned; any seek may follow
+ * (a seek after an error retries the reads it needs). A read ahead that
+ * failed is reported when the scan reaches its block.
+ * REQUIRES: no move pending. Shard-local.
+ */
+int eng_sst_iter_seek_first(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg);
+
+/*
+ * Positions at the first version at or after (key, seq) in table order:
+ * the first entry whose key is above key, or equal with a seq <= seq.
+ * seq = UINT64_MAX gives the newest version of key. key is copied.
+ */
+int eng_sst_iter_seek(struct eng_sst_iter *it, const void *key, size_t key_len, uint64_t seq,
+                      eng_sst_iter_cb cb, void *arg);
+
+/* The next version. REQUIRES: positioned. */
+int eng_sst_iter_next(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg);
+
+/* True when the last move left the iterator on an entry. */
+bool eng_sst_iter_is_valid(const struct eng_sst_iter *it);
+
+/*
+ * The entry the iterator stands on; key and value are borrowed until the
+ * next move or free. REQUIRES: positioned. Shard-local.
+ */
+void eng_sst_iter_entry(const struct eng_sst_iter *it, struct eng_entry *ret);
+
+#endif

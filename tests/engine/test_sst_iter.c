@@ -1,0 +1,839 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Reading entries out of an open SSTable (engine/sst_io.h point lookups,
+ * engine/sst_iter.h scans) on real files through the reactor. The table
+ * has ~100 data blocks, 1 to 4 versions per key and one key with 400
+ * versions running over several blocks, tombstones, and 20 KB values.
+ * Lookups of every key, cold then warm (warm is synchronous), and misses
+ * (bloom negatives synchronous); scans from the start and seeks to every
+ * kind of position, compared with the list the table was written from;
+ * freeing mid-scan and with reads pending; a corrupt block and injected
+ * read errors (and retries) through both paths.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/compiler.h"
+#include "engine/fault_fs.h"
+#include "engine/sst_io.h"
+#include "engine/sst_iter.h"
+#include "tests/engine/helpers.h"
+#include "tests/tmpdir.h"
+
+enum {
+        N_KEYS = 3000,
+        MANY_KEY = 1000,        /* the key with MANY_VERSIONS versions */
+        MANY_VERSIONS = 400,
+        MAX_VALUE = 32 << 10,
+};
+
+static char dir[PATH_MAX], path[PATH_MAX + 32];
+static struct rx_loop *loop;
+static struct eng_fs *fs;
+static struct eng_block_cache *cache;
+static struct eng_sst_table *table;
+
+/* ---- the table's contents ---- */
+
+/* Key i of the table is number 2i + 2 ("key000002", ...): odd numbers and
+ * 0 fall between, before or after keys. Version j (0 = newest) of n has
+ * seq (n - j) * 10. */
+struct ver {
+        uint32_t key;           /* i */
+        uint32_t j;
+        uint64_t seq;
+        enum eng_entry_kind kind;
+        uint32_t value_len;
+};
+
+static struct ver *vers;
+static size_t n_vers;
+static size_t first_ver[N_KEYS + 1];    /* index in vers of key i's newest version */
+
+static int key_fmt(uint32_t num, char *buf)
+{
+        return snprintf(buf, 16, "key%06u", num);
+}
+
+static uint32_t n_versions(uint32_t i)
+{
+        return i == MANY_KEY ? MANY_VERSIONS : 1 + i % 4;
+}
+
+static uint8_t value_byte(const struct ver *v, uint32_t k)
+{
+        return (uint8_t)(v->key * 31 + v->j * 7 + k);
+}
+
+static void make_versions(void)
+{
+        size_t n = 0;
+
+        vers = calloc((size_t)N_KEYS * 4 + MANY_VERSIONS, sizeof(*vers));
+        cr_assert(not(eq(ptr, vers, NULL)));
+        for (uint32_t i = 0; i < N_KEYS; i++) {
+                uint32_t nv = n_versions(i);
+
+                first_ver[i] = n;
+                for (uint32_t j = 0; j < nv; j++) {
+                        struct ver *v = &vers[n++];
+
+                        *v = (struct ver){ .key = i, .j = j, .seq = (uint64_t)(nv - j) * 10,
+                                           .kind = ENG_ENTRY_VALUE,
+                                           .value_len = 10 + (i * 7 + j) % 40 };
+                        if ((i + j) % 11 == 5) {
+                                v->kind = ENG_ENTRY_TOMBSTONE;
+                                v->value_len = 0;
+                        } else if (i % 97 == 13 && j == 0) {
+                                v->value_len = 20000 + i;
+                        }
+                }
+        }
+        first_ver[N_KEYS] = n;
+        n_vers = n;
+}
+
+static void expect_entry(const struct eng_entry *e, size_t vi)
+{
+        const struct ver *v = &vers[vi];
+        char k[16];
+        int kl = key_fmt(2 * v->key + 2, k);
+
+        cr_assert(lt(sz, vi, n_vers));
+        cr_assert(eq(u32, e->key_len, (uint32_t)kl), "version %zu", vi);
+        cr_assert(eq(int, memcmp(e->key, k, (size_t)kl), 0), "version %zu: %.*s", vi,
+                  (int)e->key_len, (const char *)e->key);
+        cr_assert(eq(u64, e->seq, v->seq), "version %zu of %s", vi, k);
+        cr_assert(eq(int, (int)e->kind, (int)v->kind), "version %zu of %s", vi, k);
+        cr_assert(eq(u32, e->value_len, v->value_len), "version %zu of %s", vi, k);
+        for (uint32_t b = 0; b < v->value_len; b++)
+                cr_assert(eq(u8, e->value[b], value_byte(v, b)), "version %zu byte %u", vi, b);
+}
+
+/* The first version at or after (key number num, seq) in table order. */
+static size_t lower_bound(uint32_t num, uint64_t seq)
+{
+        size_t lo = 0, hi = n_vers;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                uint32_t m = 2 * vers[mid].key + 2;
+
+                if (m < num || (m == num && vers[mid].seq > seq))
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+/* ---- writing and opening ---- */
+
+struct src {
+        struct eng_sst_source s;
+        size_t vi;
+        char k[16];
+        uint8_t v[MAX_VALUE];
+};
+
+static int src_next(struct eng_sst_source *s, struct eng_entry *ret)
+{
+        struct src *x = container_of(s, struct src, s);
+        const struct ver *v;
+        int kl;
+
+        if (x->vi == n_vers)
+                return 0;
+        v = &vers[x->vi++];
+        kl = key_fmt(2 * v->key + 2, x->k);
+        for (uint32_t b = 0; b < v->value_len; b++)
+                x->v[b] = value_byte(v, b);
+        *ret = (struct eng_entry){ .key = (const uint8_t *)x->k, .key_len = (uint32_t)kl,
+                                   .value = x->v, .value_len = v->value_len, .seq = v->seq,
+                                   .kind = v->kind };
+        return 1;
+}
+
+static bool io_done;
+static int io_res;
+
+static void on_write(struct eng_sst_write *w, int res, void *arg)
+{
+        (void)w;
+        (void)arg;
+        io_done = true;
+        io_res = res;
+}
+
+static void on_open(void *arg, int res, struct eng_sst_table *t)
+{
+        (void)arg;
+        io_done = true;
+        io_res = res;
+        table = t;
+}
+
+/* Writes the table of `vers` and opens it. */
+static void setup(void)
+{
+        static struct src x = { .s = { .next = src_next } };
+        struct eng_sst_write_opts o = { .path = path, .table = { .file_id = 1 } };
+        struct eng_sst_write *w;
+
+        tmpdir_make(dir, sizeof(dir), "sst_iter");
+        snprintf(path, sizeof(path), "%s/0000000000000001.sst", dir);
+        engine_test_loop_fs(&loop, &fs);
+        cr_assert(eq(int, eng_block_cache_new(16 << 20, &cache), 0));
+        make_versions();
+        cr_assert(eq(int, eng_sst_write_start(fs, &o, &x.s, on_write, NULL, &w), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &io_done), 0));
+        cr_assert(eq(int, io_res, 0));
+        io_done = false;
+        cr_assert(eq(int, eng_sst_table_open(fs, cache, path, 1, eng_sst_write_file_size(w),
+                                             on_open, NULL), 0));
+        eng_sst_write_free(w);
+        cr_assert(eq(int, rx_loop_run_until(loop, &io_done), 0));
+        cr_assert(eq(int, io_res, 0));
+        cr_assert(gt(u32, eng_sst_reader_n_blocks(eng_sst_table_reader(table)), 80));
+}
+
+static void teardown(void)
+{
+        cr_expect(eq(u64, eng_block_cache_stats(cache)->pins, 0), "a block is still pinned");
+        eng_sst_table_unref(table);
+        /* Let every read still in flight (and the table's close) call back,
+         * so that deferred frees happen and ASan sees no leak. */
+        rx_loop_stop(loop);
+        rx_loop_run(loop);
+        eng_block_cache_free(cache);    /* asserts that no block is still pinned */
+        eng_fs_free(fs);
+        rx_loop_free(loop);
+        tmpdir_remove(dir);
+        free(vers);
+}
+
+TestSuite(sst_iter, .init = setup, .fini = teardown, .timeout = 60);
+
+/* Drops every cached block, so the next reads go to disk, first checking
+ * that no reader left a block pinned. */
+static uint64_t pins(void)
+{
+        return eng_block_cache_stats(cache)->pins;
+}
+
+static void cold_cache(void)
+{
+        cr_assert(eq(u64, pins(), 0), "a block is still pinned");
+        eng_block_cache_erase_file(cache, 1);
+}
+
+/* ---- driving lookups and moves ---- */
+
+struct get_wait {
+        struct eng_sst_get g;
+        bool done;
+        int res, calls;
+};
+
+static void on_get(struct eng_sst_get *g, int res)
+{
+        struct get_wait *w = container_of(g, struct get_wait, g);
+
+        w->done = true;
+        w->res = res;
+        w->calls++;
+}
+
+/* Looks k up, waiting if needed; *ret_pending tells which way it went. */
+static int get_key(const char *k, size_t kl, struct get_wait *w, bool *ret_pending)
+{
+        int r;
+
+        *w = (struct get_wait){ .g = { .done = on_get } };
+        r = eng_sst_table_get(table, k, kl, &w->g);
+        *ret_pending = r == ENG_SST_PENDING;
+        if (r != ENG_SST_PENDING) {
+                cr_assert(not(eq(int, r, 1)));
+                return r;
+        }
+        cr_assert(eq(int, rx_loop_run_until(loop, &w->done), 0));
+        cr_assert(eq(int, w->calls, 1));
+        return w->res;
+}
+
+struct move_wait {
+        bool done;
+        int res, calls;
+};
+
+static unsigned n_pending;      /* moves that waited for a read */
+
+static void on_move(struct eng_sst_iter *it, int res, void *arg)
+{
+        struct move_wait *w = arg;
+
+        (void)it;
+        w->done = true;
+        w->res = res;
+        w->calls++;
+}
+
+static int finish_move(int r, struct move_wait *w)
+{
+        if (r != ENG_SST_PENDING)
+                return r;
+        n_pending++;
+        cr_assert(eq(int, rx_loop_run_until(loop, &w->done), 0));
+        cr_assert(eq(int, w->calls, 1));
+        return w->res;
+}
+
+static int seek_first(struct eng_sst_iter *it)
+{
+        struct move_wait w = { 0 };
+
+        return finish_move(eng_sst_iter_seek_first(it, on_move, &w), &w);
+}
+
+static int seek(struct eng_sst_iter *it, const void *key, size_t len, uint64_t seq)
+{
+        struct move_wait w = { 0 };
+
+        return finish_move(eng_sst_iter_seek(it, key, len, seq, on_move, &w), &w);
+}
+
+static int next(struct eng_sst_iter *it)
+{
+        struct move_wait w = { 0 };
+
+        return finish_move(eng_sst_iter_next(it, on_move, &w), &w);
+}
+
+static void expect_at(struct eng_sst_iter *it, size_t vi)
+{
+        struct eng_entry e;
+
+        cr_assert(eng_sst_iter_is_valid(it));
+        eng_sst_iter_entry(it, &e);
+        expect_entry(&e, vi);
+}
+
+/* Scans from the iterator's position (version vi) to the end. */
+static void expect_rest(struct eng_sst_iter *it, size_t vi)
+{
+        int r;
+
+        for (; vi < n_vers; vi++) {
+                expect_at(it, vi);
+                r = next(it);
+                cr_assert(eq(int, r, vi + 1 < n_vers ? 1 : 0), "after version %zu", vi);
+        }
+        cr_assert(not(eng_sst_iter_is_valid(it)));
+}
+
+/* ---- point lookups ---- */
+
+Test(sst_iter, get_finds_the_newest_version_of_every_key_cold_then_warm_synchronously)
+{
+        unsigned pending = 0;
+
+        for (int pass = 0; pass < 2; pass++) {
+                uint64_t misses = eng_block_cache_stats(cache)->misses;
+
+                for (uint32_t i = 0; i < N_KEYS; i++) {
+                        char k[16];
+                        int kl = key_fmt(2 * i + 2, k);
+                        struct get_wait w;
+                        bool was_pending;
+
+                        cr_assert(eq(int, get_key(k, (size_t)kl, &w, &was_pending), 0), "%s", k);
+                        expect_entry(&w.g.entry, first_ver[i]);
+                        cr_expect(eq(ptr, (void *)w.g.entry.key, (void *)k));
+                        cr_assert(not(eq(ptr, w.g.block, NULL)));
+                        eng_block_cache_release(cache, w.g.block);
+                        pending += was_pending;
+                        if (pass == 1)
+                                cr_assert(not(was_pending), "warm lookup of %s waited", k);
+                }
+                if (pass == 1)
+                        cr_expect(eq(u64, eng_block_cache_stats(cache)->misses, misses));
+        }
+        cr_expect(gt(u32, pending, 80), "cold lookups read blocks");
+        cr_expect(eq(u64, eng_sst_table_stats(table)->gets, 2 * N_KEYS));
+        cr_expect(eq(u64, eng_sst_table_stats(table)->found, 2 * N_KEYS));
+        cr_expect(eq(u64, eng_sst_table_stats(table)->bloom_negatives, 0));
+        cr_expect(eq(u64, eng_sst_table_stats(table)->bloom_false_positives, 0));
+}
+
+Test(sst_iter, misses_are_not_found_and_bloom_negatives_are_synchronous)
+{
+        const struct eng_sst_read_stats *st = eng_sst_table_stats(table);
+        const char *odd[] = { "", "a", "key", "key0000021", "z", "key999999" };
+        unsigned n = 0, fp_waited = 0;
+
+        for (int pass = 0; pass < 2; pass++) {
+                for (uint32_t num = 1; num <= 2 * N_KEYS + 3; num += 2) {
+                        char k[16];
+                        int kl = key_fmt(num, k);
+                        uint64_t negatives = st->bloom_negatives;
+                        struct get_wait w;
+                        bool was_pending;
+
+                        cr_assert(eq(int, get_key(k, (size_t)kl, &w, &was_pending),
+                                     -SCREE_ENOTFOUND), "%s", k);
+                        cr_assert(eq(ptr, w.g.block, NULL));
+                        if (st->bloom_negatives > negatives)
+                                cr_assert(not(was_pending), "a bloom negative waited");
+                        fp_waited += was_pending;
+                        n++;
+                }
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(odd); i++) {
+                struct get_wait w;
+                bool was_pending;
+
+                cr_expect(eq(int, get_key(odd[i], strlen(odd[i]), &w, &was_pending),
+                             -SCREE_ENOTFOUND), "%s", odd[i]);
+                n++;
+        }
+        cr_expect(eq(u64, st->gets, n));
+        cr_expect(eq(u64, st->found, 0));
+        cr_expect(eq(u64, st->bloom_negatives + st->bloom_false_positives, n));
+        cr_expect(gt(u64, st->bloom_negatives, n * 9 / 10), "~1%% false positives");
+        cr_expect(le(u32, fp_waited, st->bloom_false_positives));
+}
+
+/* ---- scans ---- */
+
+Test(sst_iter, a_scan_from_the_start_yields_every_version_in_order_then_warm_without_waiting)
+{
+        struct eng_sst_iter *it;
+
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        cr_assert(not(eng_sst_iter_is_valid(it)));
+        cold_cache();
+        n_pending = 0;
+        cr_assert(eq(int, seek_first(it), 1));
+        expect_rest(it, 0);
+        cr_expect(gt(u32, n_pending, 0));
+        n_pending = 0;
+        cr_assert(eq(int, seek_first(it), 1));
+        expect_rest(it, 0);
+        cr_expect(eq(u32, n_pending, 0), "a warm scan never waits");
+        eng_sst_iter_free(it);
+}
+
+/* Seeks to (num, seq) and checks the landing place and a few entries after. */
+static void check_seek(struct eng_sst_iter *it, uint32_t num, uint64_t seq)
+{
+        char k[16];
+        int kl = key_fmt(num, k);
+        size_t want = lower_bound(num, seq);
+        int r = seek(it, k, (size_t)kl, seq);
+
+        if (want == n_vers) {
+                cr_assert(eq(int, r, 0), "seek %s/%lu", k, (unsigned long)seq);
+                cr_assert(not(eng_sst_iter_is_valid(it)));
+                return;
+        }
+        cr_assert(eq(int, r, 1), "seek %s/%lu", k, (unsigned long)seq);
+        for (size_t vi = want; vi < want + 3 && vi < n_vers; vi++) {
+                if (vi > want)
+                        cr_assert(eq(int, next(it), 1));
+                expect_at(it, vi);
+        }
+}
+
+static void check_seeks(struct eng_sst_iter *it)
+{
+        /* Before the first key, every key, between keys, after the last. */
+        for (uint32_t num = 0; num <= 2 * N_KEYS + 3; num++)
+                check_seek(it, num, UINT64_MAX);
+        /* Into the middle of a key's versions, at and between seqs, and
+         * below its oldest (the next key). */
+        for (uint32_t i = 0; i < N_KEYS; i += 37)
+                for (uint64_t seq = 0; seq <= 45; seq += 5)
+                        check_seek(it, 2 * i + 2, seq);
+        for (uint64_t seq = 0; seq <= MANY_VERSIONS * 10 + 10; seq += 7)
+                check_seek(it, 2 * MANY_KEY + 2, seq);
+}
+
+Test(sst_iter, seeks_land_on_the_first_version_at_or_after_the_target)
+{
+        const struct eng_sst_reader *rd = eng_sst_table_reader(table);
+        const char *before[] = { "", "a", "key" }, *after[] = { "key999999", "l", "z" };
+        struct eng_sst_iter *it;
+        char k[16];
+        uint32_t b0, b1;
+
+        /* The many-versions key runs over several blocks. */
+        cr_assert(eq(int, eng_sst_reader_find_block(rd, k, (size_t)key_fmt(2 * MANY_KEY + 2, k),
+                                                    &b0), 0));
+        cr_assert(eq(int, eng_sst_reader_find_block(rd, k, (size_t)key_fmt(2 * MANY_KEY + 4, k),
+                                                    &b1), 0));
+        cr_assert(ge(u32, b1 - b0, 2));
+
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        for (int pass = 0; pass < 2; pass++) {
+                if (pass == 0)
+                        cold_cache();
+                for (size_t i = 0; i < ARRAY_SIZE(before); i++) {
+                        cr_assert(eq(int, seek(it, before[i], strlen(before[i]), 0), 1));
+                        expect_at(it, 0);
+                        cr_assert(eq(int, seek(it, after[i], strlen(after[i]), UINT64_MAX), 0));
+                }
+                check_seeks(it);
+        }
+        eng_sst_iter_free(it);
+}
+
+/* ---- lifetime ---- */
+
+/* A key (table index i) whose newest version is in data block `index`. */
+static uint32_t key_in_block(uint32_t index)
+{
+        const struct eng_sst_reader *rd = eng_sst_table_reader(table);
+
+        for (uint32_t i = 0; i < N_KEYS; i++) {
+                char k[16];
+                uint32_t b;
+
+                cr_assert(eq(int, eng_sst_reader_find_block(rd, k, (size_t)key_fmt(2 * i + 2, k),
+                                                            &b), 0));
+                if (b == index)
+                        return i;
+        }
+        cr_assert(false, "no key starts in block %u", index);
+        return 0;
+}
+
+Test(sst_iter, freeing_mid_scan_releases_every_pin_and_the_table_reference)
+{
+        struct eng_sst_iter *it, *it2;
+
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        cr_assert(eq(int, eng_sst_iter_new(table, &it2), 0));
+        eng_sst_table_unref(table);     /* the owner drops the table: the iterators keep it */
+        table = NULL;
+        cr_assert(eq(int, seek_first(it), 1));
+        for (size_t vi = 0; vi < n_vers / 2; vi++)
+                cr_assert(eq(int, next(it), 1));
+        expect_at(it, n_vers / 2);
+        cr_assert(eq(int, seek(it2, "key004000", 9, UINT64_MAX), 1));
+        expect_at(it2, lower_bound(4000, UINT64_MAX));
+        /* Each holds its block and perhaps the one read ahead. */
+        cr_expect(ge(u64, pins(), 2));
+        cr_expect(le(u64, pins(), 4));
+        eng_sst_iter_free(it);
+        cr_expect(le(u64, pins(), 2), "freeing releases at once");
+        expect_at(it2, lower_bound(4000, UINT64_MAX));
+        cr_assert(eq(int, next(it2), 1));
+        eng_sst_iter_free(it2);         /* the last reference: the table goes too (ASan) */
+        cr_expect(eq(u64, pins(), 0));
+        eng_sst_iter_free(NULL);
+}
+
+/* Reads block `index` with a request of the test's own and releases it:
+ * 1 on a cache hit, else the read's result. When a read of the block is in
+ * flight the request joins it, and so calls back after the others. */
+struct block_wait {
+        struct eng_sst_block_read rq;
+        bool done;
+        int res;
+};
+
+static void on_block(struct eng_sst_block_read *rq, int res)
+{
+        struct block_wait *w = container_of(rq, struct block_wait, rq);
+
+        w->done = true;
+        w->res = res;
+}
+
+static int read_block_wait(uint32_t index)
+{
+        struct block_wait w = { .rq = { .done = on_block } };
+        int r = eng_sst_table_read_block(table, index, &w.rq);
+
+        if (r == 1)
+                eng_block_cache_release(cache, w.rq.block);
+        if (r != 0)
+                return r;
+        cr_assert(eq(int, rx_loop_run_until(loop, &w.done), 0));
+        if (w.res == 0)
+                eng_block_cache_release(cache, w.rq.block);
+        return w.res;
+}
+
+/* Pins held on block `index` by others (the block must be cached). */
+static uint32_t block_pins(uint32_t index)
+{
+        struct eng_sst_handle h = eng_sst_reader_block(eng_sst_table_reader(table), index);
+        struct eng_cached_block *b = eng_block_cache_get(cache, 1, h.offset);
+        uint32_t n;
+
+        cr_assert(not(eq(ptr, b, NULL)), "block %u cached", index);
+        n = b->pins - 1;
+        eng_block_cache_release(cache, b);
+        return n;
+}
+
+Test(sst_iter, freeing_with_a_read_pending_waits_for_the_read_and_never_calls_back)
+{
+        struct move_wait w = { 0 };
+        struct eng_sst_iter *it;
+
+        cold_cache();
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        cr_assert(eq(int, eng_sst_iter_seek_first(it, on_move, &w), ENG_SST_PENDING));
+        eng_sst_iter_free(it);
+        /* The iterator's read of block 0 completes first: it must release
+         * the block and free itself, and not call back. */
+        cr_assert(eq(int, read_block_wait(0), 0));
+        cr_expect(eq(int, w.calls, 0));
+        cr_expect(eq(u32, block_pins(0), 0));
+        cold_cache();
+}
+
+Test(sst_iter, freeing_with_the_readahead_pending_and_the_table_dropped)
+{
+        struct eng_sst_iter *it;
+
+        cold_cache();
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        cr_assert(eq(int, seek_first(it), 1));  /* entering block 0 started reading block 1 */
+        eng_sst_table_ref(table);               /* ours, for the read below */
+        eng_sst_table_unref(table);             /* the owner's */
+        eng_sst_iter_free(it);
+        cr_expect(eq(u64, pins(), 0));
+        cr_assert(ge(int, read_block_wait(1), 0));
+        cr_expect(eq(u32, block_pins(1), 0));
+        cold_cache();
+}
+
+Test(sst_iter, a_read_no_longer_wanted_is_released_when_it_completes)
+{
+        uint32_t far = key_in_block(50);
+        struct eng_sst_iter *it;
+        char k[16];
+
+        cold_cache();
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        cr_assert(eq(int, seek_first(it), 1));  /* block 1 is read ahead */
+        n_pending = 0;
+        cr_assert(eq(int, seek(it, k, (size_t)key_fmt(2 * far + 2, k), UINT64_MAX), 1));
+        cr_expect(eq(u32, n_pending, 1));
+        expect_at(it, first_ver[far]);
+        cr_assert(ge(int, read_block_wait(1), 0));
+        cr_expect(eq(u32, block_pins(1), 0), "the readahead of block 1 was let go");
+        cr_expect(le(u64, pins(), 2));
+        eng_sst_iter_free(it);
+        cold_cache();
+}
+
+static void free_in_callback(struct eng_sst_iter *it, int res, void *arg)
+{
+        struct move_wait *w = arg;
+
+        w->done = true;
+        w->res = res;
+        w->calls++;
+        expect_at(it, 0);
+        eng_sst_iter_free(it);
+}
+
+Test(sst_iter, the_callback_may_free_the_iterator)
+{
+        struct move_wait w = { 0 };
+        struct eng_sst_iter *it;
+
+        cold_cache();
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        cr_assert(eq(int, eng_sst_iter_seek_first(it, free_in_callback, &w), ENG_SST_PENDING));
+        cr_assert(eq(int, rx_loop_run_until(loop, &w.done), 0));
+        cr_assert(eq(int, w.res, 1));
+        /* The readahead of block 1 started before the callback freed it. */
+        cr_assert(ge(int, read_block_wait(1), 0));
+        cr_expect(eq(u64, pins(), 0));
+
+        /* Now with block 1 cached: no read is left pending when the
+         * callback frees the iterator. */
+        eng_block_cache_erase_file(cache, 1);
+        cr_assert(eq(int, read_block_wait(1), 0));
+        w = (struct move_wait){ 0 };
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        cr_assert(eq(int, eng_sst_iter_seek_first(it, free_in_callback, &w), ENG_SST_PENDING));
+        cr_assert(eq(int, rx_loop_run_until(loop, &w.done), 0));
+        cr_assert(eq(int, w.res, 1));
+        cr_expect(eq(u64, pins(), 0));
+        cold_cache();
+}
+
+Test(sst_iter, readers_of_one_cold_block_share_its_read)
+{
+        struct move_wait w1 = { 0 }, w2 = { 0 };
+        struct eng_sst_iter *a, *b;
+        struct get_wait g = { .g = { .done = on_get } };
+        char k[16];
+        int kl = key_fmt(2, k);
+
+        cold_cache();
+        cr_assert(eq(int, eng_sst_iter_new(table, &a), 0));
+        cr_assert(eq(int, eng_sst_iter_new(table, &b), 0));
+        cr_assert(eq(int, eng_sst_iter_seek_first(a, on_move, &w1), ENG_SST_PENDING));
+        cr_assert(eq(int, eng_sst_iter_seek(b, k, (size_t)kl, UINT64_MAX, on_move, &w2),
+                     ENG_SST_PENDING));
+        cr_assert(eq(int, eng_sst_table_get(table, k, (size_t)kl, &g.g), ENG_SST_PENDING));
+        cr_assert(eq(int, rx_loop_run_until(loop, &g.done), 0));
+        cr_expect(eq(int, w1.res, 1));
+        cr_expect(eq(int, w2.res, 1));
+        cr_expect(eq(int, g.res, 0));
+        expect_at(a, 0);
+        expect_at(b, 0);
+        expect_entry(&g.g.entry, 0);
+        eng_block_cache_release(cache, g.g.block);
+        cr_expect(eq(u64, eng_block_cache_stats(cache)->inserts, 1), "one read of block 0");
+        eng_sst_iter_free(a);
+        eng_sst_iter_free(b);
+        cold_cache();
+}
+
+Test(sst_iter, entering_a_block_reads_the_next_one_ahead_so_crossing_does_not_wait)
+{
+        struct eng_sst_iter *it;
+        uint64_t misses;
+        size_t vi = 0;
+
+        cold_cache();
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        misses = eng_block_cache_stats(cache)->misses;
+        n_pending = 0;
+        cr_assert(eq(int, seek_first(it), 1));
+        cr_expect(eq(u32, n_pending, 1));
+        cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 2),
+                  "block 0, and block 1 ahead");
+        cr_assert(ge(int, read_block_wait(1), 0));      /* the readahead has landed */
+        cr_expect(eq(u64, eng_block_cache_stats(cache)->inserts, 2));
+        /* Through block 0 into block 1 without waiting; block 1's entry
+         * starts the read of block 2. */
+        n_pending = 0;
+        misses = eng_block_cache_stats(cache)->misses;
+        cr_assert(eq(int, seek(it, "key000002", 9, UINT64_MAX), 1));
+        while (eng_block_cache_stats(cache)->misses == misses) {
+                cr_assert(lt(sz, vi, 1000), "never left block 0");
+                expect_at(it, vi++);
+                cr_assert(eq(int, next(it), 1));
+        }
+        cr_expect(eq(u32, n_pending, 0));
+        cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 1), "block 2 ahead");
+        cr_assert(ge(int, read_block_wait(2), 0));
+        eng_sst_iter_free(it);
+        cold_cache();
+}
+
+/* ---- failures ---- */
+
+Test(sst_iter, a_corrupt_block_is_ecorrupt_for_lookups_and_scans)
+{
+        const uint32_t bad = 7;
+        struct eng_sst_handle h = eng_sst_reader_block(eng_sst_table_reader(table), bad);
+        uint32_t i = key_in_block(bad);
+        struct eng_sst_iter *it;
+        struct get_wait w;
+        bool was_pending;
+        char k[16];
+        int kl = key_fmt(2 * i + 2, k), r;
+        size_t vi;
+
+        cold_cache();
+        engine_test_flip_byte(path, h.offset + 300);
+        for (int attempt = 0; attempt < 2; attempt++)    /* a bad block is never cached */
+                cr_expect(eq(int, get_key(k, (size_t)kl, &w, &was_pending), -SCREE_ECORRUPT));
+        cr_expect(eq(ptr, w.g.block, NULL));
+        cr_expect(eq(u64, eng_sst_table_stats(table)->found, 0));
+        cr_expect(eq(u64, eng_sst_table_stats(table)->bloom_false_positives, 0));
+
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        cr_expect(eq(int, seek(it, k, (size_t)kl, UINT64_MAX), -SCREE_ECORRUPT));
+        cr_expect(not(eng_sst_iter_is_valid(it)));
+        /* A scan stops at the bad block with the error. */
+        cr_assert(eq(int, seek_first(it), 1));
+        for (vi = 0, r = 1; r == 1 && vi < n_vers; vi++) {
+                expect_at(it, vi);
+                r = next(it);
+        }
+        cr_expect(eq(int, r, -SCREE_ECORRUPT));
+        cr_expect(gt(sz, vi, first_ver[key_in_block(bad - 1)]), "block %u read", bad - 1);
+        cr_expect(le(sz, vi, first_ver[i]), "stopped at block %u", bad);
+        cr_expect(not(eng_sst_iter_is_valid(it)));
+        /* Other blocks still read. */
+        check_seek(it, 2 * key_in_block(bad + 1) + 2, UINT64_MAX);
+        eng_sst_iter_free(it);
+        cold_cache();
+}
+
+Test(sst_iter, read_errors_reach_the_caller_and_a_retry_works)
+{
+        struct eng_sst_iter *it;
+        struct get_wait w;
+        bool was_pending;
+        char k[16];
+        int kl = key_fmt(2 * 500 + 2, k);
+
+        cold_cache();
+        eng_fault_fs_fail(fs, ENG_FS_READ, EIO, 1);
+        cr_expect(eq(int, get_key(k, (size_t)kl, &w, &was_pending), -EIO));
+        cr_expect(was_pending, "the error comes from the loop");
+        cr_expect(eq(int, get_key(k, (size_t)kl, &w, &was_pending), 0), "retry");
+        expect_entry(&w.g.entry, first_ver[500]);
+        eng_block_cache_release(cache, w.g.block);
+
+        cold_cache();
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        eng_fault_fs_fail(fs, ENG_FS_READ, EIO, 1);
+        cr_expect(eq(int, seek_first(it), -EIO));
+        cr_expect(not(eng_sst_iter_is_valid(it)));
+        cr_assert(eq(int, seek_first(it), 1), "retry");
+        expect_rest(it, 0);
+        eng_sst_iter_free(it);
+        cold_cache();
+}
+
+Test(sst_iter, a_failed_readahead_is_reported_where_the_scan_reaches_it_and_a_reseek_resumes)
+{
+        struct move_wait w = { 0 };
+        struct eng_sst_iter *it;
+        char k[16];
+        size_t vi = 0;
+        int r;
+
+        cold_cache();
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        cr_assert(eq(int, eng_sst_iter_seek_first(it, on_move, &w), ENG_SST_PENDING));
+        /* Block 0's read is under way; the readahead of block 1, started
+         * when the scan enters block 0, fails. */
+        eng_fault_fs_fail(fs, ENG_FS_READ, EIO, 1);
+        cr_assert(eq(int, rx_loop_run_until(loop, &w.done), 0));
+        cr_assert(eq(int, w.res, 1));
+        for (r = 1; r == 1; vi++) {
+                cr_assert(lt(sz, vi, n_vers));
+                expect_at(it, vi);
+                r = next(it);
+        }
+        cr_assert(eq(int, r, -EIO));
+        cr_expect(lt(sz, vi, 200), "the error came at block 1");
+        /* Resume after the last entry seen: the block is read again. */
+        cr_assert(eq(int, seek(it, k, (size_t)key_fmt(2 * vers[vi - 1].key + 2, k),
+                               vers[vi - 1].seq - 1), 1));
+        expect_rest(it, vi);
+        eng_sst_iter_free(it);
+        cold_cache();
+}
