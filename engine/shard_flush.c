@@ -335,18 +335,34 @@ static void flush_opened(void *arg, int res, struct eng_sst_table *table)
         }
 }
 
+/* The new file's name is durable: open the table. */
+static void flush_dir_synced(struct eng_fs_op *op, int res)
+{
+        struct eng_flush *f = op->ctx;
+
+        if (res < 0) {
+                flush_failed(f, res, "syncing the directory");
+                return;
+        }
+        res = eng_sst_table_open(f->s->fs, f->s->cache, f->path, f->file_id,
+                                 eng_sst_write_file_size(f->w), flush_opened, f);
+        if (res < 0)
+                flush_failed(f, res, "opening the new table");
+}
+
 static void flush_written(struct eng_sst_write *w, int res, void *arg)
 {
         struct eng_flush *f = arg;
 
+        (void)w;
         if (res < 0) {
                 flush_failed(f, res, "writing the table");
                 return;
         }
-        res = eng_sst_table_open(f->s->fs, f->s->cache, f->path, f->file_id,
-                                 eng_sst_write_file_size(w), flush_opened, f);
+        f->op.ctx = f;
+        res = eng_fs_fsync(f->s->fs, &f->op, f->s->dir_fd, flush_dir_synced);
         if (res < 0)
-                flush_failed(f, res, "opening the new table");
+                flush_failed(f, res, "syncing the directory");
 }
 
 /* The tablet whose oldest sealed memtable is the oldest in the shard. */

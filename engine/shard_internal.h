@@ -55,6 +55,8 @@ struct eng_shard {
         struct eng_fs *fs;
         struct eng_shard_opts o;
         char *dir;
+        int dir_fd;                     /* fsynced after a new file is written */
+        struct eng_fs_op dir_op;
         struct eng_tablet_map map;
         uint32_t n_tablets;
         struct eng_tablet *tablets;

@@ -13,6 +13,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,8 @@ static void shard_free(struct eng_shard *s)
                 shard_tset_unref(t->tset);
         }
         free(s->tablets);
+        if (s->dir_fd >= 0)
+                close(s->dir_fd);       /* the fs has no op in flight on it any more */
         eng_block_cache_free(s->cache);
         eng_batch_fini(&s->scratch);
         free(s->dir);
@@ -84,6 +87,7 @@ static int shard_alloc(struct rx_loop *loop, struct eng_fs *fs, const struct eng
                 return -ENOMEM;
         s->loop = loop;
         s->fs = fs;
+        s->dir_fd = -1;
         s->o = *o;
         opts_defaults(&s->o);
         eng_batch_init(&s->scratch);
@@ -416,6 +420,21 @@ static void manifest_loaded(void *arg, int res, struct eng_manifest_state *st)
         open_tables(op);
 }
 
+static void dir_opened(struct eng_fs_op *fop, int res)
+{
+        struct shard_open *op = fop->ctx;
+
+        if (res < 0) {
+                log_error("shard %u: opening %s: %s", op->s->o.shard, op->s->dir, strerror(-res));
+                open_finish(op, res);
+                return;
+        }
+        op->s->dir_fd = res;
+        res = eng_manifest_load(op->s->fs, op->s->dir, manifest_loaded, op);
+        if (res < 0)
+                open_finish(op, res);
+}
+
 int eng_shard_open(struct rx_loop *loop, struct eng_fs *fs, const struct eng_shard_opts *o,
                    eng_shard_open_cb done, void *arg)
 {
@@ -428,8 +447,11 @@ int eng_shard_open(struct rx_loop *loop, struct eng_fs *fs, const struct eng_sha
         if (!op)
                 return -ENOMEM;
         r = shard_alloc(loop, fs, o, &op->s);
-        if (r == 0)
-                r = eng_manifest_load(fs, op->s->dir, manifest_loaded, op);
+        if (r == 0) {
+                op->s->dir_op.ctx = op;
+                r = eng_fs_open(fs, &op->s->dir_op, op->s->dir, O_RDONLY | O_DIRECTORY, 0,
+                                dir_opened);
+        }
         if (r < 0) {
                 shard_free(op->s);
                 free(op);

@@ -323,7 +323,7 @@ static int check_entries(struct sst *s, uint32_t blk, uint64_t block_off, const 
         for (; it.valid && r == 0; eng_block_iter_next(&it)) {
                 uint64_t at = content_off(block_off, it.off);
 
-                if (eng_sst_iter_entry(&it, &e) < 0)
+                if (eng_sst_data_entry(&it, &e) < 0)
                         r = tool_corrupt(s->rep, at, "data block %u: entry with a bad kind, seq "
                                          "or expiry", blk);
                 else if ((r = account_entry(s, &e, blk, at)) == 0 && s->o->entries)
