@@ -212,12 +212,21 @@ static int restore(struct fault_fs *f, const struct shadow *s)
         return 0;
 }
 
-/* Truncates a file back to its synced size and flushes our restores. */
+/*
+ * Truncates a file back to its synced size and flushes our restores.
+ * An O_DIRECT write still in flight over blocks just restored through the
+ * page cache cannot drop those (dirty) pages when it lands, and the kernel
+ * flags the file with EIO once ("Page cache invalidation failure on direct
+ * I/O"). Our bytes are sound -- write_done restores that write's blocks
+ * again -- so an EIO counts only if a second fsync still reports it.
+ */
 static int settle(struct ffile *file)
 {
         if (aux_size(file->aux) > file->synced_size && ftruncate(file->aux, (off_t)file->synced_size) < 0)
                 return -errno;
-        return fsync(file->aux) < 0 ? -errno : 0;
+        if (fsync(file->aux) == 0 || (errno == EIO && fsync(file->aux) == 0))
+                return 0;
+        return -errno;
 }
 
 /* ---- namespace changes ---- */

@@ -161,7 +161,10 @@ static int prep_submit(struct wal_seg *s)
 
         switch (s->prep_step) {
         case PREP_OPEN:
-                return eng_fs_open(wal->fs, &s->op, s->path, O_CREAT | O_RDWR | O_DIRECT, 0644, prep_done);
+                /* O_EXCL: a leftover file of that id would mix its records,
+                 * seeded with the same id, into this log. */
+                return eng_fs_open(wal->fs, &s->op, s->path, O_CREAT | O_EXCL | O_RDWR | O_DIRECT, 0644,
+                                   prep_done);
         case PREP_FALLOCATE:
                 return eng_fs_fallocate(wal->fs, &s->op, s->fd, 0, 0, wal->o.segment_bytes, prep_done);
         case PREP_HEADER:
@@ -442,8 +445,9 @@ int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal
 {
         struct eng_wal *wal;
 
-        if (!o->dir || (o->segment_bytes && (o->segment_bytes % BLOCK ||
-                                             o->segment_bytes < 2 * ENG_WAL_SEGMENT_HEADER_BYTES)) ||
+        if (!o->dir || o->first_segment == 0 ||
+            (o->segment_bytes && (o->segment_bytes % BLOCK ||
+                                  o->segment_bytes < 2 * ENG_WAL_SEGMENT_HEADER_BYTES)) ||
             o->sync < 0 || o->sync >= ENG_WAL_SYNC_MAX)
                 return -EINVAL;
         wal = calloc(1, sizeof(*wal));

@@ -38,7 +38,8 @@ enum eng_wal_sync {
 struct eng_wal_opts {
         const char *dir;                /* existing directory; borrowed for the log's life */
         uint32_t shard;
-        uint64_t first_segment;         /* id of the first segment this log creates */
+        uint64_t first_segment;         /* id of the first segment this log creates, >= 1;
+                                         * see eng_wal_open */
         uint64_t segment_bytes;         /* multiple of 4096; default 32 MiB */
         enum eng_wal_sync sync;
         uint64_t period_ns;             /* periodic mode; default 10 ms */
@@ -61,9 +62,18 @@ struct eng_wal_stats {
         uint64_t appends, bytes, writes, syncs, segments;
 };
 
-/* Starts a log; the first segment is prepared in the background (appends
- * may come at once). Returns 0 and *ret (close with eng_wal_close), -EINVAL
- * for bad options, -ENOMEM. Shard-local. */
+/*
+ * Starts a log; the first segment is prepared in the background (appends
+ * may come at once). Segments are created, never reopened: a file that
+ * already has the id of a new segment stops the log with -EEXIST. At
+ * start-up the shard replays the old log (wal_replay.h), trims the
+ * directory with eng_wal_replay_trim(), and starts the new log at the
+ * replay's last_segment + 1 -- above every segment file in the directory,
+ * and right after the old log's last one, so that a later replay reads
+ * both as one log. Seqs must go on above the replay's last_seq.
+ * Returns 0 and *ret (close with eng_wal_close), -EINVAL for bad options
+ * (first_segment 0 included), -ENOMEM. Shard-local.
+ */
 int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal **ret);
 
 /*

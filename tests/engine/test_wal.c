@@ -5,17 +5,14 @@
  * commit); records roll across segments and read back in order; a power cut
  * at a random moment, torn or not, keeps every acknowledged record and
  * leaves no corruption; a failed fdatasync stops the log with a clear error;
- * periodic mode acknowledges at once and syncs on its timer.
+ * periodic mode acknowledges at once and syncs on its timer; a new log never
+ * writes into an existing segment file. Logs are read back through
+ * eng_wal_replay (tests/engine/wal_helpers.h).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -23,160 +20,16 @@
 
 #include <scree/scree_errors.h>
 
-#include "base/compiler.h"
 #include "engine/fault_fs.h"
 #include "engine/wal.h"
-#include "engine/wal_format.h"
-#include "tests/engine/helpers.h"
-#include "tests/tmpdir.h"
-
-#define MAX_APPENDS 4000
-
-static char dir[PATH_MAX];
-static struct rx_loop *loop;
-static struct eng_fs *fs;
-
-struct app {
-        struct eng_wal_write w;
-        int res;
-        bool done;
-};
-
-static struct app apps[MAX_APPENDS];
-static unsigned n_done;
-static bool all_done, closed;
-static int close_res;
+#include "tests/engine/wal_helpers.h"
 
 static void setup(void)
 {
-        tmpdir_make(dir, sizeof(dir), "wal");
-        engine_test_loop_fs(&loop, &fs);
+        wal_fixture_setup("wal");
 }
 
-static void teardown(void)
-{
-        eng_fs_free(fs);
-        rx_loop_free(loop);
-        tmpdir_remove(dir);
-}
-
-TestSuite(wal, .init = setup, .fini = teardown, .timeout = 60);
-
-static unsigned want_done;
-
-static void app_done(struct eng_wal_write *w, int res)
-{
-        struct app *a = container_of(w, struct app, w);
-
-        cr_assert(not(a->done), "acknowledged twice");
-        a->res = res;
-        a->done = true;
-        if (++n_done == want_done)
-                all_done = true;
-}
-
-static void wal_closed(void *arg, int res)
-{
-        (void)arg;
-        close_res = res;
-        closed = true;
-}
-
-/* Payload of record i: its number and a length that varies. */
-static uint32_t payload_of(unsigned i, uint8_t *p)
-{
-        uint32_t len = 8 + (i * 37u) % 400u;
-
-        memset(p, (int)(i & 0xff), len);
-        memcpy(p, &i, sizeof(i));
-        return len;
-}
-
-static int append(struct eng_wal *wal, unsigned i)
-{
-        uint8_t p[512];
-        uint32_t len = payload_of(i, p);
-
-        apps[i].w.done = app_done;
-        return eng_wal_append(wal, &apps[i].w, 1000 + i, p, len);
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-        return strcmp((const char *)a, (const char *)b);
-}
-
-/*
- * Reads every segment in dir, in id order, checking each record's payload.
- * Returns the number of records read; *ret_corrupt counts -SCREE_ECORRUPT.
- * seen[i] is set for each record i found.
- */
-static unsigned read_back(bool *seen, unsigned *ret_corrupt, unsigned *ret_segments)
-{
-        static char names[64][256];
-        unsigned n = 0, records = 0;
-        DIR *d = opendir(dir);
-        struct dirent *e;
-
-        *ret_corrupt = 0;
-        while ((e = readdir(d)) != NULL)
-                if (strstr(e->d_name, ".log") && n < 64)
-                        snprintf(names[n++], sizeof(names[0]), "%s", e->d_name);
-        closedir(d);
-        qsort(names, n, sizeof(names[0]), cmp_names);
-        for (unsigned k = 0; k < n; k++) {
-                char p[PATH_MAX + 300];
-                struct stat st;
-                struct eng_wal_segment_info info;
-                struct eng_wal_reader r;
-                struct eng_wal_record rec;
-                uint8_t *buf;
-                int fd, rc;
-
-                snprintf(p, sizeof(p), "%s/%.255s", dir, names[k]);
-                fd = open(p, O_RDONLY);
-                fstat(fd, &st);
-                buf = malloc((size_t)st.st_size + 1);
-                cr_assert(eq(i64, (int64_t)pread(fd, buf, (size_t)st.st_size, 0), (int64_t)st.st_size));
-                close(fd);
-                if (eng_wal_segment_header_decode(buf, (size_t)st.st_size, &info) < 0) {
-                        free(buf);      /* a segment whose header never became durable */
-                        continue;
-                }
-                eng_wal_reader_init(&r, buf, (size_t)st.st_size, info.segment);
-                while ((rc = eng_wal_reader_next(&r, &rec)) == 1) {
-                        uint8_t want[512];
-                        unsigned i = (unsigned)(rec.seq - 1000);
-
-                        cr_assert(lt(u32, i, MAX_APPENDS));
-                        cr_assert(eq(u32, rec.len, payload_of(i, want)));
-                        cr_assert(eq(int, memcmp(rec.payload, want, rec.len), 0), "record %u garbled", i);
-                        seen[i] = true;
-                        records++;
-                }
-                *ret_corrupt += rc == -SCREE_ECORRUPT;
-                free(buf);
-        }
-        *ret_segments = n;
-        return records;
-}
-
-static struct eng_wal *open_wal(uint64_t segment_bytes, enum eng_wal_sync sync)
-{
-        struct eng_wal_opts o = { .dir = dir, .shard = 1, .first_segment = 1,
-                                  .segment_bytes = segment_bytes, .sync = sync };
-        struct eng_wal *wal;
-
-        cr_assert(eq(int, eng_wal_open(fs, &o, &wal), 0));
-        return wal;
-}
-
-static void close_wal(struct eng_wal *wal)
-{
-        cr_assert(eq(int, eng_wal_close(wal, wal_closed, NULL), 0));
-        cr_assert(not(closed), "close completed inside the call");
-        cr_assert(eq(int, rx_loop_run_until(loop, &closed), 0));
-}
+TestSuite(wal, .init = setup, .fini = wal_fixture_teardown, .timeout = 60);
 
 Test(wal, batch_appends_are_acknowledged_once_durable_and_share_syncs)
 {
@@ -290,30 +143,15 @@ Test(wal, a_failed_fdatasync_stops_the_log_with_that_error)
         cr_expect(eq(int, close_res, -EIO));
 }
 
-static bool ticked;
-
-static void tick(struct rx_loop *l, struct rx_timer *t)
-{
-        (void)l;
-        (void)t;
-        ticked = true;
-}
-
 Test(wal, periodic_mode_acknowledges_at_once_and_syncs_on_its_timer)
 {
-        struct eng_wal_opts o = { .dir = dir, .shard = 1, .first_segment = 7,
-                                  .sync = ENG_WAL_SYNC_PERIODIC, .period_ns = 2 * 1000 * 1000 };
+        struct eng_wal *wal = open_wal_at(fs, dir, 7, 0, ENG_WAL_SYNC_PERIODIC);
         static bool seen[MAX_APPENDS];
-        struct rx_timer t;
-        struct eng_wal *wal;
         unsigned corrupt, segs;
 
-        cr_assert(eq(int, eng_wal_open(fs, &o, &wal), 0));
         for (unsigned i = 0; i < 100; i++)
                 cr_assert(eq(int, append(wal, i), 1), "periodic appends are acknowledged at once");
-        rx_timer_init(&t, tick, "test:wait");
-        rx_timer_arm_after(loop, &t, 50 * 1000 * 1000);
-        cr_assert(eq(int, rx_loop_run_until(loop, &ticked), 0));
+        run_for_ms(50);
         cr_expect(gt(u64, eng_wal_stats(wal)->syncs, 0), "the period timer never synced");
         close_wal(wal);
         cr_expect(eq(int, close_res, 0));
@@ -329,6 +167,8 @@ Test(wal, bad_options_and_oversized_records_are_refused)
 
         cr_expect(eq(int, eng_wal_open(fs, &o, &wal), -EINVAL));
         o.segment_bytes = 64 * 1024;
+        cr_expect(eq(int, eng_wal_open(fs, &o, &wal), -EINVAL), "segment ids start at 1");
+        o.first_segment = 1;
         o.sync = ENG_WAL_SYNC_MAX;
         cr_expect(eq(int, eng_wal_open(fs, &o, &wal), -EINVAL));
         wal = open_wal(64 * 1024, ENG_WAL_SYNC_BATCH);
@@ -338,4 +178,32 @@ Test(wal, bad_options_and_oversized_records_are_refused)
         cr_expect(eq(int, append(wal, 4), -EINVAL), "sequence numbers must increase");
         cr_assert(eq(int, rx_loop_run_until(loop, &all_done), 0));
         close_wal(wal);
+}
+
+/* A leftover file with the id of a new segment would hold records seeded
+ * with that same id: the log must not write into it. */
+Test(wal, a_new_log_never_opens_an_existing_segment_file)
+{
+        char p[PATH_MAX + 32];
+        const char junk[] = "leftover";
+        char back[sizeof(junk)];
+        struct eng_wal *wal;
+        int fd;
+
+        snprintf(p, sizeof(p), "%s/%016llx.log", dir, 1ull);
+        fd = open(p, O_CREAT | O_WRONLY, 0644);
+        cr_assert(ge(int, fd, 0));
+        cr_assert(eq(i64, (int64_t)write(fd, junk, sizeof(junk)), (int64_t)sizeof(junk)));
+        close(fd);
+        wal = open_wal(64 * 1024, ENG_WAL_SYNC_BATCH);
+        want_done = 1;
+        cr_assert(eq(int, append(wal, 0), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &all_done), 0));
+        cr_expect(eq(int, apps[0].res, -EEXIST));
+        close_wal(wal);
+        cr_expect(eq(int, close_res, -EEXIST));
+        fd = open(p, O_RDONLY);
+        cr_assert(eq(i64, (int64_t)read(fd, back, sizeof(back)), (int64_t)sizeof(junk)));
+        close(fd);
+        cr_expect(eq(int, memcmp(back, junk, sizeof(junk)), 0), "the leftover was overwritten");
 }
