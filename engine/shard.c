@@ -32,12 +32,10 @@ int eng_shard_error(const struct eng_shard *s)
         return s->error;
 }
 
-const struct eng_shard_stats *eng_shard_stats(const struct eng_shard *s)
+const struct eng_shard_stats *eng_shard_stats(struct eng_shard *s)
 {
-        struct eng_shard *m = (struct eng_shard *)s;
-
-        m->stats.memtable_bytes = s->active_bytes;
-        m->stats.imm_bytes = s->imm_bytes;
+        s->stats.memtable_bytes = s->active_bytes;
+        s->stats.imm_bytes = s->imm_bytes;
         return &s->stats;
 }
 
@@ -46,7 +44,7 @@ int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len,
 {
         struct eng_batch_iter it;
         struct eng_entry e;
-        int r = eng_batch_iter_init(&it, payload, len, first_seq);
+        int applied = 0, r = eng_batch_iter_init(&it, payload, len, first_seq);
 
         while (r == 0 && (r = eng_batch_iter_next(&it, &e)) == 1) {
                 struct eng_tablet_loc loc;
@@ -66,21 +64,23 @@ int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len,
                         r = 0;
                         continue;
                 }
-                size_t before = eng_memtable_bytes(t->active);
-
                 r = eng_memtable_put(t->active, &e);
                 if (r < 0)
                         break;
-                size_t grown = eng_memtable_bytes(t->active) - before;
+                /* What the entry costs, not what the arena reserved: the
+                 * arena grows in large blocks, which would make the budget
+                 * move in jumps. */
+                size_t grown = (size_t)e.key_len + e.value_len + SHARD_ENTRY_OVERHEAD;
 
                 t->active_bytes += grown;
                 s->active_bytes += grown;
                 if (!t->active_first_segment)
                         t->active_first_segment = segment;
                 t->gen++;
+                applied++;
                 r = 0;
         }
-        return r < 0 ? r : 0;
+        return r < 0 ? r : applied;
 }
 
 static void write_acked(struct eng_wal_write *ww, int res)

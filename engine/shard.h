@@ -71,7 +71,7 @@ struct eng_shard_stats {
         uint64_t disk_bytes_written;                    /* log + SSTables */
         uint64_t segments_removed;
         uint64_t memtable_bytes, imm_bytes;             /* now */
-        uint64_t replayed_records;
+        uint64_t replayed_records;                      /* records with an entry not yet flushed */
 };
 
 typedef void (*eng_shard_open_cb)(void *arg, int res, struct eng_shard *s);
@@ -221,7 +221,8 @@ int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32
  * all of them are in SSTables. Returns 0 or <0 (done won't run). */
 int eng_shard_flush(struct eng_shard *s, void (*done)(void *arg, int res), void *arg);
 
-const struct eng_shard_stats *eng_shard_stats(const struct eng_shard *s);
+/* Refreshes the gauges (memtable bytes) and returns the counters. */
+const struct eng_shard_stats *eng_shard_stats(struct eng_shard *s);
 
 /* The error that stopped writes, or 0. */
 int eng_shard_error(const struct eng_shard *s);

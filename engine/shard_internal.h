@@ -15,6 +15,9 @@
 #include "engine/sst_io.h"
 
 #define SHARD_MAX_IMM 8u
+/* Memory a memtable entry takes besides its key and value: node, links,
+ * header (memtable.c). */
+#define SHARD_ENTRY_OVERHEAD 64u
 
 /* The SSTables of one tablet, newest (highest max_seq) first. Immutable once
  * published: a flush or compaction publishes a new set, and a read in
@@ -87,6 +90,7 @@ struct eng_shard {
         int close_res;
         void *close_arg;
         struct rx_task close_task;
+        bool close_posted;
         struct eng_shard_stats stats;
 };
 
@@ -109,8 +113,9 @@ void shard_tset_ref(struct eng_tset *ts);
 void shard_tset_unref(struct eng_tset *ts);
 
 /* shard.c */
-/* Inserts a decoded batch (entries from first_seq on) into the memtables;
- * segment is the log segment holding it. 0 or -ENOMEM / -SCREE_ECORRUPT. */
+/* Inserts a decoded batch (entries from first_seq on) into the memtables,
+ * skipping entries a tablet has flushed; segment is the log segment holding
+ * it. Returns how many entries went in, or -ENOMEM / -SCREE_ECORRUPT. */
 int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len, uint64_t first_seq,
                       uint64_t segment);
 void shard_set_error(struct eng_shard *s, int err, const char *what);

@@ -41,6 +41,8 @@ struct shard_open {
         struct table_slot *slots;
         uint32_t pending;
         int err;
+        struct eng_wal_replay_opts ro;
+        uint64_t last_segment;          /* of the old log; the new one starts after it */
 };
 
 static void opts_defaults(struct eng_shard_opts *o)
@@ -183,34 +185,30 @@ static int replay_record(void *arg, uint64_t segment, const struct eng_wal_recor
 
         if (last > s->last_seq)
                 s->last_seq = last;
-        s->stats.replayed_records++;
+        if (r > 0)
+                s->stats.replayed_records++;
         return 0;
 }
 
-static void replay_done(void *arg, int res, const struct eng_wal_replay_result *rr)
+/* The directory holds exactly the replayed log: start the new one after it. */
+static void log_trimmed(void *arg, int res)
 {
         struct shard_open *op = arg;
         struct eng_shard *s = op->s;
         struct eng_wal_opts wo = {
                 .dir = s->dir, .shard = s->o.shard, .segment_bytes = s->o.segment_bytes,
                 .sync = s->o.sync, .period_ns = s->o.period_ns,
+                .first_segment = op->last_segment + 1,
         };
 
         if (res < 0) {
-                log_error("shard %u: replaying the commit log in %s failed: %s", s->o.shard, s->dir,
-                          res == -SCREE_ECORRUPT ? "corrupt record (start with salvage to skip it)" :
-                                                   strerror(-res));
+                log_error("shard %u: trimming the commit log in %s failed: %s", s->o.shard, s->dir,
+                          strerror(res == -SCREE_ECORRUPT ? EILSEQ : -res));
                 open_finish(op, res);
                 return;
         }
-        if (rr->torn)
-                log_warn("shard %u: commit log ends in a torn record (segment %016" PRIx64
-                         " offset %" PRIu64 "); cut there", s->o.shard, rr->torn_segment,
-                         rr->torn_offset);
-        wo.first_segment = rr->last_segment + 1 > op->st.log_segment ? rr->last_segment + 1 :
-                                                                       op->st.log_segment;
-        s->log_oldest = op->st.log_segment;
-        s->log_cut = op->st.log_segment;
+        s->log_oldest = op->st.log_segment ? op->st.log_segment : 1;
+        s->log_cut = s->log_oldest;
         res = eng_wal_open(s->fs, &wo, &s->wal);
         if (res < 0) {
                 open_finish(op, res);
@@ -219,6 +217,35 @@ static void replay_done(void *arg, int res, const struct eng_wal_replay_result *
         res = eng_manifest_create(s->fs, s->dir, &op->st, manifest_created, op, &s->man);
         if (res < 0)
                 fail_with_log(op, res);
+}
+
+static void replay_done(void *arg, int res, const struct eng_wal_replay_result *rr)
+{
+        struct shard_open *op = arg;
+        struct eng_shard *s = op->s;
+
+        if (res == -SCREE_ECORRUPT)
+                log_error("shard %u: commit-log segment %s/%016" PRIx64 ".log is corrupt at offset "
+                          "%" PRIu64 "; start with salvage to skip the damage", s->o.shard, s->dir,
+                          rr->bad_segment, rr->bad_offset);
+        else if (res < 0)
+                log_error("shard %u: replaying the commit log in %s failed: %s", s->o.shard, s->dir,
+                          strerror(-res));
+        if (res < 0) {
+                open_finish(op, res);
+                return;
+        }
+        if (rr->torn)
+                log_warn("shard %u: commit log ends in a torn record (segment %016" PRIx64
+                         " offset %" PRIu64 "); cut there", s->o.shard, rr->torn_segment,
+                         rr->torn_offset);
+        if (rr->salvaged)
+                log_warn("shard %u: salvage skipped %" PRIu64 " damaged places in the commit log",
+                         s->o.shard, rr->salvaged);
+        op->last_segment = rr->last_segment;
+        res = eng_wal_replay_trim(s->fs, &op->ro, rr, log_trimmed, op);
+        if (res < 0)
+                open_finish(op, res);
 }
 
 /* Deletes what the manifest does not name. */
@@ -275,10 +302,6 @@ static int cmp_newest_first(const void *a, const void *b)
 static void tables_ready(struct shard_open *op)
 {
         struct eng_shard *s = op->s;
-        struct eng_wal_replay_opts ro = {
-                .dir = s->dir, .shard = s->o.shard, .from_segment = op->st.log_segment,
-                .salvage = s->o.salvage,
-        };
         int r;
 
         for (uint32_t t = 0; t < s->n_tablets; t++) {
@@ -307,9 +330,13 @@ static void tables_ready(struct shard_open *op)
                 if (ts->e[0].meta.max_seq > s->last_seq)
                         s->last_seq = ts->e[0].meta.max_seq;
         }
+        op->ro = (struct eng_wal_replay_opts){
+                .dir = s->dir, .shard = s->o.shard, .from_segment = op->st.log_segment,
+                .salvage = s->o.salvage,
+        };
         r = remove_leftovers(op);
         if (r == 0)
-                r = eng_wal_replay(s->fs, &ro, replay_record, replay_done, op);
+                r = eng_wal_replay(s->fs, &op->ro, replay_record, replay_done, op);
         if (r < 0)
                 open_finish(op, r);
 }
@@ -331,8 +358,8 @@ static void table_opened(void *arg, int res, struct eng_sst_table *t)
         const struct eng_manifest_table *mt = &op->st.tables[slot->i];
 
         if (res < 0) {
-                log_error("shard %u: SSTable %s/%016" PRIx64 ".sst named by the manifest: %s",
-                          op->s->o.shard, op->s->dir, mt->file_id,
+                log_error("shard %u: SSTable %s/%016" PRIx64 ".sst (%" PRIu64 " bytes) named by the "
+                          "manifest: %s", op->s->o.shard, op->s->dir, mt->file_id, mt->file_size,
                           res == -ENOENT ? "missing" : res == -SCREE_ECORRUPT ? "corrupt" :
                                                                                 strerror(-res));
                 if (!op->err)
@@ -376,7 +403,7 @@ static void open_tables(struct shard_open *op)
         table_open_ended(op);
 }
 
-static void manifest_loaded(void *arg, int res, struct eng_manifest_state *st)
+static void manifest_loaded(void *arg, int res, const struct eng_manifest_state *st)
 {
         struct shard_open *op = arg;
         struct eng_shard *s = op->s;
@@ -388,8 +415,9 @@ static void manifest_loaded(void *arg, int res, struct eng_manifest_state *st)
         if (res == -SCREE_ENOTFOUND) {
                 res = eng_manifest_state_init(&op->st, &want, s->n_tablets);
         } else if (res == 0) {
-                op->st = *st;   /* taken */
-                if (memcmp(&st->layout, &want, sizeof(want)) || st->n_tablets != s->n_tablets) {
+                res = eng_manifest_state_copy(&op->st, st);
+                if (res == 0 &&
+                    (memcmp(&st->layout, &want, sizeof(want)) || st->n_tablets != s->n_tablets)) {
                         log_error("shard %u: %s was made as shard %u of %u with %u tablets per "
                                   "shard; refusing to open it as shard %u of %u with %u",
                                   s->o.shard, s->dir, st->layout.shard, st->layout.n_shards,
@@ -405,7 +433,7 @@ static void manifest_loaded(void *arg, int res, struct eng_manifest_state *st)
                 open_finish(op, res);
                 return;
         }
-        s->next_file_id = op->st.next_file_id;
+        s->next_file_id = op->st.next_file_id ? op->st.next_file_id : 1;
         for (uint32_t i = 0; i < s->n_tablets; i++) {
                 s->tablets[i].flushed_seq = op->st.flushed_seq[i];
                 if (op->st.flushed_seq[i] > s->last_seq)
@@ -446,6 +474,8 @@ int eng_shard_open(struct rx_loop *loop, struct eng_fs *fs, const struct eng_sha
         op = calloc(1, sizeof(*op));
         if (!op)
                 return -ENOMEM;
+        op->done = done;
+        op->arg = arg;
         r = shard_alloc(loop, fs, o, &op->s);
         if (r == 0) {
                 op->s->dir_op.ctx = op;
@@ -496,20 +526,28 @@ static void close_step(struct rx_loop *loop, struct rx_task *task)
         struct eng_shard *s = (struct eng_shard *)((char *)task - offsetof(struct eng_shard, close_task));
 
         (void)loop;
+        s->close_posted = false;
         if (s->busy)
                 return;         /* the last job's shard_job_done comes back here */
         if (eng_wal_close(s->wal, close_manifest, s) < 0)
                 close_manifest(s, -EIO);
 }
 
+static void post_close_step(struct eng_shard *s)
+{
+        if (s->close_posted)
+                return;
+        s->close_posted = true;
+        s->close_task.fn = close_step;
+        s->close_task.name = "shard close";
+        rx_loop_post(s->loop, &s->close_task);
+}
+
 void shard_job_done(struct eng_shard *s)
 {
         s->busy--;
-        if (s->closing && !s->busy) {
-                s->close_task.fn = close_step;
-                s->close_task.name = "shard close";
-                rx_loop_post(s->loop, &s->close_task);
-        }
+        if (s->closing && !s->busy)
+                post_close_step(s);
 }
 
 int eng_shard_close(struct eng_shard *s, void (*done)(void *arg, int res), void *arg)
@@ -532,8 +570,6 @@ int eng_shard_close(struct eng_shard *s, void (*done)(void *arg, int res), void 
                 s->retry_armed = false;
                 s->busy--;
         }
-        s->close_task.fn = close_step;
-        s->close_task.name = "shard close";
-        rx_loop_post(s->loop, &s->close_task);
+        post_close_step(s);
         return 0;
 }

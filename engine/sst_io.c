@@ -290,6 +290,7 @@ struct open_ctx {
         uint32_t meta_len;
         eng_sst_open_cb done;
         void *arg;
+        char path[];                    /* the open runs later: the caller's copy may be gone */
 };
 
 static void open_ctx_free(struct open_ctx *c)
@@ -398,19 +399,21 @@ static void on_table_fd(struct eng_fs_op *op, int res)
 int eng_sst_table_open(struct eng_fs *fs, struct eng_block_cache *cache, const char *path,
                        uint64_t file_id, uint64_t file_size, eng_sst_open_cb done, void *arg)
 {
-        struct open_ctx *c = calloc(1, sizeof(*c));
+        size_t plen = strlen(path) + 1;
+        struct open_ctx *c = calloc(1, sizeof(*c) + plen);
         int r;
 
         if (!c)
                 return -ENOMEM;
         *c = (struct open_ctx){ .fs = fs, .cache = cache, .file_id = file_id,
                                 .file_size = file_size, .fd = -1, .done = done, .arg = arg };
+        memcpy(c->path, path, plen);
         c->footer = mem_alloc_aligned(MEM_DIRECT_ALIGN, ENG_SST_FOOTER_BYTES);
         if (!c->footer) {
                 free(c);
                 return -ENOMEM;
         }
-        r = eng_fs_open(fs, &c->op, path, O_RDONLY | O_DIRECT, 0, on_table_fd);
+        r = eng_fs_open(fs, &c->op, c->path, O_RDONLY | O_DIRECT, 0, on_table_fd);
         if (r < 0) {
                 open_ctx_free(c);
                 return r;

@@ -70,7 +70,7 @@ struct eng_sst_table;
 typedef void (*eng_sst_open_cb)(void *arg, int res, struct eng_sst_table *t);
 
 /*
- * Opens the table at path (borrowed for the call) whose id and size the
+ * Opens the table at path (copied) whose id and size the
  * manifest gives. done(arg, res, t) runs later with a table holding one
  * reference, or res: -errno from open/read, -SCREE_ECORRUPT (short file,
  * bad footer, checksum, index), -SCREE_EUNSUPPORTED. Returns 0, or -ENOMEM

@@ -215,7 +215,7 @@ static int get_sync(const char *k, char *out, size_t cap)
 
 static void expect_value(const char *k, const char *want)
 {
-        char buf[256];
+        char buf[1024];
         int r = get_sync(k, buf, sizeof(buf));
 
         if (!want) {
@@ -463,7 +463,7 @@ Test(shard, a_small_budget_flushes_and_stalls_but_loses_nothing)
         }
         const struct eng_shard_stats *st = eng_shard_stats(sh);
 
-        cr_expect(ge(u64, st->flushes, 2));
+        cr_expect(ge(u64, st->flushes, 2), "%llu flushes", (unsigned long long)st->flushes);
         cr_expect(gt(u64, st->stalls, 0), "a burst over twice the budget must stall");
         for (int i = 0; i < 3000; i += 7) {
                 snprintf(k, sizeof(k), "k%05d", i);
@@ -493,9 +493,11 @@ Test(shard, flushed_log_segments_are_removed)
                 cr_assert(eq(int, flush_sync(), 0));
         }
         /* ~330 KB of log in 64 KiB segments, all flushed: closing waits for
-         * the removals; only the newest few segments may remain. */
+         * the removals. What may remain: the old log's last segment and its
+         * unused reserve (kept, emptied, so the ids stay contiguous), and the
+         * new log's first segment and reserve. */
         cr_assert(eq(int, reopen(), 0));
-        cr_expect(le(u32, count_files(".log"), 3), "%u segments left", count_files(".log"));
+        cr_expect(le(u32, count_files(".log"), 4), "%u segments left", count_files(".log"));
         snprintf(v, sizeof(v), "%0400d", 0);
         expect_value("r0k0", v);
         expect_value("r3k199", (snprintf(v, sizeof(v), "%0400d", 199), v));
@@ -646,7 +648,7 @@ Test(shard, a_corrupt_sstable_is_refused_at_start_up)
         snprintf(path, sizeof(path), "%s/0000000000000001.sst", dir);
         f = fopen(path, "r+");
         cr_assert(not(eq(ptr, f, NULL)));
-        fseek(f, -100, SEEK_END);
+        fseek(f, 4096 + 20, SEEK_SET);     /* the index block, read at open */
         fputc('X', f);
         fclose(f);
         cr_expect(eq(int, shard_open_sync(), -SCREE_ECORRUPT));
@@ -682,3 +684,4 @@ Test(shard, leftover_files_are_removed_at_start_up)
         cr_expect(eq(u32, count_files(".tmp"), 0));
         expect_value("a", "1");
 }
+

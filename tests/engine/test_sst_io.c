@@ -223,6 +223,24 @@ Test(sst_io, concurrent_misses_on_one_block_share_one_read)
         cr_expect(eq(u64, eng_block_cache_stats(cache)->blocks, 1));
 }
 
+/* Regression: the path was used after the call returned, so a caller
+ * reusing its buffer (the shard opening many tables) opened the wrong file. */
+Test(sst_io, open_copies_the_path_it_is_given)
+{
+        uint64_t size;
+        char p[PATH_MAX + 32];
+
+        cr_assert(eq(int, write_table(100, UINT32_MAX, 0, &size, NULL), 0));
+        strcpy(p, path);
+        open_done = false;
+        table = NULL;
+        cr_assert(eq(int, eng_sst_table_open(fs, cache, p, 1, size, on_open, NULL), 0));
+        strcpy(p, "/nonexistent");
+        cr_assert(eq(int, rx_loop_run_until(loop, &open_done), 0));
+        cr_expect(eq(int, open_res, 0));
+        eng_sst_table_unref(table);
+}
+
 Test(sst_io, a_missing_or_short_file_fails_to_open)
 {
         uint64_t size;
