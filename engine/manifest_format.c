@@ -490,24 +490,30 @@ int eng_manifest_header_decode(const void *src, size_t len, uint64_t *ret_salt)
         return 0;
 }
 
-size_t eng_manifest_record_encode(void *dst, uint64_t salt, enum eng_manifest_record_type type,
-                                  uint64_t synced_upto, const void *payload, size_t len)
+size_t eng_manifest_record_seal(void *dst, uint64_t salt, enum eng_manifest_record_type type,
+                                uint64_t synced_upto, size_t len)
 {
         uint8_t *p = dst;
         size_t total = eng_manifest_record_size(len);
 
         SCREE_ASSERT(len <= ENG_MANIFEST_MAX_PAYLOAD_BYTES);
+        memset(p + REC_HDR + len, 0, total - REC_HDR - len);
         le32_put(p + REC_LENGTH_OFF, (uint32_t)len);
         p[REC_TYPE_OFF] = (uint8_t)type;
         p[REC_FLAGS_OFF] = 0;
         le16_put(p + REC_RESERVED_OFF, 0);
         le64_put(p + REC_SYNCED_OFF, synced_upto);
-        le64_put(p + REC_PAYLOAD_CHECKSUM_OFF, checksum64(payload, len, salt));
+        le64_put(p + REC_PAYLOAD_CHECKSUM_OFF, checksum64(p + REC_HDR, len, salt));
         le64_put(p + REC_CHECKSUM_OFF, checksum64(p + REC_LENGTH_OFF, HEADER_CHECKED_BYTES, salt));
-        if (len)
-                memcpy(p + REC_HDR, payload, len);
-        memset(p + REC_HDR + len, 0, total - REC_HDR - len);
         return total;
+}
+
+size_t eng_manifest_record_encode(void *dst, uint64_t salt, enum eng_manifest_record_type type,
+                                  uint64_t synced_upto, const void *payload, size_t len)
+{
+        if (len)
+                memcpy((uint8_t *)dst + REC_HDR, payload, len);
+        return eng_manifest_record_seal(dst, salt, type, synced_upto, len);
 }
 
 int eng_manifest_reader_init(struct eng_manifest_reader *r, const void *buf, size_t len)

@@ -163,9 +163,16 @@ static inline size_t eng_manifest_record_size(size_t len)
 
 /* Encodes a record at dst (room for eng_manifest_record_size(len) bytes),
  * zero-filling the padding. synced_upto: the file offset known durable now.
- * REQUIRES: len <= ENG_MANIFEST_MAX_PAYLOAD_BYTES. Returns the bytes written. */
+ * payload is borrowed. REQUIRES: len <= ENG_MANIFEST_MAX_PAYLOAD_BYTES.
+ * Returns the bytes written. */
 size_t eng_manifest_record_encode(void *dst, uint64_t salt, enum eng_manifest_record_type type,
                                   uint64_t synced_upto, const void *payload, size_t len);
+
+/* The same for a payload of len bytes already in place at
+ * dst + ENG_MANIFEST_RECORD_HEADER_BYTES (encoded there to save a copy):
+ * writes the header and the padding. Returns the bytes of the record. */
+size_t eng_manifest_record_seal(void *dst, uint64_t salt, enum eng_manifest_record_type type,
+                                uint64_t synced_upto, size_t len);
 
 /* A decoded record; payload is borrowed from the reader's buffer. */
 struct eng_manifest_record {

@@ -147,7 +147,8 @@ static void fb_sample(struct fbuf *fb)
 
 /* Reads fb; on success checks the result against the first want_edits
  * edits and frees it. Returns read's result; *r says where it stopped. */
-static int read_expect(const struct fbuf *fb, size_t len, unsigned want_edits, struct eng_manifest_reader *r)
+static int read_expect(const struct fbuf *fb, size_t len, unsigned want_edits,
+                       struct eng_manifest_reader *r)
 {
         struct eng_manifest_state got, want;
         int rc = eng_manifest_read(r, fb->buf, len, &got);
@@ -159,6 +160,19 @@ static int read_expect(const struct fbuf *fb, size_t len, unsigned want_edits, s
         eng_manifest_state_fini(&got);
         eng_manifest_state_fini(&want);
         return 0;
+}
+
+/* Expects reading the first len bytes of fb to fail with want, at bad_off
+ * (SIZE_MAX: anywhere). */
+static void expect_read_fails(const struct fbuf *fb, size_t len, int want, size_t bad_off,
+                              const char *what)
+{
+        struct eng_manifest_reader r;
+        struct eng_manifest_state s;
+
+        cr_expect(eq(int, eng_manifest_read(&r, fb->buf, len, &s), want), "%s", what);
+        if (bad_off != SIZE_MAX)
+                cr_expect(eq(sz, r.bad_off, bad_off), "%s", what);
 }
 
 /* ---- states, payloads, edits ---- */
@@ -324,7 +338,8 @@ Test(manifest_format, an_edit_that_does_not_apply_is_refused_and_changes_nothing
                 { "add to an unknown tablet", { .added = bad_tablet, .n_added = 1 } },
                 { "add min_seq > max_seq", { .added = bad_range, .n_added = 1 } },
                 { "add the largest id", { .added = max_id, .n_added = 1 } },
-                { "flushed seq backwards", { .flushed_tablets = t0, .flushed_seqs = back, .n_flushed = 1 } },
+                { "flushed seq backwards",
+                  { .flushed_tablets = t0, .flushed_seqs = back, .n_flushed = 1 } },
                 { "flushed tablet out of range",
                   { .flushed_tablets = t3, .flushed_seqs = any, .n_flushed = 1 } },
                 { "flushed twice, going down",
@@ -452,39 +467,30 @@ Test(manifest_format, a_torn_write_whose_later_record_survived_is_a_tail_not_cor
 
 Test(manifest_format, damage_in_a_record_a_later_one_says_was_durable_is_corruption)
 {
-        struct eng_manifest_state s;
-        struct eng_manifest_reader r;
         struct fbuf fb;
 
         fb_sample(&fb);
         fb.buf[fb.rec_off[2] + ENG_MANIFEST_RECORD_HEADER_BYTES] ^= 0x01;      /* payload checksum fails */
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_ECORRUPT));
-        cr_expect(eq(sz, r.bad_off, fb.rec_off[2]));
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[2], "");
         fb_sample(&fb);
         fb.buf[fb.rec_off[1] + 3] ^= 0x01;                                     /* header checksum fails */
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_ECORRUPT));
-        cr_expect(eq(sz, r.bad_off, fb.rec_off[1]));
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[1], "");
 }
 
 Test(manifest_format, a_damaged_snapshot_is_corruption_even_at_the_end)
 {
-        struct eng_manifest_state s;
-        struct eng_manifest_reader r;
         struct fbuf fb;
 
         fb_sample(&fb);
         fb.buf[fb.rec_off[0] + ENG_MANIFEST_RECORD_HEADER_BYTES + 5] ^= 0x10;
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.rec_off[1], &s), -SCREE_ECORRUPT),
-                  "the snapshot is synced before the file is published: never a torn tail");
-        cr_expect(eq(sz, r.bad_off, ENG_MANIFEST_HEADER_BYTES));
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, ENG_MANIFEST_HEADER_BYTES, &s), -SCREE_ECORRUPT),
-                  "a header alone");
+        /* The snapshot is synced before the file is published: never a torn tail. */
+        expect_read_fails(&fb, fb.rec_off[1], -SCREE_ECORRUPT, ENG_MANIFEST_HEADER_BYTES, "damaged");
+        expect_read_fails(&fb, ENG_MANIFEST_HEADER_BYTES, -SCREE_ECORRUPT, ENG_MANIFEST_HEADER_BYTES,
+                          "a header alone");
 }
 
 Test(manifest_format, bad_lengths_are_corruption)
 {
-        struct eng_manifest_state s;
-        struct eng_manifest_reader r;
         struct fbuf fb;
         uint8_t *h;
 
@@ -493,42 +499,37 @@ Test(manifest_format, bad_lengths_are_corruption)
         h = fb.buf + fb.rec_off[3];
         le32_put(h + 8, ENG_MANIFEST_MAX_PAYLOAD_BYTES + 1);
         reseal(&fb, fb.rec_off[3]);
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_ECORRUPT));
-        cr_expect(eq(sz, r.bad_off, fb.rec_off[3]));
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[3], "");
         /* Counts inside an edit that claim more than its payload holds. */
         fb_sample(&fb);
         h = fb.buf + fb.rec_off[2];
         le32_put(h + ENG_MANIFEST_RECORD_HEADER_BYTES + 16, 2);        /* n_added */
         reseal_payload(&fb, fb.rec_off[2]);
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_ECORRUPT));
-        cr_expect(eq(sz, r.bad_off, fb.rec_off[2]));
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[2], "");
 }
 
 Test(manifest_format, unknown_record_types_and_misplaced_snapshots_are_corruption)
 {
-        struct eng_manifest_state s, snap;
-        struct eng_manifest_reader r;
+        struct eng_manifest_state snap;
         struct fbuf fb;
 
         fb_sample(&fb);
         fb.buf[fb.rec_off[2] + 12] = 9;
         reseal(&fb, fb.rec_off[2]);
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_ECORRUPT), "unknown type");
-        cr_expect(eq(sz, r.bad_off, fb.rec_off[2]));
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[2], "unknown type");
         fb_sample(&fb);
         fb.buf[fb.rec_off[2] + 13] = 1;
         reseal(&fb, fb.rec_off[2]);
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_ECORRUPT), "flags set");
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, SIZE_MAX, "flags set");
         /* A snapshot after the first record. */
         manifest_sample_state(&snap);
         fb_sample(&fb);
         fb_snapshot(&fb, &snap);
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_ECORRUPT), "second snapshot");
-        cr_expect(eq(sz, r.bad_off, fb.rec_off[4]));
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[4], "second snapshot");
         /* An edit first. */
         fb_init(&fb, SALT);
         fb_edit(&fb, &e3);
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_ECORRUPT), "no snapshot");
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, SIZE_MAX, "no snapshot");
         eng_manifest_state_fini(&snap);
 }
 
@@ -536,40 +537,34 @@ Test(manifest_format, an_edit_that_does_not_apply_is_corruption)
 {
         static const struct eng_manifest_table gone[] = { { .tablet = 0, .file_id = 3 } };
         struct eng_manifest_edit again = { .removed = gone, .n_removed = 1 };
-        struct eng_manifest_state s;
-        struct eng_manifest_reader r;
         struct fbuf fb;
 
         fb_sample(&fb);
         fb_edit(&fb, &again);   /* e2 removed table 3 already */
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_ECORRUPT));
-        cr_expect(eq(sz, r.bad_off, fb.rec_off[4]));
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[4], "");
 }
 
 Test(manifest_format, bad_headers_are_refused)
 {
-        struct eng_manifest_state s;
-        struct eng_manifest_reader r;
         struct fbuf fb;
         uint64_t salt;
 
         fb_sample(&fb);
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, 0, &s), -SCREE_ECORRUPT), "empty file");
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, 31, &s), -SCREE_ECORRUPT), "short header");
+        expect_read_fails(&fb, 0, -SCREE_ECORRUPT, SIZE_MAX, "empty file");
+        expect_read_fails(&fb, 31, -SCREE_ECORRUPT, SIZE_MAX, "short header");
         fb.buf[0] = 'S';
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_ECORRUPT), "magic");
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, SIZE_MAX, "magic");
         fb_sample(&fb);
         fb.buf[17] ^= 1;
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_ECORRUPT), "checksum");
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, SIZE_MAX, "checksum");
         fb_sample(&fb);
         le32_put(fb.buf + 8, ENG_MANIFEST_VERSION + 1);
         le64_put(fb.buf + 24, checksum64(fb.buf, 24, 0));
         cr_expect(eq(int, eng_manifest_header_decode(fb.buf, fb.len, &salt), -SCREE_EUNSUPPORTED));
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_EUNSUPPORTED), "newer version");
+        expect_read_fails(&fb, fb.len, -SCREE_EUNSUPPORTED, SIZE_MAX, "newer version");
         le32_put(fb.buf + 8, 0);
         le64_put(fb.buf + 24, checksum64(fb.buf, 24, 0));
-        cr_expect(eq(int, eng_manifest_read(&r, fb.buf, fb.len, &s), -SCREE_ECORRUPT), "version 0");
-        cr_expect(eq(sz, r.bad_off, 0));
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, 0, "version 0");
 }
 
 Test(manifest_format, records_of_another_file_never_verify)
