@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Manifest format: the per-shard record of its durable state -- the
+ * SSTables of each tablet, how far each tablet has flushed, the next file
+ * id and the oldest commit-log segment still needed. Pure (base/ only), so
+ * every failure mode is testable without a ring. Bytes:
+ * docs/format/manifest.md.
+ *
+ * A manifest file is a 32-byte header (magic "screeMAN", version, salt,
+ * checksum), one SNAPSHOT record holding a whole state, then EDIT records,
+ * each applied on top of the state before it. Records are framed like
+ * commit-log records: a header with its own checksum, verified before its
+ * length is trusted, a payload checksum, and synced_upto, the file offset
+ * known durable when the record was written. Both checksums are seeded with
+ * the file's salt, so bytes from any other file never verify. The reader
+ * tells a torn tail (records whose write never completed: cut) from
+ * corruption (damage in bytes a later record says were durable) as the
+ * commit log does.
+ *
+ * A state owns its arrays (init/copy/fini); an edit borrows everything.
+ * Applying an edit validates all of it first and changes nothing on error.
+ * Pure functions; any thread, one state per thread at a time.
+ */
+#ifndef SCREE_ENGINE_MANIFEST_FORMAT_H
+#define SCREE_ENGINE_MANIFEST_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ENG_MANIFEST_MAGIC "screeMAN"          /* 8 bytes, no NUL */
+#define ENG_MANIFEST_VERSION 1u
+#define ENG_MANIFEST_HEADER_BYTES 32u
+#define ENG_MANIFEST_RECORD_HEADER_BYTES 32u
+#define ENG_MANIFEST_RECORD_ALIGN 8u
+#define ENG_MANIFEST_MAX_PAYLOAD_BYTES (1u << 30)
+
+enum eng_manifest_record_type {
+        ENG_MANIFEST_RECORD_SNAPSHOT = 1,       /* a whole state; the first record, only there */
+        ENG_MANIFEST_RECORD_EDIT = 2,           /* one edit of the state before it */
+        ENG_MANIFEST_RECORD_TYPE_MAX,
+        ENG_MANIFEST_RECORD_TYPE_INVALID = 0,
+};
+
+struct eng_manifest_table {
+        uint32_t tablet;
+        uint64_t file_id;               /* file is <dir>/<16 hex digits of file_id>.sst */
+        uint64_t file_size;
+        uint64_t min_seq, max_seq;      /* a tablet's tables have disjoint seq ranges;
+                                         * newest = highest max_seq */
+};
+
+struct eng_manifest_layout {            /* checked at start-up: refuse to open with a different layout */
+        uint32_t shard, n_shards, tablets_per_shard;
+};
+
+struct eng_manifest_state {
+        struct eng_manifest_layout layout;
+        uint64_t next_file_id;          /* ids below are used (SSTables) */
+        uint64_t log_segment;           /* oldest commit-log segment still needed by some tablet */
+        uint32_t n_tablets;             /* flushed_seq has n_tablets slots (tablet ids
+                                         * are 0..n-1 within the shard) */
+        uint64_t *flushed_seq;          /* per tablet: every entry with seq <= this is in its SSTables */
+        struct eng_manifest_table *tables;
+        size_t n_tables;                /* owned by the state */
+};
+
+struct eng_manifest_edit {              /* everything borrowed; zero/NULL fields mean "unchanged" */
+        const struct eng_manifest_table *added;
+        uint32_t n_added;
+        const struct eng_manifest_table *removed;       /* matched by tablet+file_id */
+        uint32_t n_removed;
+        const uint32_t *flushed_tablets;
+        const uint64_t *flushed_seqs;
+        uint32_t n_flushed;
+        uint64_t next_file_id;          /* 0 = unchanged; must not go backwards */
+        uint64_t log_segment;           /* 0 = unchanged; must not go backwards */
+};
+
+/* ---- states ---- */
+
+/* Makes an empty state: layout, n_tablets slots of flushed_seq at 0, no
+ * tables, ids 0. Returns 0 or -ENOMEM (*s untouched). Free with
+ * eng_manifest_state_fini. */
+int eng_manifest_state_init(struct eng_manifest_state *s, const struct eng_manifest_layout *layout,
+                            uint32_t n_tablets);
+
+/* Deep copy of src into dst (caller storage, not initialized). Returns 0 or
+ * -ENOMEM (*dst untouched). Free with eng_manifest_state_fini. */
+int eng_manifest_state_copy(struct eng_manifest_state *dst, const struct eng_manifest_state *src);
+
+/* Frees the arrays of s and zeroes it. Accepts a zeroed state. */
+void eng_manifest_state_fini(struct eng_manifest_state *s);
+
+/*
+ * Checks the invariants of a whole state: every table's tablet is below
+ * n_tablets, min_seq <= max_seq, file ids are unique and below
+ * next_file_id; the arrays are present when their counts are not zero.
+ * Returns 0, -SCREE_ECORRUPT, or -ENOMEM.
+ */
+int eng_manifest_state_check(const struct eng_manifest_state *s);
+
+/*
+ * Applies e to s. Order: removed tables go, added tables are appended (in
+ * their order, after the survivors, which keep theirs), flushed seqs and
+ * ids are set. Adding a table raises next_file_id past its id, so ids below
+ * next_file_id stay used. Returns 0; -SCREE_ECORRUPT if e does not apply --
+ * a removed table that is not there (or removed twice), an added id already
+ * present (or added twice), an added table of an unknown tablet or with
+ * min_seq > max_seq, a flushed tablet out of range or whose seq goes
+ * backwards, next_file_id or log_segment going backwards; or -ENOMEM. On
+ * error s is unchanged.
+ */
+int eng_manifest_state_apply(struct eng_manifest_state *s, const struct eng_manifest_edit *e);
+
+/* ---- payloads ---- */
+
+/* Bytes of a snapshot payload of s. */
+size_t eng_manifest_snapshot_size(const struct eng_manifest_state *s);
+
+/* Encodes s into the eng_manifest_snapshot_size(s) bytes at dst. */
+void eng_manifest_snapshot_encode(void *dst, const struct eng_manifest_state *s);
+
+/* Decodes a snapshot payload into *ret (written only on success; free with
+ * eng_manifest_state_fini). Returns 0, -SCREE_ECORRUPT (length does not
+ * match the counts, nonzero reserved bytes, or the state fails
+ * eng_manifest_state_check) or -ENOMEM. */
+int eng_manifest_snapshot_decode(const void *src, size_t len, struct eng_manifest_state *ret);
+
+/* Bytes of an edit payload of e. */
+size_t eng_manifest_edit_size(const struct eng_manifest_edit *e);
+
+/* Encodes e into the eng_manifest_edit_size(e) bytes at dst. */
+void eng_manifest_edit_encode(void *dst, const struct eng_manifest_edit *e);
+
+/*
+ * Decodes an edit payload. *ret's arrays point into one allocation returned
+ * in *ret_mem (NULL when all counts are 0): the caller frees it with free()
+ * when done with *ret. Both are written only on success. Returns 0,
+ * -SCREE_ECORRUPT (length does not match the counts, nonzero reserved
+ * bytes) or -ENOMEM.
+ */
+int eng_manifest_edit_decode(const void *src, size_t len, struct eng_manifest_edit *ret, void **ret_mem);
+
+/* ---- file header and records ---- */
+
+/* Writes a file header with salt (the seed of every record checksum in the
+ * file; chosen different for every file) into ENG_MANIFEST_HEADER_BYTES at dst. */
+void eng_manifest_header_encode(void *dst, uint64_t salt);
+
+/* Verifies a file header and returns its salt. Returns 0, -SCREE_ECORRUPT
+ * (short, bad magic or checksum, nonzero reserved, version 0) or
+ * -SCREE_EUNSUPPORTED (a newer version). *ret_salt is written only on success. */
+int eng_manifest_header_decode(const void *src, size_t len, uint64_t *ret_salt);
+
+/* Bytes a record with a payload of len bytes takes, padding included. */
+static inline size_t eng_manifest_record_size(size_t len)
+{
+        size_t n = ENG_MANIFEST_RECORD_HEADER_BYTES + len;
+
+        return (n + ENG_MANIFEST_RECORD_ALIGN - 1) & ~(size_t)(ENG_MANIFEST_RECORD_ALIGN - 1);
+}
+
+/* Encodes a record at dst (room for eng_manifest_record_size(len) bytes),
+ * zero-filling the padding. synced_upto: the file offset known durable now.
+ * payload is borrowed. REQUIRES: len <= ENG_MANIFEST_MAX_PAYLOAD_BYTES.
+ * Returns the bytes written. */
+size_t eng_manifest_record_encode(void *dst, uint64_t salt, enum eng_manifest_record_type type,
+                                  uint64_t synced_upto, const void *payload, size_t len);
+
+/* The same for a payload of len bytes already in place at
+ * dst + ENG_MANIFEST_RECORD_HEADER_BYTES (encoded there to save a copy):
+ * writes the header and the padding. Returns the bytes of the record. */
+size_t eng_manifest_record_seal(void *dst, uint64_t salt, enum eng_manifest_record_type type,
+                                uint64_t synced_upto, size_t len);
+
+/* A decoded record; payload is borrowed from the reader's buffer. */
+struct eng_manifest_record {
+        enum eng_manifest_record_type type;
+        uint64_t synced_upto;
+        const uint8_t *payload;
+        uint32_t len;
+        size_t offset;                  /* of the record header in the file */
+};
+
+/* Reads one manifest file held in memory (borrowed for the reader's life). */
+struct eng_manifest_reader {
+        const uint8_t *buf;
+        size_t len;
+        uint64_t salt;
+        size_t off;                     /* next record; after the end: where valid data ends */
+        bool torn;                      /* the end was not clean: a cut record was dropped */
+        size_t bad_off;                 /* on an error: offset of the bad header or record */
+};
+
+/* Starts reading a file: verifies its header (see eng_manifest_header_decode
+ * for the returns; r->bad_off is 0 then). */
+int eng_manifest_reader_init(struct eng_manifest_reader *r, const void *buf, size_t len);
+
+/*
+ * Returns 1 and *ret (valid while buf is) for the next record; 0 at the end
+ * (r->off is where valid data ends, r->torn whether a cut record was
+ * dropped there); -SCREE_ECORRUPT if a record is damaged although a later
+ * record says it was durable, or verifies but has an unknown type, nonzero
+ * flags or a length above ENG_MANIFEST_MAX_PAYLOAD_BYTES (r->bad_off names it).
+ */
+int eng_manifest_reader_next(struct eng_manifest_reader *r, struct eng_manifest_record *ret);
+
+/*
+ * Reads a whole file into *ret (written only on success; free with
+ * eng_manifest_state_fini): the header, the snapshot, and every edit
+ * applied in order. Returns 0 (r->off: bytes of valid data, r->torn: a
+ * torn tail was cut), -SCREE_ECORRUPT (as eng_manifest_reader_next, or no
+ * snapshot first, a snapshot later, a payload that does not decode or an
+ * edit that does not apply; r->bad_off names it), -SCREE_EUNSUPPORTED, or
+ * -ENOMEM.
+ */
+int eng_manifest_read(struct eng_manifest_reader *r, const void *buf, size_t len,
+                      struct eng_manifest_state *ret);
+
+#endif

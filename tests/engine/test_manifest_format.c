@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The manifest format (engine/manifest_format.h), in memory: snapshots and
+ * edits round-trip; applying an edit validates it and changes nothing on
+ * error; a file reads back to the state its records describe; and the
+ * reader's failure modes -- truncated tail, torn record, a torn write whose
+ * later record survived, bad checksum, bad lengths, unknown record type,
+ * misplaced snapshots, bad headers, edits that do not apply, stale bytes
+ * of another file -- each end as a cut tail or as -SCREE_ECORRUPT at the
+ * right offset.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/checksum.h"
+#include "base/endian.h"
+#include "engine/manifest_format.h"
+#include "tests/engine/manifest_helpers.h"
+
+TestSuite(manifest_format, .timeout = 30);
+
+#define SALT UINT64_C(0x5eed5a1700000001)
+#define FILE_CAP (64u * 1024u)
+#define MAX_RECS 16
+
+/* A manifest file built in memory the way the writer builds it: records
+ * claim durable what the last fb_sync covered. */
+struct fbuf {
+        uint8_t buf[FILE_CAP];
+        size_t len;
+        uint64_t salt, synced;
+        size_t rec_off[MAX_RECS];
+        unsigned n_rec;
+};
+
+static void fb_init(struct fbuf *fb, uint64_t salt)
+{
+        memset(fb, 0, sizeof(*fb));
+        fb->salt = salt;
+        eng_manifest_header_encode(fb->buf, salt);
+        fb->len = ENG_MANIFEST_HEADER_BYTES;
+}
+
+static void fb_record(struct fbuf *fb, enum eng_manifest_record_type type, const void *p, size_t len)
+{
+        cr_assert(le(sz, fb->len + eng_manifest_record_size(len), FILE_CAP));
+        cr_assert(lt(u32, fb->n_rec, MAX_RECS));
+        fb->rec_off[fb->n_rec++] = fb->len;
+        fb->len += eng_manifest_record_encode(fb->buf + fb->len, fb->salt, type, fb->synced, p, len);
+}
+
+static void fb_snapshot(struct fbuf *fb, const struct eng_manifest_state *s)
+{
+        uint8_t p[4096];
+
+        cr_assert(le(sz, eng_manifest_snapshot_size(s), sizeof(p)));
+        eng_manifest_snapshot_encode(p, s);
+        fb_record(fb, ENG_MANIFEST_RECORD_SNAPSHOT, p, eng_manifest_snapshot_size(s));
+}
+
+static void fb_edit(struct fbuf *fb, const struct eng_manifest_edit *e)
+{
+        uint8_t p[4096];
+
+        cr_assert(le(sz, eng_manifest_edit_size(e), sizeof(p)));
+        eng_manifest_edit_encode(p, e);
+        fb_record(fb, ENG_MANIFEST_RECORD_EDIT, p, eng_manifest_edit_size(e));
+}
+
+static void fb_sync(struct fbuf *fb)
+{
+        fb->synced = fb->len;
+}
+
+/* Recomputes the header checksum of the record at off after a forged field. */
+static void reseal(struct fbuf *fb, size_t off)
+{
+        uint8_t *h = fb->buf + off;
+
+        le64_put(h, checksum64(h + 8, ENG_MANIFEST_RECORD_HEADER_BYTES - 8, fb->salt));
+}
+
+/* Reseals the record at off after forging its payload too. */
+static void reseal_payload(struct fbuf *fb, size_t off)
+{
+        uint8_t *h = fb->buf + off;
+
+        le64_put(h + 24, checksum64(h + ENG_MANIFEST_RECORD_HEADER_BYTES, le32_get(h + 8), fb->salt));
+        reseal(fb, off);
+}
+
+/* The edits used by the file tests, on top of manifest_sample_state. */
+static const struct eng_manifest_table e1_added[] = {
+        { .tablet = 1, .file_id = 9, .file_size = 4096, .min_seq = 1, .max_seq = 300 },
+};
+static const uint32_t e1_tablets[] = { 1 };
+static const uint64_t e1_seqs[] = { 300 };
+static const struct eng_manifest_edit e1 = { .added = e1_added, .n_added = 1, .flushed_tablets = e1_tablets,
+                                             .flushed_seqs = e1_seqs, .n_flushed = 1, .log_segment = 18 };
+static const struct eng_manifest_table e2_removed[] = {
+        { .tablet = 0, .file_id = 3 },
+        { .tablet = 0, .file_id = 8 },
+};
+static const struct eng_manifest_table e2_added[] = {
+        { .tablet = 0, .file_id = 11, .file_size = 16384, .min_seq = 1, .max_seq = 200 },
+};
+static const struct eng_manifest_edit e2 = { .added = e2_added, .n_added = 1, .removed = e2_removed,
+                                             .n_removed = 2, .next_file_id = 12 };
+static const uint32_t e3_tablets[] = { 2 };
+static const uint64_t e3_seqs[] = { 50 };
+static const struct eng_manifest_edit e3 = { .flushed_tablets = e3_tablets, .flushed_seqs = e3_seqs,
+                                             .n_flushed = 1 };
+
+/* The sample state with the first n of e1, e2, e3 applied. */
+static void expected_state(struct eng_manifest_state *s, unsigned n)
+{
+        const struct eng_manifest_edit *all[] = { &e1, &e2, &e3 };
+
+        manifest_sample_state(s);
+        for (unsigned i = 0; i < n; i++)
+                cr_assert(eq(int, eng_manifest_state_apply(s, all[i]), 0), "edit %u", i + 1);
+}
+
+/* Header, snapshot, then e1, e2, e3, each written and synced on its own. */
+static void fb_sample(struct fbuf *fb)
+{
+        struct eng_manifest_state s;
+
+        manifest_sample_state(&s);
+        fb_init(fb, SALT);
+        fb_snapshot(fb, &s);
+        fb_sync(fb);
+        fb_edit(fb, &e1);
+        fb_sync(fb);
+        fb_edit(fb, &e2);
+        fb_sync(fb);
+        fb_edit(fb, &e3);
+        fb_sync(fb);
+        eng_manifest_state_fini(&s);
+}
+
+/* Reads fb; on success checks the result against the first want_edits
+ * edits and frees it. Returns read's result; *r says where it stopped. */
+static int read_expect(const struct fbuf *fb, size_t len, unsigned want_edits,
+                       struct eng_manifest_reader *r)
+{
+        struct eng_manifest_state got, want;
+        int rc = eng_manifest_read(r, fb->buf, len, &got);
+
+        if (rc < 0)
+                return rc;
+        expected_state(&want, want_edits);
+        cr_expect(manifest_state_is_equal(&got, &want), "state differs from %u edits applied", want_edits);
+        eng_manifest_state_fini(&got);
+        eng_manifest_state_fini(&want);
+        return 0;
+}
+
+/* Expects reading the first len bytes of fb to fail with want, at bad_off
+ * (SIZE_MAX: anywhere). */
+static void expect_read_fails(const struct fbuf *fb, size_t len, int want, size_t bad_off,
+                              const char *what)
+{
+        struct eng_manifest_reader r;
+        struct eng_manifest_state s;
+
+        cr_expect(eq(int, eng_manifest_read(&r, fb->buf, len, &s), want), "%s", what);
+        if (bad_off != SIZE_MAX)
+                cr_expect(eq(sz, r.bad_off, bad_off), "%s", what);
+}
+
+/* ---- states, payloads, edits ---- */
+
+Test(manifest_format, snapshot_round_trips_every_field)
+{
+        struct eng_manifest_state s, got;
+        uint8_t buf[1024];
+        size_t n;
+
+        manifest_sample_state(&s);
+        n = eng_manifest_snapshot_size(&s);
+        cr_assert(eq(sz, n, 40 + 3 * 8 + 3 * 36));
+        eng_manifest_snapshot_encode(buf, &s);
+        cr_assert(eq(int, eng_manifest_snapshot_decode(buf, n, &got), 0));
+        cr_expect(manifest_state_is_equal(&s, &got));
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n - 1, &got), -SCREE_ECORRUPT));
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, 39, &got), -SCREE_ECORRUPT));
+        eng_manifest_state_fini(&got);
+        eng_manifest_state_fini(&s);
+}
+
+Test(manifest_format, an_empty_state_round_trips)
+{
+        struct eng_manifest_layout layout = { .shard = 0, .n_shards = 1, .tablets_per_shard = 0 };
+        struct eng_manifest_state s, got;
+        uint8_t buf[64];
+
+        cr_assert(eq(int, eng_manifest_state_init(&s, &layout, 0), 0));
+        cr_assert(eq(sz, eng_manifest_snapshot_size(&s), 40));
+        eng_manifest_snapshot_encode(buf, &s);
+        cr_assert(eq(int, eng_manifest_snapshot_decode(buf, 40, &got), 0));
+        cr_expect(manifest_state_is_equal(&s, &got));
+        cr_expect(eq(ptr, got.tables, NULL));
+        eng_manifest_state_fini(&got);
+        eng_manifest_state_fini(&s);
+}
+
+Test(manifest_format, a_snapshot_of_an_invalid_state_or_with_reserved_bits_is_corrupt)
+{
+        struct eng_manifest_state s, got;
+        uint8_t buf[1024];
+        size_t n;
+
+        manifest_sample_state(&s);
+        n = eng_manifest_snapshot_size(&s);
+        s.tables[1].file_id = 3;        /* duplicate id */
+        eng_manifest_snapshot_encode(buf, &s);
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, &got), -SCREE_ECORRUPT));
+        s.tables[1].file_id = 9;        /* not below next_file_id */
+        eng_manifest_snapshot_encode(buf, &s);
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, &got), -SCREE_ECORRUPT));
+        s.tables[1].file_id = 5;
+        s.tables[1].tablet = 3;         /* no such tablet */
+        eng_manifest_snapshot_encode(buf, &s);
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, &got), -SCREE_ECORRUPT));
+        s.tables[1].tablet = 2;
+        eng_manifest_snapshot_encode(buf, &s);
+        buf[36] = 1;                    /* reserved */
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, &got), -SCREE_ECORRUPT));
+        eng_manifest_state_fini(&s);
+}
+
+Test(manifest_format, an_edit_round_trips_every_field)
+{
+        struct eng_manifest_edit got;
+        uint8_t buf[1024];
+        void *mem;
+        size_t n = eng_manifest_edit_size(&e2);
+
+        cr_assert(eq(sz, n, 32 + 36 + 2 * 12));
+        eng_manifest_edit_encode(buf, &e2);
+        cr_assert(eq(int, eng_manifest_edit_decode(buf, n, &got, &mem), 0));
+        cr_expect(eq(u64, got.next_file_id, 12));
+        cr_expect(eq(u64, got.log_segment, 0));
+        cr_assert(eq(u32, got.n_added, 1));
+        cr_expect(manifest_table_is_equal(&got.added[0], &e2_added[0]));
+        cr_assert(eq(u32, got.n_removed, 2));
+        cr_expect(eq(u64, got.removed[1].file_id, 8));
+        cr_expect(eq(u32, got.n_flushed, 0));
+        cr_expect(eq(ptr, (void *)got.flushed_tablets, NULL));
+        free(mem);
+
+        n = eng_manifest_edit_size(&e1);
+        eng_manifest_edit_encode(buf, &e1);
+        cr_assert(eq(int, eng_manifest_edit_decode(buf, n, &got, &mem), 0));
+        cr_assert(eq(u32, got.n_flushed, 1));
+        cr_expect(eq(u32, got.flushed_tablets[0], 1));
+        cr_expect(eq(u64, got.flushed_seqs[0], 300));
+        cr_expect(eq(u64, got.log_segment, 18));
+        free(mem);
+        cr_expect(eq(int, eng_manifest_edit_decode(buf, n - 12, &got, &mem), -SCREE_ECORRUPT),
+                  "counts say more than the payload holds");
+        cr_expect(eq(int, eng_manifest_edit_decode(buf, 31, &got, &mem), -SCREE_ECORRUPT));
+}
+
+Test(manifest_format, an_empty_edit_round_trips_and_changes_nothing)
+{
+        struct eng_manifest_edit empty = { 0 }, got;
+        struct eng_manifest_state s, before;
+        uint8_t buf[64];
+        void *mem = &buf;
+
+        eng_manifest_edit_encode(buf, &empty);
+        cr_assert(eq(int, eng_manifest_edit_decode(buf, eng_manifest_edit_size(&empty), &got, &mem), 0));
+        cr_expect(eq(ptr, mem, NULL));
+        manifest_sample_state(&s);
+        manifest_sample_state(&before);
+        cr_assert(eq(int, eng_manifest_state_apply(&s, &got), 0));
+        cr_expect(manifest_state_is_equal(&s, &before));
+        eng_manifest_state_fini(&s);
+        eng_manifest_state_fini(&before);
+}
+
+Test(manifest_format, apply_removes_adds_in_order_and_moves_ids_forward)
+{
+        struct eng_manifest_state s;
+        static const struct eng_manifest_table big[] = {
+                { .tablet = 2, .file_id = 40, .file_size = 1, .min_seq = 300, .max_seq = 301 },
+        };
+        struct eng_manifest_edit raise = { .added = big, .n_added = 1 };
+
+        expected_state(&s, 2);
+        /* Removed 3 and 8 of tablet 0; 5 keeps its place, 9 and 11 follow. */
+        cr_assert(eq(sz, s.n_tables, 3));
+        cr_expect(eq(u64, s.tables[0].file_id, 5));
+        cr_expect(eq(u64, s.tables[1].file_id, 9));
+        cr_expect(eq(u64, s.tables[2].file_id, 11));
+        cr_expect(eq(u64, s.flushed_seq[1], 300));
+        cr_expect(eq(u64, s.log_segment, 18));
+        cr_expect(eq(u64, s.next_file_id, 12));
+        cr_assert(eq(int, eng_manifest_state_apply(&s, &raise), 0));
+        cr_expect(eq(u64, s.next_file_id, 41), "an added id is used: next_file_id moves past it");
+        cr_expect(eq(int, eng_manifest_state_check(&s), 0));
+        eng_manifest_state_fini(&s);
+}
+
+Test(manifest_format, an_edit_that_does_not_apply_is_refused_and_changes_nothing)
+{
+        static const struct eng_manifest_table missing[] = { { .tablet = 0, .file_id = 4 } };
+        static const struct eng_manifest_table wrong_tablet[] = { { .tablet = 1, .file_id = 3 } };
+        static const struct eng_manifest_table twice[] = { { .tablet = 0, .file_id = 3 },
+                                                           { .tablet = 0, .file_id = 3 } };
+        static const struct eng_manifest_table dup_id[] = { { .tablet = 1, .file_id = 5, .max_seq = 1 } };
+        static const struct eng_manifest_table dup_in_edit[] = { { .tablet = 1, .file_id = 20 },
+                                                                 { .tablet = 2, .file_id = 20 } };
+        static const struct eng_manifest_table bad_tablet[] = { { .tablet = 3, .file_id = 20 } };
+        static const struct eng_manifest_table bad_range[] = {
+                { .tablet = 1, .file_id = 20, .min_seq = 5, .max_seq = 4 },
+        };
+        static const struct eng_manifest_table max_id[] = { { .tablet = 1, .file_id = UINT64_MAX } };
+        static const uint32_t t0[] = { 0 }, t3[] = { 3 }, t11[] = { 1, 1 };
+        static const uint64_t back[] = { 199 }, any[] = { 500 }, down[] = { 10, 9 };
+        const struct {
+                const char *what;
+                struct eng_manifest_edit e;
+        } cases[] = {
+                { "remove a table that is not there", { .removed = missing, .n_removed = 1 } },
+                { "remove from the wrong tablet", { .removed = wrong_tablet, .n_removed = 1 } },
+                { "remove twice", { .removed = twice, .n_removed = 2 } },
+                { "add an id already present", { .added = dup_id, .n_added = 1 } },
+                { "add one id twice", { .added = dup_in_edit, .n_added = 2 } },
+                { "add to an unknown tablet", { .added = bad_tablet, .n_added = 1 } },
+                { "add min_seq > max_seq", { .added = bad_range, .n_added = 1 } },
+                { "add the largest id", { .added = max_id, .n_added = 1 } },
+                { "flushed seq backwards",
+                  { .flushed_tablets = t0, .flushed_seqs = back, .n_flushed = 1 } },
+                { "flushed tablet out of range",
+                  { .flushed_tablets = t3, .flushed_seqs = any, .n_flushed = 1 } },
+                { "flushed twice, going down",
+                  { .flushed_tablets = t11, .flushed_seqs = down, .n_flushed = 2 } },
+                { "next_file_id backwards", { .next_file_id = 8 } },
+                { "log_segment backwards", { .log_segment = 16 } },
+                { "a count without its array", { .n_added = 1 } },
+                { "a valid part does not save an invalid one",
+                  { .removed = missing, .n_removed = 1, .next_file_id = 100, .log_segment = 100 } },
+        };
+        struct eng_manifest_state s, before;
+
+        manifest_sample_state(&s);
+        manifest_sample_state(&before);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                cr_expect(eq(int, eng_manifest_state_apply(&s, &cases[i].e), -SCREE_ECORRUPT), "%s",
+                          cases[i].what);
+                cr_expect(manifest_state_is_equal(&s, &before), "%s changed the state", cases[i].what);
+        }
+        eng_manifest_state_fini(&s);
+        eng_manifest_state_fini(&before);
+}
+
+Test(manifest_format, copy_is_deep_and_fini_accepts_a_zeroed_state)
+{
+        struct eng_manifest_state s, c, zero = { 0 };
+
+        manifest_sample_state(&s);
+        cr_assert(eq(int, eng_manifest_state_copy(&c, &s), 0));
+        cr_expect(manifest_state_is_equal(&s, &c));
+        cr_expect(not(eq(ptr, c.tables, s.tables)));
+        c.tables[0].file_size = 1;
+        c.flushed_seq[0] = 1;
+        cr_expect(eq(u64, s.tables[0].file_size, 4096));
+        cr_expect(eq(u64, s.flushed_seq[0], 200));
+        eng_manifest_state_fini(&c);
+        eng_manifest_state_fini(&s);
+        eng_manifest_state_fini(&zero);
+}
+
+/* ---- whole files ---- */
+
+Test(manifest_format, a_file_reads_back_to_the_state_its_records_describe)
+{
+        struct eng_manifest_reader r;
+        struct fbuf fb;
+
+        fb_sample(&fb);
+        cr_assert(eq(int, read_expect(&fb, fb.len, 3, &r), 0));
+        cr_expect(eq(sz, r.off, fb.len));
+        cr_expect(eq(int, r.torn, false));
+        cr_expect(eq(u64, r.salt, SALT));
+}
+
+Test(manifest_format, zeros_after_the_last_record_are_a_clean_end)
+{
+        struct eng_manifest_reader r;
+        struct fbuf fb;
+
+        fb_sample(&fb);
+        cr_assert(eq(int, read_expect(&fb, fb.len + 4096, 3, &r), 0));
+        cr_expect(eq(sz, r.off, fb.len));
+        cr_expect(eq(int, r.torn, false));
+}
+
+Test(manifest_format, a_truncated_tail_is_cut_at_every_length)
+{
+        struct eng_manifest_reader r;
+        struct fbuf fb;
+
+        size_t payload_end;
+
+        fb_sample(&fb);
+        payload_end = fb.rec_off[3] + ENG_MANIFEST_RECORD_HEADER_BYTES + eng_manifest_edit_size(&e3);
+        cr_assert(lt(sz, payload_end, fb.len), "e3 has padding");
+        for (size_t len = fb.rec_off[3] + 1; len < payload_end; len++) {
+                cr_assert(eq(int, read_expect(&fb, len, 2, &r), 0), "cut at %zu", len);
+                cr_assert(eq(sz, r.off, fb.rec_off[3]));
+                cr_assert(eq(int, r.torn, true));
+        }
+        /* Only padding missing: the record is whole. */
+        for (size_t len = payload_end; len < fb.len; len++)
+                cr_assert(eq(int, read_expect(&fb, len, 3, &r), 0), "cut at %zu", len);
+        cr_assert(eq(int, read_expect(&fb, fb.rec_off[3], 2, &r), 0));
+        cr_expect(eq(int, r.torn, false), "cut exactly between records");
+}
+
+Test(manifest_format, a_torn_last_record_is_cut)
+{
+        struct eng_manifest_reader r;
+        struct fbuf fb;
+
+        fb_sample(&fb);
+        fb.buf[fb.rec_off[3] + ENG_MANIFEST_RECORD_HEADER_BYTES + 2] ^= 0x40;   /* payload */
+        cr_assert(eq(int, read_expect(&fb, fb.len, 2, &r), 0));
+        cr_expect(eq(int, r.torn, true));
+        fb_sample(&fb);
+        fb.buf[fb.rec_off[3] + 9] ^= 0x01;                                     /* header */
+        cr_assert(eq(int, read_expect(&fb, fb.len, 2, &r), 0));
+        cr_expect(eq(sz, r.off, fb.rec_off[3]));
+}
+
+Test(manifest_format, a_torn_write_whose_later_record_survived_is_a_tail_not_corruption)
+{
+        struct eng_manifest_state s;
+        struct eng_manifest_reader r;
+        struct fbuf fb;
+
+        /* e2 and e3 went out in one write that was never synced; the power
+         * cut kept e3's block but not e2's. */
+        manifest_sample_state(&s);
+        fb_init(&fb, SALT);
+        fb_snapshot(&fb, &s);
+        fb_sync(&fb);
+        fb_edit(&fb, &e1);
+        fb_sync(&fb);
+        fb_edit(&fb, &e2);
+        fb_edit(&fb, &e3);
+        memset(fb.buf + fb.rec_off[2], 0, fb.rec_off[3] - fb.rec_off[2]);
+        cr_assert(eq(int, read_expect(&fb, fb.len, 1, &r), 0));
+        cr_expect(eq(sz, r.off, fb.rec_off[2]));
+        cr_expect(eq(int, r.torn, true));
+        eng_manifest_state_fini(&s);
+}
+
+Test(manifest_format, damage_in_a_record_a_later_one_says_was_durable_is_corruption)
+{
+        struct fbuf fb;
+
+        fb_sample(&fb);
+        fb.buf[fb.rec_off[2] + ENG_MANIFEST_RECORD_HEADER_BYTES] ^= 0x01;      /* payload checksum fails */
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[2], "");
+        fb_sample(&fb);
+        fb.buf[fb.rec_off[1] + 3] ^= 0x01;                                     /* header checksum fails */
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[1], "");
+}
+
+Test(manifest_format, a_damaged_snapshot_is_corruption_even_at_the_end)
+{
+        struct fbuf fb;
+
+        fb_sample(&fb);
+        fb.buf[fb.rec_off[0] + ENG_MANIFEST_RECORD_HEADER_BYTES + 5] ^= 0x10;
+        /* The snapshot is synced before the file is published: never a torn tail. */
+        expect_read_fails(&fb, fb.rec_off[1], -SCREE_ECORRUPT, ENG_MANIFEST_HEADER_BYTES, "damaged");
+        expect_read_fails(&fb, ENG_MANIFEST_HEADER_BYTES, -SCREE_ECORRUPT, ENG_MANIFEST_HEADER_BYTES,
+                          "a header alone");
+}
+
+Test(manifest_format, bad_lengths_are_corruption)
+{
+        struct fbuf fb;
+        uint8_t *h;
+
+        /* A verifying header with a length no writer writes. */
+        fb_sample(&fb);
+        h = fb.buf + fb.rec_off[3];
+        le32_put(h + 8, ENG_MANIFEST_MAX_PAYLOAD_BYTES + 1);
+        reseal(&fb, fb.rec_off[3]);
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[3], "");
+        /* Counts inside an edit that claim more than its payload holds. */
+        fb_sample(&fb);
+        h = fb.buf + fb.rec_off[2];
+        le32_put(h + ENG_MANIFEST_RECORD_HEADER_BYTES + 16, 2);        /* n_added */
+        reseal_payload(&fb, fb.rec_off[2]);
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[2], "");
+}
+
+Test(manifest_format, unknown_record_types_and_misplaced_snapshots_are_corruption)
+{
+        struct eng_manifest_state snap;
+        struct fbuf fb;
+
+        fb_sample(&fb);
+        fb.buf[fb.rec_off[2] + 12] = 9;
+        reseal(&fb, fb.rec_off[2]);
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[2], "unknown type");
+        fb_sample(&fb);
+        fb.buf[fb.rec_off[2] + 13] = 1;
+        reseal(&fb, fb.rec_off[2]);
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, SIZE_MAX, "flags set");
+        /* A snapshot after the first record. */
+        manifest_sample_state(&snap);
+        fb_sample(&fb);
+        fb_snapshot(&fb, &snap);
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[4], "second snapshot");
+        /* An edit first. */
+        fb_init(&fb, SALT);
+        fb_edit(&fb, &e3);
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, SIZE_MAX, "no snapshot");
+        eng_manifest_state_fini(&snap);
+}
+
+Test(manifest_format, an_edit_that_does_not_apply_is_corruption)
+{
+        static const struct eng_manifest_table gone[] = { { .tablet = 0, .file_id = 3 } };
+        struct eng_manifest_edit again = { .removed = gone, .n_removed = 1 };
+        struct fbuf fb;
+
+        fb_sample(&fb);
+        fb_edit(&fb, &again);   /* e2 removed table 3 already */
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[4], "");
+}
+
+Test(manifest_format, bad_headers_are_refused)
+{
+        struct fbuf fb;
+        uint64_t salt;
+
+        fb_sample(&fb);
+        expect_read_fails(&fb, 0, -SCREE_ECORRUPT, SIZE_MAX, "empty file");
+        expect_read_fails(&fb, 31, -SCREE_ECORRUPT, SIZE_MAX, "short header");
+        fb.buf[0] = 'S';
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, SIZE_MAX, "magic");
+        fb_sample(&fb);
+        fb.buf[17] ^= 1;
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, SIZE_MAX, "checksum");
+        fb_sample(&fb);
+        le32_put(fb.buf + 8, ENG_MANIFEST_VERSION + 1);
+        le64_put(fb.buf + 24, checksum64(fb.buf, 24, 0));
+        cr_expect(eq(int, eng_manifest_header_decode(fb.buf, fb.len, &salt), -SCREE_EUNSUPPORTED));
+        expect_read_fails(&fb, fb.len, -SCREE_EUNSUPPORTED, SIZE_MAX, "newer version");
+        le32_put(fb.buf + 8, 0);
+        le64_put(fb.buf + 24, checksum64(fb.buf, 24, 0));
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, 0, "version 0");
+}
+
+Test(manifest_format, records_of_another_file_never_verify)
+{
+        struct eng_manifest_reader r;
+        struct fbuf fb, other;
+
+        /* e3 as a file with another salt wrote it, in place of ours. */
+        fb_sample(&fb);
+        fb_init(&other, SALT + 1);
+        fb_edit(&other, &e3);
+        cr_assert(eq(sz, other.len - other.rec_off[0], fb.len - fb.rec_off[3]));
+        memcpy(fb.buf + fb.rec_off[3], other.buf + other.rec_off[0], other.len - other.rec_off[0]);
+        cr_assert(eq(int, read_expect(&fb, fb.len, 2, &r), 0));
+        cr_expect(eq(sz, r.off, fb.rec_off[3]));
+        cr_expect(eq(int, r.torn, true));
+}
