@@ -270,6 +270,7 @@ static void flush_recorded(struct eng_manifest_write *mw, int res)
         }
         ts->e[0].t = f->table;
         ts->e[0].meta = f->meta;
+        shard_track_table(s, f->table);
         f->table = NULL;
         for (uint32_t i = 0; i < n_old; i++) {
                 ts->e[i + 1] = old->e[i];

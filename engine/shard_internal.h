@@ -85,6 +85,8 @@ struct eng_shard {
         struct eng_fs_op unlink_op;
         char unlink_path[4096];
         uint32_t busy;                  /* background jobs in progress */
+        uint32_t live_tables;           /* tables whose fd is not closed yet */
+        bool tables_dropped;            /* closing: table sets released */
         bool closing;
         void (*close_done)(void *arg, int res);
         int close_res;
@@ -132,6 +134,9 @@ void shard_maybe_flush(struct eng_shard *s);
 uint64_t shard_log_needed(const struct eng_shard *s);
 /* Posts the check of eng_shard_flush's waiters. */
 void shard_wake_task(struct rx_loop *loop, struct rx_task *task);
+
+/* shard_open.c: t is the shard's now; close waits for its fd to close. */
+void shard_track_table(struct eng_shard *s, struct eng_sst_table *t);
 
 /* shard.c: a background job (busy++) ended; close goes on when none is left. */
 void shard_job_done(struct eng_shard *s);

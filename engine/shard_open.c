@@ -163,6 +163,9 @@ static void manifest_created(void *arg, int res)
                 fail_with_log(op, res);
                 return;
         }
+        for (uint32_t i = 0; i < op->s->n_tablets; i++)
+                for (uint32_t k = 0; op->s->tablets[i].tset && k < op->s->tablets[i].tset->n; k++)
+                        shard_track_table(op->s, op->s->tablets[i].tset->e[k].t);
         shard_maybe_flush(op->s);
         open_finish(op, 0);
 }
@@ -529,6 +532,15 @@ static void close_step(struct rx_loop *loop, struct rx_task *task)
         s->close_posted = false;
         if (s->busy)
                 return;         /* the last job's shard_job_done comes back here */
+        if (!s->tables_dropped) {
+                s->tables_dropped = true;
+                for (uint32_t i = 0; i < s->n_tablets; i++) {
+                        shard_tset_unref(s->tablets[i].tset);
+                        s->tablets[i].tset = NULL;
+                }
+        }
+        if (s->live_tables)
+                return;         /* shard_table_closed comes back here */
         if (eng_wal_close(s->wal, close_manifest, s) < 0)
                 close_manifest(s, -EIO);
 }
@@ -541,6 +553,21 @@ static void post_close_step(struct eng_shard *s)
         s->close_task.fn = close_step;
         s->close_task.name = "shard close";
         rx_loop_post(s->loop, &s->close_task);
+}
+
+static void shard_table_closed(void *arg)
+{
+        struct eng_shard *s = arg;
+
+        s->live_tables--;
+        if (s->closing && !s->live_tables)
+                post_close_step(s);
+}
+
+void shard_track_table(struct eng_shard *s, struct eng_sst_table *t)
+{
+        eng_sst_table_on_closed(t, shard_table_closed, s);
+        s->live_tables++;
 }
 
 void shard_job_done(struct eng_shard *s)

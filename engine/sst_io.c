@@ -265,6 +265,8 @@ void eng_sst_write_free(struct eng_sst_write *w)
 
 struct eng_sst_table {
         unsigned refs;
+        void (*closed)(void *arg);      /* eng_sst_table_on_closed */
+        void *closed_arg;
         struct eng_fs *fs;
         struct eng_block_cache *cache;
         struct eng_sst_reader *r;
@@ -426,10 +428,26 @@ void eng_sst_table_ref(struct eng_sst_table *t)
         t->refs++;
 }
 
+static void table_free(struct eng_sst_table *t)
+{
+        void (*closed)(void *) = t->closed;
+        void *arg = t->closed_arg;
+
+        free(t);
+        if (closed)
+                closed(arg);
+}
+
 static void on_table_closed(struct eng_fs_op *op, int res)
 {
         (void)res;
-        free(container_of(op, struct eng_sst_table, close_op));
+        table_free(container_of(op, struct eng_sst_table, close_op));
+}
+
+void eng_sst_table_on_closed(struct eng_sst_table *t, void (*fn)(void *arg), void *arg)
+{
+        t->closed = fn;
+        t->closed_arg = arg;
 }
 
 void eng_sst_table_unref(struct eng_sst_table *t)
@@ -441,7 +459,7 @@ void eng_sst_table_unref(struct eng_sst_table *t)
         eng_sst_reader_unref(t->r);
         t->r = NULL;
         if (eng_fs_close(t->fs, &t->close_op, t->fd, on_table_closed) < 0)
-                free(t);        /* loop stopping: the fd goes with the process */
+                table_free(t);  /* loop stopping: the fd goes with the process */
 }
 
 const struct eng_sst_reader *eng_sst_table_reader(const struct eng_sst_table *t)

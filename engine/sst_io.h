@@ -84,6 +84,11 @@ void eng_sst_table_ref(struct eng_sst_table *t);
 /* Accepts NULL. The last reference closes the fd (in the background) and
  * frees the table. */
 void eng_sst_table_unref(struct eng_sst_table *t);
+/* fn(arg) runs once t is freed and its fd closed (after the last unref,
+ * from the loop, or inside that unref if the close cannot start), so an
+ * owner can wait for no I/O of its tables to be in flight. */
+void eng_sst_table_on_closed(struct eng_sst_table *t, void (*fn)(void *arg), void *arg);
+
 /* Borrowed; valid while t is referenced. */
 const struct eng_sst_reader *eng_sst_table_reader(const struct eng_sst_table *t);
 /* The cache t reads through (to release the blocks it hands out). Borrowed. */
