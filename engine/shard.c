@@ -125,7 +125,7 @@ static int validate(const struct eng_mutation *m, uint32_t n)
                 return -EINVAL;
         for (uint32_t i = 0; i < n; i++) {
                 if ((m[i].kind != ENG_MUT_PUT && m[i].kind != ENG_MUT_DEL) ||
-                    (unsigned)m[i].table >= ENG_TABLE_MAX || m[i].key_len > ENG_MAX_USER_KEY_BYTES ||
+                    !shard_key_ok(m[i].table, m[i].key_len) ||
                     (m[i].kind == ENG_MUT_PUT && m[i].value_len > ENG_MAX_VALUE_BYTES))
                         return -EINVAL;
         }

@@ -104,6 +104,12 @@ struct shard_waiter {
         void *arg;
 };
 
+/* A table and user-key length the shard accepts. */
+static inline bool shard_key_ok(enum eng_table t, uint32_t key_len)
+{
+        return (unsigned)t < ENG_TABLE_MAX && key_len <= ENG_MAX_USER_KEY_BYTES;
+}
+
 static inline bool shard_stalled(const struct eng_shard *s)
 {
         return s->active_bytes + s->imm_bytes >= s->o.memtable_budget;

@@ -127,7 +127,7 @@ int eng_shard_get(struct eng_shard *s, enum eng_table table, const void *key, ui
         struct eng_entry e;
         struct eng_memtable *mt;
 
-        if ((unsigned)table >= ENG_TABLE_MAX || key_len > ENG_MAX_USER_KEY_BYTES)
+        if (!shard_key_ok(table, key_len))
                 return -EINVAL;
         g->s = s;
         g->mt = NULL;
@@ -254,7 +254,7 @@ int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32
 {
         struct eng_tablet_loc loc;
 
-        if ((unsigned)t >= ENG_TABLE_MAX || key_len > ENG_MAX_USER_KEY_BYTES || !fn)
+        if (!shard_key_ok(t, key_len) || !fn)
                 return -EINVAL;
         loc = eng_tablet_of_key(&s->map, t, key, key_len);
         if (loc.shard != s->o.shard)
