@@ -25,6 +25,7 @@
 #include "engine/fault_fs.h"
 #include "engine/merge_iter.h"
 #include "engine/sst_io.h"
+#include "tests/engine/fake_child.h"
 #include "tests/engine/helpers.h"
 #include "tests/engine/model.h"
 #include "tests/tmpdir.h"
@@ -49,8 +50,7 @@ static uint64_t next_file_id = 1;
 static void setup(void)
 {
         tmpdir_make(dir, sizeof(dir), "merge_iter");
-        engine_test_loop_fs(&loop, &fs);
-        cr_assert(eq(int, eng_block_cache_new(8 << 20, &cache), 0));
+        engine_test_io_init(&loop, &fs, &cache, 8 << 20);
         model_keys_init();
 }
 
@@ -61,118 +61,11 @@ static uint64_t pins(void)
 
 static void teardown(void)
 {
-        cr_expect(eq(u64, pins(), 0), "a block is still pinned");
-        rx_loop_stop(loop);
-        rx_loop_run(loop);      /* reads still in flight call back; deferred frees happen */
-        eng_block_cache_free(cache);
-        eng_fs_free(fs);
-        rx_loop_free(loop);
+        engine_test_io_fini(loop, fs, cache);
         tmpdir_remove(dir);
 }
 
 TestSuite(merge_iter, .init = setup, .fini = teardown, .timeout = 120);
-
-/* ---- fake children: a sorted version list whose moves may finish from a
- * timer, and may be told to fail ---- */
-
-static unsigned fake_frees, fake_completions;
-
-struct fake {
-        struct eng_merge_child c;
-        const struct mver *v;
-        size_t n, pos;
-        bool async;                     /* every move pends and ends from the timer */
-        uint64_t delay_ns;
-        int fail;                       /* <0: the next move fails with it */
-        struct rx_timer timer;
-        int res;                        /* of the move under way */
-        struct eng_entry e;
-        uint8_t buf[MODEL_MAX_VALUE];
-};
-
-static void fake_fire(struct rx_loop *l, struct rx_timer *t)
-{
-        struct fake *f = container_of(t, struct fake, timer);
-
-        (void)l;
-        fake_completions++;
-        eng_merge_child_done(&f->c, f->res);    /* last: it may free f */
-}
-
-static int fake_end_move(struct fake *f)
-{
-        int r = f->pos < f->n ? 1 : 0;
-
-        if (f->fail) {
-                r = f->fail;
-                f->fail = 0;
-        } else if (r == 1) {
-                mver_entry(&f->v[f->pos], f->buf, &f->e);
-        }
-        if (!f->async)
-                return r;
-        f->res = r;
-        cr_assert(eq(int, rx_timer_arm_after(loop, &f->timer, f->delay_ns), 0));
-        return ENG_SST_PENDING;
-}
-
-static int fake_seek(struct eng_merge_child *c, const void *key, size_t key_len)
-{
-        struct fake *f = container_of(c, struct fake, c);
-
-        for (f->pos = 0; f->pos < f->n && model_key_cmp(f->v[f->pos].key, key, key_len) < 0;)
-                f->pos++;
-        return fake_end_move(f);
-}
-
-static int fake_seek_first(struct eng_merge_child *c)
-{
-        struct fake *f = container_of(c, struct fake, c);
-
-        f->pos = 0;
-        return fake_end_move(f);
-}
-
-static int fake_next(struct eng_merge_child *c)
-{
-        struct fake *f = container_of(c, struct fake, c);
-
-        cr_assert(lt(sz, f->pos, f->n));
-        f->pos++;
-        return fake_end_move(f);
-}
-
-static void fake_entry(struct eng_merge_child *c, struct eng_entry *ret)
-{
-        *ret = container_of(c, struct fake, c)->e;
-}
-
-static void fake_free(struct eng_merge_child *c)
-{
-        struct fake *f = container_of(c, struct fake, c);
-
-        rx_timer_cancel(loop, &f->timer);
-        fake_frees++;
-        free(f);
-}
-
-static const struct eng_merge_child_ops fake_ops = {
-        .seek = fake_seek, .seek_first = fake_seek_first, .next = fake_next,
-        .entry = fake_entry, .free = fake_free,
-};
-
-static struct fake *fake_add(struct eng_merge_iter *m, const struct mver *v, size_t n, bool async,
-                             uint64_t delay_ns)
-{
-        struct fake *f = calloc(1, sizeof(*f));
-
-        cr_assert(not(eq(ptr, f, NULL)));
-        *f = (struct fake){ .c = { .ops = &fake_ops }, .v = v, .n = n, .async = async,
-                            .delay_ns = delay_ns };
-        rx_timer_init(&f->timer, fake_fire, "test:fake");
-        cr_assert(eq(int, eng_merge_iter_add_take(m, &f->c), 0));
-        return f;
-}
 
 /* ---- a world: one seed's children and the model of all their versions ---- */
 
@@ -217,8 +110,8 @@ static void child_load(struct child *c)
         free(buf);
 }
 
-/* n_mt memtables, n_sst tables and n_fake fakes (async ones on odd seeds)
- * over random versions with unique seqs spread among them. */
+/* n_mt memtables, n_sst tables and n_fake fakes over random versions
+ * with unique seqs spread among them (an empty "table" is a memtable). */
 static void world_make(uint64_t seed, unsigned n_mt, unsigned n_sst, unsigned n_fake)
 {
         uint64_t rng = seed * 7919 + 1, *seqs;
@@ -277,7 +170,7 @@ static struct eng_merge_iter *merge_make(const struct eng_merge_opts *o, bool as
                 else if (c->kind == CHILD_SST)
                         cr_assert(eq(int, eng_merge_iter_add_sst(m, c->t), 0));
                 else
-                        fake_add(m, c->v, c->n, async_fakes, 0);
+                        fake_add(loop, m, c->v, c->n, async_fakes, 0);
         }
         return m;
 }
@@ -407,6 +300,52 @@ Test(merge_iter, full_scans_match_the_model_in_every_view_over_random_seeds)
                 world_free();
         }
         cr_expect(gt(u32, waited, 12), "cold caches and async fakes made moves wait");
+}
+
+/* A scan driven from its callbacks, as a shard drives one: each callback
+ * goes on with next until a move waits. */
+struct cb_scan {
+        const size_t *want;
+        size_t n, i;
+        bool done;
+        int res;
+};
+
+static void scan_on(struct eng_merge_iter *m, int r, void *arg)
+{
+        struct cb_scan *cs = arg;
+
+        while (r == 1) {
+                cr_assert(lt(sz, cs->i, cs->n));
+                expect_at(m, &w.all[cs->want[cs->i++]]);
+                r = eng_merge_iter_next(m, scan_on, cs);
+        }
+        if (r == ENG_SST_PENDING)
+                return;
+        cs->done = true;
+        cs->res = r;
+}
+
+Test(merge_iter, a_scan_driven_from_its_callbacks_matches_the_model)
+{
+        for (uint64_t seed = 600; seed < 606; seed++) {
+                struct eng_merge_stats st;
+                size_t n;
+                struct eng_merge_iter *m;
+                struct cb_scan cs = { 0 };
+
+                world_make(seed, 1, 3, 1);
+                n = model_view(w.all, w.n, &views[1], w.want, &st);
+                cs = (struct cb_scan){ .want = w.want, .n = n };
+                m = merge_make(&views[1], true);
+                cold_cache();
+                scan_on(m, eng_merge_iter_seek_first(m, scan_on, &cs), &cs);
+                cr_assert(eq(int, rx_loop_run_until(loop, &cs.done), 0));
+                cr_expect(eq(int, cs.res, 0));
+                cr_expect(eq(sz, cs.i, n));
+                eng_merge_iter_free(m);
+                world_free();
+        }
 }
 
 /* A random seek target: a key, a key extended, before or after all. */
@@ -620,7 +559,7 @@ Test(merge_iter, bad_views_are_refused_and_the_end_key_is_copied)
         o = (struct eng_merge_opts){ .view = ENG_MERGE_USER, .end_key = end, .end_len = 2 };
         cr_assert(eq(int, eng_merge_iter_new(&o, &m), 0));
         end[1] = '9';                   /* the merge kept "k3" */
-        fake_add(m, v, ARRAY_SIZE(v), false, 0);
+        fake_add(loop, m, v, ARRAY_SIZE(v), false, 0);
         cr_assert(eq(int, seek_first(m), 1));
         cr_assert(eq(int, next(m), 1));
         cr_expect(eq(int, next(m), 0), "k3 is the end");
@@ -630,7 +569,7 @@ Test(merge_iter, bad_views_are_refused_and_the_end_key_is_copied)
         /* An empty end key ends before everything. */
         o.end_len = 0;
         cr_assert(eq(int, eng_merge_iter_new(&o, &m), 0));
-        fake_add(m, v, ARRAY_SIZE(v), false, 0);
+        fake_add(loop, m, v, ARRAY_SIZE(v), false, 0);
         cr_expect(eq(int, seek_first(m), 0));
         eng_merge_iter_free(m);
         cr_expect(eq(u32, fake_frees, 2));
@@ -668,9 +607,9 @@ Test(merge_iter, a_seek_waits_for_every_pending_child_and_calls_back_once)
 
         world_make(300, 0, 3, 0);
         m = merge_make(&o, true);
-        fake_add(m, &three[2], 1, true, 3 * NS_PER_MS);
-        fake_add(m, &three[1], 1, true, 0);
-        fake_add(m, &three[0], 1, true, 1 * NS_PER_MS);
+        fake_add(loop, m, &three[2], 1, true, 3 * NS_PER_MS);
+        fake_add(loop, m, &three[1], 1, true, 0);
+        fake_add(loop, m, &three[0], 1, true, 1 * NS_PER_MS);
         cold_cache();
         cr_assert(eq(int, eng_merge_iter_seek(m, "k1", 2, on_move_snapshot, &sw), ENG_SST_PENDING));
         cr_assert(eq(int, rx_loop_run_until(loop, &sw.mw.done), 0));
@@ -701,8 +640,8 @@ Test(merge_iter, a_child_error_is_reported_once_no_child_is_pending_and_a_seek_r
         struct fake *sync_f, *slow;
 
         cr_assert(eq(int, eng_merge_iter_new(&o, &m), 0));
-        sync_f = fake_add(m, &three[0], 2, false, 0);
-        slow = fake_add(m, &three[2], 1, true, 2 * NS_PER_MS);
+        sync_f = fake_add(loop, m, &three[0], 2, false, 0);
+        slow = fake_add(loop, m, &three[2], 1, true, 2 * NS_PER_MS);
         /* A child fails at once while another waits: the error comes from
          * the loop, after the other child is done. */
         sync_f->fail = -EIO;
@@ -748,45 +687,16 @@ Test(merge_iter, a_read_error_reaches_the_caller_and_a_retry_reads_again)
         world_free();
 }
 
-/* Reads block `index` of t with a request of the test's own: when a read
- * of it is in flight the request joins it, so it calls back after that
- * read's owner. Releases the block. */
-struct block_wait {
-        struct eng_sst_block_read rq;
-        bool done;
-        int res;
-};
-
-static void on_block(struct eng_sst_block_read *rq, int res)
-{
-        struct block_wait *bw = container_of(rq, struct block_wait, rq);
-
-        bw->done = true;
-        bw->res = res;
-}
-
-static void drain_block(struct eng_sst_table *t, uint32_t index)
-{
-        struct block_wait bw = { .rq = { .done = on_block } };
-        int r;
-
-        if (index >= eng_sst_reader_n_blocks(eng_sst_table_reader(t)))
-                return;
-        r = eng_sst_table_read_block(t, index, &bw.rq);
-        cr_assert(ge(int, r, 0));
-        if (r == 0) {
-                cr_assert(eq(int, rx_loop_run_until(loop, &bw.done), 0));
-                cr_assert(eq(int, bw.res, 0));
-        }
-        eng_block_cache_release(cache, bw.rq.block);
-}
-
+/* Waits for the reads of the first blocks of every table (a freed merge
+ * may have left them in flight). */
 static void drain_world(void)
 {
-        for (unsigned i = 0; i < w.n_children; i++)
-                if (w.c[i].t)
-                        for (uint32_t b = 0; b < 3; b++)
-                                drain_block(w.c[i].t, b);
+        for (unsigned i = 0; i < w.n_children; i++) {
+                uint32_t n = w.c[i].t ? eng_sst_reader_n_blocks(eng_sst_table_reader(w.c[i].t)) : 0;
+
+                for (uint32_t b = 0; b < 3 && b < n; b++)
+                        cr_assert(ge(int, engine_test_read_block(loop, w.c[i].t, b), 0));
+        }
 }
 
 static void free_in_callback(struct eng_merge_iter *m, int res, void *arg)
