@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * SSTable writing and reading through eng_fs; see sst_io.h. The writer is a
- * small state machine driven by its I/O completions (and the throttle
- * timer): pump() submits the chunk that is ready if no write is in flight,
- * then builds the next one, so building overlaps the previous write.
+ * small state machine driven by its I/O completions, the throttle timer
+ * and a waiting source's resume: pump() submits the chunk that is ready if
+ * no write is in flight, then builds the next one, so building overlaps the
+ * previous write. A source that has no entry ready (ENG_SST_PENDING) only
+ * pauses the building; a chunk is written once full (or the table is
+ * finished), so a slow source never causes small writes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +37,7 @@ struct eng_sst_write {
         uint8_t *wbuf;                  /* the chunk being written */
         size_t wlen;
         bool writing, syncing, finished, closing;
+        bool waiting;                   /* for the source's resume */
         int err;
         uint64_t start_ns, written, throttled_ns, throttle_from;
         struct rx_timer throttle;
@@ -124,14 +128,18 @@ static bool throttle(struct eng_sst_write *w)
         return true;
 }
 
-/* Builds until a chunk is ready or the table is finished. */
+/* Builds until a chunk is ready, the table is finished or the source
+ * must be waited for. */
 static void fill(struct eng_sst_write *w)
 {
-        while (!w->err && !w->finished && eng_sst_builder_ready(w->b) < w->o.chunk_bytes) {
+        while (!w->err && !w->finished && !w->waiting &&
+               eng_sst_builder_ready(w->b) < w->o.chunk_bytes) {
                 struct eng_entry e;
                 int r = w->src->next(w->src, &e);
 
-                if (r == 0) {
+                if (r == ENG_SST_PENDING) {
+                        w->waiting = true;
+                } else if (r == 0) {
                         r = eng_sst_builder_finish(w->b);
                         w->finished = r == 0;
                 } else if (r > 0) {
@@ -158,19 +166,23 @@ static void submit_chunk(struct eng_sst_write *w)
         w->writing = true;
 }
 
+/* A whole chunk, or the table's last bytes, wait to be written. */
+static bool chunk_ready(const struct eng_sst_write *w)
+{
+        size_t ready = eng_sst_builder_ready(w->b);
+
+        return ready > 0 && (ready >= w->o.chunk_bytes || w->finished);
+}
+
 static void pump(struct eng_sst_write *w)
 {
         int r;
 
         if (w->writing || w->throttled || w->syncing || w->closing)
                 return;
-        if (w->err) {
-                finish_io(w);
-                return;
-        }
-        if (eng_sst_builder_ready(w->b) == 0)
+        if (!w->err && !chunk_ready(w))
                 fill(w);
-        if (eng_sst_builder_ready(w->b) > 0 && !w->err) {
+        if (!w->err && chunk_ready(w)) {
                 if (throttle(w))
                         return;
                 submit_chunk(w);
@@ -178,6 +190,10 @@ static void pump(struct eng_sst_write *w)
                 if (w->writing)
                         return;
         }
+        /* The source owes a resume: it pumps again, also to finish after
+         * an error, so that done never runs before it. */
+        if (w->waiting)
+                return;
         if (w->err) {
                 finish_io(w);
                 return;
@@ -235,6 +251,13 @@ int eng_sst_write_start(struct eng_fs *fs, const struct eng_sst_write_opts *o,
         }
         *ret = w;
         return 0;
+}
+
+void eng_sst_write_resume(struct eng_sst_write *w)
+{
+        SCREE_ASSERT(w->waiting);
+        w->waiting = false;
+        pump(w);
 }
 
 const struct eng_sst_props *eng_sst_write_props(const struct eng_sst_write *w)

@@ -27,11 +27,25 @@
 #include "engine/sst_builder.h"
 #include "engine/sst_reader.h"
 
+/* "Under way; the callback will run": returned by eng_sst_table_get() and
+ * the sst_iter.h moves while a block read is in flight, and by an
+ * eng_sst_source that has no entry ready yet. Positive and distinct from
+ * every other result of each (0, 1, negative errors). */
+#define ENG_SST_PENDING 2
+
 /* ---- writing ---- */
 
 struct eng_sst_source {
-        /* Produces the next entry in table order: returns 1 and *ret
-         * (borrowed until the next call), 0 at the end, or <0 to abort. */
+        /*
+         * Produces the next entry in table order: returns 1 and *ret
+         * (borrowed until the next call), 0 at the end, <0 to abort, or
+         * ENG_SST_PENDING when the next entry is not ready yet (a source
+         * fed by asynchronous reads): the source then calls
+         * eng_sst_write_resume() once, later, from the loop -- never from
+         * inside next -- and the writer calls next again. Meanwhile the
+         * writer goes on writing what it has built; it never finishes
+         * (not even after an error) while a resume is owed.
+         */
         int (*next)(struct eng_sst_source *src, struct eng_entry *ret);
 };
 
@@ -56,6 +70,11 @@ typedef void (*eng_sst_write_cb)(struct eng_sst_write *w, int res, void *arg);
 int eng_sst_write_start(struct eng_fs *fs, const struct eng_sst_write_opts *o,
                         struct eng_sst_source *src, eng_sst_write_cb done, void *arg,
                         struct eng_sst_write **ret);
+/* The source, whose next returned ENG_SST_PENDING, has its next entry (or
+ * its end, or an error) ready: the writer goes on. Call it from the loop,
+ * once per ENG_SST_PENDING. Shard-local. */
+void eng_sst_write_resume(struct eng_sst_write *w);
+
 /* The finished table's properties and size; valid until free. */
 const struct eng_sst_props *eng_sst_write_props(const struct eng_sst_write *w);
 uint64_t eng_sst_write_file_size(const struct eng_sst_write *w);
@@ -119,11 +138,6 @@ struct eng_sst_block_read {
 int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng_sst_block_read *rq);
 
 /* ---- point lookups ---- */
-
-/* "A read is under way; the callback will run": returned by
- * eng_sst_table_get() and by the sst_iter.h moves. Positive and distinct
- * from every other result of both (0, 1, negative errors). */
-#define ENG_SST_PENDING 2
 
 /* Caller-provided; valid until done runs (or until get returns anything
  * but ENG_SST_PENDING). */

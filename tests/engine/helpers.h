@@ -3,7 +3,8 @@
  * Set-up shared by the engine tests that do real I/O: a loop on this
  * thread and a fault-injecting fs over it (skipping the test when io_uring
  * is unavailable). Criterion forks per test, so each test gets its own.
- * Also: damaging a file on disk behind the engine's back.
+ * Also: reading an SSTable block (or waiting for a read in flight), and
+ * damaging a file on disk behind the engine's back.
  */
 #ifndef SCREE_TESTS_ENGINE_HELPERS_H
 #define SCREE_TESTS_ENGINE_HELPERS_H
@@ -15,7 +16,10 @@
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 
+#include "base/compiler.h"
+#include "engine/block_cache.h"
 #include "engine/fault_fs.h"
+#include "engine/sst_io.h"
 #include "reactor/loop.h"
 #include "tests/reactor/helpers.h"
 
@@ -27,6 +31,63 @@ static inline void engine_test_loop_fs(struct rx_loop **ret_loop, struct eng_fs 
         cr_assert(eq(int, r, 0));
         *ret_fs = eng_fault_fs_new(*ret_loop);
         cr_assert(not(eq(ptr, *ret_fs, NULL)));
+}
+
+/* engine_test_loop_fs, and a block cache of cache_bytes. */
+static inline void engine_test_io_init(struct rx_loop **ret_loop, struct eng_fs **ret_fs,
+                                       struct eng_block_cache **ret_cache, size_t cache_bytes)
+{
+        engine_test_loop_fs(ret_loop, ret_fs);
+        cr_assert(eq(int, eng_block_cache_new(cache_bytes, ret_cache), 0));
+}
+
+/* Checks that no block is still pinned, lets every operation in flight
+ * call back (so deferred frees happen and ASan sees no leak), then frees
+ * the cache, the fs and the loop. */
+static inline void engine_test_io_fini(struct rx_loop *loop, struct eng_fs *fs,
+                                       struct eng_block_cache *cache)
+{
+        cr_expect(eq(u64, eng_block_cache_stats(cache)->pins, 0), "a block is still pinned");
+        rx_loop_stop(loop);
+        rx_loop_run(loop);
+        eng_block_cache_free(cache);
+        eng_fs_free(fs);
+        rx_loop_free(loop);
+}
+
+struct engine_test_block_wait {
+        struct eng_sst_block_read rq;
+        bool done;
+        int res;
+};
+
+static inline void engine_test_block_done(struct eng_sst_block_read *rq, int res)
+{
+        struct engine_test_block_wait *bw = container_of(rq, struct engine_test_block_wait, rq);
+
+        bw->done = true;
+        bw->res = res;
+}
+
+/*
+ * Reads data block index of t with a request of the test's own and
+ * releases it: 1 on a cache hit, else the read's result. A read of the
+ * block in flight is joined, and calls back to its owner first, so this
+ * also waits for a read someone else started.
+ */
+static inline int engine_test_read_block(struct rx_loop *loop, struct eng_sst_table *t,
+                                         uint32_t index)
+{
+        struct engine_test_block_wait bw = { .rq = { .done = engine_test_block_done } };
+        int r = eng_sst_table_read_block(t, index, &bw.rq);
+
+        if (r == 0) {
+                cr_assert(eq(int, rx_loop_run_until(loop, &bw.done), 0));
+                r = bw.res;
+        }
+        if (r >= 0)
+                eng_block_cache_release(eng_sst_table_cache(t), bw.rq.block);
+        return r;
 }
 
 /* Flips one bit of the byte at off in the file at path, durably. */

@@ -4,8 +4,9 @@
  * written from a source reads back key by key through the block cache;
  * concurrent misses on one block share one read; failures: a missing file,
  * a file shorter than the manifest says, a corrupt footer or data block on
- * disk, a failed write or fdatasync, a source error; and the throttle
- * engaging at a byte rate.
+ * disk, a failed write or fdatasync, a source error; the throttle
+ * engaging at a byte rate; a source that makes the writer wait
+ * (ENG_SST_PENDING) and resumes it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,17 +89,20 @@ static void on_write(struct eng_sst_write *w, int res, void *arg)
         write_res = res;
 }
 
-/* Writes a table of n entries; returns done's result and the file size. */
-static int write_table(unsigned n, unsigned fail_at, uint64_t rate, uint64_t *ret_size,
-                       uint64_t *ret_throttled)
+enum { CHUNK = 64 << 10 };
+
+/* Writes a table of n entries from source s (which may need *ret_w to
+ * resume the writer); returns done's result and the file size. */
+static int write_from(struct eng_sst_source *s, unsigned n, uint64_t rate,
+                      struct eng_sst_write **ret_w, uint64_t *ret_size, uint64_t *ret_throttled)
 {
-        struct src x = { .s = { .next = src_next }, .n = n, .fail_at = fail_at };
         struct eng_sst_write_opts o = { .path = path, .table = { .file_id = 1 },
-                                        .chunk_bytes = 64 << 10, .rate_bytes_per_sec = rate };
+                                        .chunk_bytes = CHUNK, .rate_bytes_per_sec = rate };
         struct eng_sst_write *w;
 
         write_done = false;
-        cr_assert(eq(int, eng_sst_write_start(fs, &o, &x.s, on_write, NULL, &w), 0));
+        cr_assert(eq(int, eng_sst_write_start(fs, &o, s, on_write, NULL, &w), 0));
+        *ret_w = w;
         cr_assert(eq(int, rx_loop_run_until(loop, &write_done), 0));
         if (ret_size)
                 *ret_size = eng_sst_write_file_size(w);
@@ -107,7 +111,17 @@ static int write_table(unsigned n, unsigned fail_at, uint64_t rate, uint64_t *re
         if (write_res == 0)
                 cr_expect(eq(u64, eng_sst_write_props(w)->n_entries, n));
         eng_sst_write_free(w);
+        *ret_w = NULL;
         return write_res;
+}
+
+static int write_table(unsigned n, unsigned fail_at, uint64_t rate, uint64_t *ret_size,
+                       uint64_t *ret_throttled)
+{
+        struct src x = { .s = { .next = src_next }, .n = n, .fail_at = fail_at };
+        struct eng_sst_write *w;
+
+        return write_from(&x.s, n, rate, &w, ret_size, ret_throttled);
 }
 
 static bool open_done;
@@ -295,4 +309,95 @@ Test(sst_io, the_throttle_holds_writes_to_the_rate)
         cr_expect(gt(u64, throttled, 0));
         cr_assert(eq(int, write_table(8000, UINT32_MAX, 0, &size, &throttled), 0));
         cr_expect(eq(u64, throttled, 0));
+}
+
+/* A source that, before every `every`-th entry, has nothing ready: it
+ * returns ENG_SST_PENDING and resumes the writer from a loop task. */
+struct slow_src {
+        struct src x;
+        struct eng_sst_source s;
+        struct eng_sst_write *w;
+        struct rx_task task;
+        unsigned calls, every, waits, resumes;
+        bool held;
+};
+
+static void slow_resume(struct rx_loop *l, struct rx_task *t)
+{
+        struct slow_src *y = container_of(t, struct slow_src, task);
+
+        (void)l;
+        y->resumes++;
+        eng_sst_write_resume(y->w);
+}
+
+static int slow_next(struct eng_sst_source *s, struct eng_entry *ret)
+{
+        struct slow_src *y = container_of(s, struct slow_src, s);
+
+        if (!y->held && ++y->calls % y->every == 0) {
+                y->held = true;
+                y->waits++;
+                rx_loop_post(loop, &y->task);
+                return ENG_SST_PENDING;
+        }
+        y->held = false;
+        return src_next(&y->x.s, ret);
+}
+
+static void slow_init(struct slow_src *y, unsigned n, unsigned fail_at, unsigned every)
+{
+        *y = (struct slow_src){ .x = { .s = { .next = src_next }, .n = n, .fail_at = fail_at },
+                                .s = { .next = slow_next }, .every = every,
+                                .task = { .fn = slow_resume, .name = "test:resume" } };
+}
+
+Test(sst_io, a_source_that_waits_pauses_the_writer_without_small_writes)
+{
+        enum { N = 20000 };
+        const struct eng_fault_fs_stats *st = eng_fault_fs_stats(fs);
+        struct slow_src y;
+        uint64_t size, sync_size, writes;
+        struct rd d;
+
+        cr_assert(eq(int, write_table(N, UINT32_MAX, 0, &sync_size, NULL), 0));
+        slow_init(&y, N, UINT32_MAX, 7);
+        writes = st->writes;
+        cr_assert(eq(int, write_from(&y.s, N, 0, &y.w, &size, NULL), 0));
+        cr_expect(gt(u32, y.waits, N / 8));
+        cr_expect(eq(u64, size, sync_size), "the same table as from a source that never waits");
+        /* Only whole chunks are written (the last chunk may be bigger). */
+        cr_expect(le(u64, st->writes - writes, size / CHUNK + 1));
+        cr_assert(eq(int, open_table(size), 0));
+        for (uint32_t i = 0; i < eng_sst_reader_n_blocks(eng_sst_table_reader(table)); i++) {
+                cr_assert(ge(int, read_block(i, &d), 0), "block %u", i);
+                eng_block_cache_release(cache, d.rq.block);
+        }
+        eng_sst_table_unref(table);
+
+        /* Waiting at the very first entry, and on every one. */
+        slow_init(&y, 300, UINT32_MAX, 1);
+        cr_assert(eq(int, write_from(&y.s, 300, 0, &y.w, &size, NULL), 0));
+        cr_expect(eq(u32, y.waits, 301));
+        /* An empty table from a source that waits before saying so. */
+        slow_init(&y, 0, UINT32_MAX, 1);
+        cr_assert(eq(int, write_from(&y.s, 0, 0, &y.w, &size, NULL), 0));
+        cr_expect(eq(u32, y.waits, 1));
+}
+
+Test(sst_io, a_source_error_after_a_wait_and_a_write_error_while_waiting_reach_done)
+{
+        struct slow_src y;
+        uint64_t size;
+
+        slow_init(&y, 5000, 4321, 5);
+        cr_expect(eq(int, write_from(&y.s, 5000, 0, &y.w, &size, NULL), -ENOSPC));
+        /* The first chunk's write fails while the source is waiting (it
+         * waits before every entry): done waits for the resume it is owed,
+         * then the writer asks for nothing more. */
+        slow_init(&y, 20000, UINT32_MAX, 1);
+        eng_fault_fs_fail(fs, ENG_FS_WRITE, EIO, 1);
+        cr_expect(eq(int, write_from(&y.s, 20000, 0, &y.w, &size, NULL), -EIO));
+        cr_expect(eq(u32, y.resumes, y.waits));
+        cr_expect(lt(u32, y.x.i, 20000), "the writer stopped asking the source");
 }

@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * K-way merge; see merge_iter.h. Each child has a slot holding its current
+ * entry while it is positioned; a binary min-heap of slot indexes orders the
+ * positioned ones (ties, which a well-formed tablet never has, go to the
+ * earlier-added child). The child on the current entry is always the heap's
+ * top, and while a next is pending it stays there, so its completion only
+ * sifts it down or removes it. A seek empties the heap and moves every
+ * child; children are pushed as their seeks finish, and the view is applied
+ * once none is pending.
+ *
+ * The views skip versions by stepping the top child: older versions of the
+ * key last looked at (its bytes are copied, as stepping may invalidate
+ * them), and dead newest versions when the view drops them. A step that
+ * waits suspends settle(); the child's completion resumes it.
+ *
+ * The user's callback is the last thing a completion does, so the callback
+ * may free the merge (and with it the children, each allowed to be freed
+ * from inside its own completion).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/check.h"
+#include "base/compiler.h"
+#include "base/mem.h"
+#include "engine/key.h"
+#include "engine/merge_iter.h"
+#include "engine/sst_iter.h"
+
+struct slot {
+        struct eng_merge_child *c;
+        struct eng_entry e;             /* the child's entry while positioned */
+        bool pending;                   /* a move of the child is under way */
+        bool in_heap;
+};
+
+struct eng_merge_iter {
+        struct eng_merge_opts o;
+        uint8_t *end;                   /* o.end_key's copy */
+        struct slot *slots;
+        size_t n, cap;
+        uint32_t *heap;                 /* slot indexes; heap_cap == cap */
+        size_t heap_n, heap_cap;
+        uint32_t n_pending;             /* children whose move is under way */
+        int err;                        /* the move's first child error */
+        bool valid, started;
+        eng_merge_cb cb;
+        void *arg;
+        uint8_t *last;                  /* the key of the current entry (USER, COMPACT) */
+        size_t last_len, last_cap;
+        bool has_last;
+        struct eng_merge_stats stats;
+};
+
+/* ---- the heap ---- */
+
+static bool before(const struct eng_merge_iter *m, uint32_t a, uint32_t b)
+{
+        const struct eng_entry *x = &m->slots[a].e, *y = &m->slots[b].e;
+        int c = eng_version_cmp(x->key, x->key_len, x->seq, y->key, y->key_len, y->seq);
+
+        return c ? c < 0 : a < b;
+}
+
+static void sift_up(struct eng_merge_iter *m, size_t pos)
+{
+        uint32_t v = m->heap[pos];
+
+        while (pos > 0) {
+                size_t parent = (pos - 1) / 2;
+
+                if (!before(m, v, m->heap[parent]))
+                        break;
+                m->heap[pos] = m->heap[parent];
+                pos = parent;
+        }
+        m->heap[pos] = v;
+}
+
+static void sift_down(struct eng_merge_iter *m, size_t pos)
+{
+        uint32_t v = m->heap[pos];
+
+        for (;;) {
+                size_t child = 2 * pos + 1;
+
+                if (child >= m->heap_n)
+                        break;
+                if (child + 1 < m->heap_n && before(m, m->heap[child + 1], m->heap[child]))
+                        child++;
+                if (!before(m, m->heap[child], v))
+                        break;
+                m->heap[pos] = m->heap[child];
+                pos = child;
+        }
+        m->heap[pos] = v;
+}
+
+static void heap_push(struct eng_merge_iter *m, uint32_t i)
+{
+        m->slots[i].in_heap = true;
+        m->heap[m->heap_n++] = i;
+        sift_up(m, m->heap_n - 1);
+}
+
+static void heap_remove_top(struct eng_merge_iter *m)
+{
+        m->slots[m->heap[0]].in_heap = false;
+        m->heap[0] = m->heap[--m->heap_n];
+        if (m->heap_n)
+                sift_down(m, 0);
+}
+
+static void heap_clear(struct eng_merge_iter *m)
+{
+        for (size_t i = 0; i < m->heap_n; i++)
+                m->slots[m->heap[i]].in_heap = false;
+        m->heap_n = 0;
+}
+
+/* ---- moving children ---- */
+
+/* Child i's move ended with r (1, 0 or <0). A child in the heap is the top
+ * one, moved by next. */
+static void absorb(struct eng_merge_iter *m, uint32_t i, int r)
+{
+        struct slot *s = &m->slots[i];
+
+        SCREE_ASSERT(!s->in_heap || m->heap[0] == i);
+        if (r == 1) {
+                s->c->ops->entry(s->c, &s->e);
+                if (s->in_heap)
+                        sift_down(m, 0);
+                else
+                        heap_push(m, i);
+                return;
+        }
+        if (s->in_heap)
+                heap_remove_top(m);
+        if (r < 0 && !m->err)
+                m->err = r;
+}
+
+/* Child i's move returned r: finished, or under way. */
+static void moved(struct eng_merge_iter *m, uint32_t i, int r)
+{
+        if (r == ENG_SST_PENDING) {
+                m->slots[i].pending = true;
+                m->n_pending++;
+                return;
+        }
+        absorb(m, i, r);
+}
+
+/* Moves the child on the current entry to its next version. */
+static void step(struct eng_merge_iter *m)
+{
+        uint32_t i = m->heap[0];
+        struct eng_merge_child *c = m->slots[i].c;
+
+        moved(m, i, c->ops->next(c));
+}
+
+/* ---- the views ---- */
+
+static int stop(struct eng_merge_iter *m, int res)
+{
+        m->valid = false;
+        m->has_last = false;
+        return res;
+}
+
+static bool is_dead(const struct eng_merge_iter *m, const struct eng_entry *e)
+{
+        return e->kind == ENG_ENTRY_TOMBSTONE || (e->expiry_ms && e->expiry_ms <= m->o.now_ms);
+}
+
+/* Whether the view leaves out e, the newest version of its key; counts it. */
+static bool drops_dead(struct eng_merge_iter *m, const struct eng_entry *e)
+{
+        if (!is_dead(m, e) || (m->o.view == ENG_MERGE_COMPACT && !m->o.bottommost))
+                return false;
+        if (e->kind == ENG_ENTRY_TOMBSTONE)
+                m->stats.tombstones++;
+        else
+                m->stats.expired++;
+        return true;
+}
+
+/* Remembers e's key as the one whose older versions are skipped. */
+static int remember(struct eng_merge_iter *m, const struct eng_entry *e)
+{
+        uint8_t *p = mem_grow(m->last, &m->last_cap, e->key_len, 1);
+
+        if (!p)
+                return -ENOMEM;
+        m->last = p;
+        if (e->key_len)
+                memcpy(p, e->key, e->key_len);
+        m->last_len = e->key_len;
+        m->has_last = true;
+        return 0;
+}
+
+/* Whether the view yields the top entry; otherwise it is to be stepped
+ * over. <0 on failure. */
+static int wanted(struct eng_merge_iter *m, const struct eng_entry *e)
+{
+        int r;
+
+        if (m->o.view == ENG_MERGE_RAW)
+                return 1;
+        if (m->has_last && eng_key_cmp(e->key, e->key_len, m->last, m->last_len) == 0) {
+                m->stats.shadowed++;
+                return 0;
+        }
+        if ((r = remember(m, e)) < 0)
+                return r;
+        return !drops_dead(m, e);
+}
+
+/* Finishes a move once no child is pending: applies the view, stepping
+ * the top child over what it leaves out. 1, 0, <0 or ENG_SST_PENDING. */
+static int settle(struct eng_merge_iter *m)
+{
+        for (;;) {
+                const struct eng_entry *e;
+                int r;
+
+                if (m->n_pending)
+                        return ENG_SST_PENDING;
+                if (m->err)
+                        return stop(m, m->err);
+                if (!m->heap_n)
+                        return stop(m, 0);
+                e = &m->slots[m->heap[0]].e;
+                if (m->end && eng_key_cmp(e->key, e->key_len, m->end, m->o.end_len) >= 0)
+                        return stop(m, 0);
+                if ((r = wanted(m, e)) < 0)
+                        return stop(m, r);
+                if (r) {
+                        m->valid = true;
+                        m->stats.entries++;
+                        return 1;
+                }
+                step(m);
+        }
+}
+
+void eng_merge_child_done(struct eng_merge_child *c, int res)
+{
+        struct eng_merge_iter *m = c->m;
+        struct slot *s = &m->slots[c->index];
+        int r;
+
+        SCREE_ASSERT(s->pending && m->n_pending > 0);
+        s->pending = false;
+        m->n_pending--;
+        absorb(m, c->index, res);
+        r = settle(m);
+        if (r == ENG_SST_PENDING)
+                return;
+        m->cb(m, r, m->arg);    /* last: it may free m */
+}
+
+/* ---- the merge ---- */
+
+int eng_merge_iter_new(const struct eng_merge_opts *o, struct eng_merge_iter **ret)
+{
+        struct eng_merge_iter *m;
+
+        if (o->view <= ENG_MERGE_VIEW_INVALID || o->view >= ENG_MERGE_VIEW_MAX)
+                return -EINVAL;
+        if (!(m = calloc(1, sizeof(*m))))
+                return -ENOMEM;
+        m->o = *o;
+        if (o->end_key) {
+                /* One byte more, so that an empty end key still has a buffer. */
+                if (!(m->end = malloc(o->end_len + 1))) {
+                        free(m);
+                        return -ENOMEM;
+                }
+                memcpy(m->end, o->end_key, o->end_len);
+        }
+        m->o.end_key = m->end;
+        *ret = m;
+        return 0;
+}
+
+int eng_merge_iter_add_take(struct eng_merge_iter *m, struct eng_merge_child *c)
+{
+        size_t cap = m->cap;
+        struct slot *slots;
+        uint32_t *heap;
+
+        SCREE_ASSERT(!m->started);
+        slots = mem_grow(m->slots, &cap, m->n + 1, sizeof(*slots));
+        if (slots)
+                m->slots = slots;
+        heap = slots ? mem_grow(m->heap, &m->heap_cap, cap, sizeof(*heap)) : NULL;
+        if (!heap) {
+                c->ops->free(c);
+                return -ENOMEM;
+        }
+        m->heap = heap;
+        m->cap = cap;
+        c->m = m;
+        c->index = (uint32_t)m->n;
+        m->slots[m->n++] = (struct slot){ .c = c };
+        return 0;
+}
+
+int eng_merge_iter_add_memtable(struct eng_merge_iter *m, struct eng_memtable *mt)
+{
+        struct eng_merge_child *c;
+        int r = eng_merge_child_memtable_new(mt, &c);
+
+        return r < 0 ? r : eng_merge_iter_add_take(m, c);
+}
+
+int eng_merge_iter_add_sst(struct eng_merge_iter *m, struct eng_sst_table *t)
+{
+        struct eng_merge_child *c;
+        int r = eng_merge_child_sst_new(t, &c);
+
+        return r < 0 ? r : eng_merge_iter_add_take(m, c);
+}
+
+void eng_merge_iter_free(struct eng_merge_iter *m)
+{
+        if (!m)
+                return;
+        for (size_t i = 0; i < m->n; i++)
+                m->slots[i].c->ops->free(m->slots[i].c);
+        free(m->slots);
+        free(m->heap);
+        free(m->last);
+        free(m->end);
+        free(m);
+}
+
+static void begin(struct eng_merge_iter *m, eng_merge_cb cb, void *arg)
+{
+        SCREE_ASSERT(m->n_pending == 0);
+        m->started = true;
+        m->cb = cb;
+        m->arg = arg;
+        m->valid = false;
+        m->err = 0;
+}
+
+/* Moves every child to key (or to its start when key is NULL). */
+static int seek_all(struct eng_merge_iter *m, const void *key, size_t key_len)
+{
+        heap_clear(m);
+        m->has_last = false;
+        for (uint32_t i = 0; i < m->n; i++) {
+                struct eng_merge_child *c = m->slots[i].c;
+
+                moved(m, i, key ? c->ops->seek(c, key, key_len) : c->ops->seek_first(c));
+        }
+        return settle(m);
+}
+
+int eng_merge_iter_seek_first(struct eng_merge_iter *m, eng_merge_cb cb, void *arg)
+{
+        begin(m, cb, arg);
+        return seek_all(m, NULL, 0);
+}
+
+int eng_merge_iter_seek(struct eng_merge_iter *m, const void *key, size_t key_len,
+                        eng_merge_cb cb, void *arg)
+{
+        static const uint8_t empty[1];
+
+        begin(m, cb, arg);
+        return seek_all(m, key ? key : empty, key_len);
+}
+
+int eng_merge_iter_next(struct eng_merge_iter *m, eng_merge_cb cb, void *arg)
+{
+        SCREE_ASSERT(m->valid);
+        begin(m, cb, arg);
+        step(m);
+        return settle(m);
+}
+
+bool eng_merge_iter_is_valid(const struct eng_merge_iter *m)
+{
+        return m->valid;
+}
+
+void eng_merge_iter_entry(const struct eng_merge_iter *m, struct eng_entry *ret)
+{
+        SCREE_ASSERT(m->valid);
+        *ret = m->slots[m->heap[0]].e;
+}
+
+const struct eng_merge_stats *eng_merge_iter_stats(const struct eng_merge_iter *m)
+{
+        return &m->stats;
+}
+
+/* ---- children over memtables and SSTables ---- */
+
+struct mt_child {
+        struct eng_merge_child c;
+        struct eng_memtable *mt;        /* referenced */
+        struct eng_memtable_iter it;
+};
+
+static struct mt_child *mt_of(struct eng_merge_child *c)
+{
+        return container_of(c, struct mt_child, c);
+}
+
+static int mt_at(const struct mt_child *x)
+{
+        return eng_memtable_iter_valid(&x->it) ? 1 : 0;
+}
+
+static int mt_seek(struct eng_merge_child *c, const void *key, size_t key_len)
+{
+        struct mt_child *x = mt_of(c);
+
+        eng_memtable_iter_seek(&x->it, key, (uint32_t)key_len);
+        return mt_at(x);
+}
+
+static int mt_seek_first(struct eng_merge_child *c)
+{
+        struct mt_child *x = mt_of(c);
+
+        eng_memtable_iter_seek_first(&x->it);
+        return mt_at(x);
+}
+
+static int mt_next(struct eng_merge_child *c)
+{
+        struct mt_child *x = mt_of(c);
+
+        eng_memtable_iter_next(&x->it);
+        return mt_at(x);
+}
+
+static void mt_entry(struct eng_merge_child *c, struct eng_entry *ret)
+{
+        eng_memtable_iter_entry(&mt_of(c)->it, ret);
+}
+
+static void mt_free(struct eng_merge_child *c)
+{
+        struct mt_child *x = mt_of(c);
+
+        eng_memtable_unref(x->mt);
+        free(x);
+}
+
+static const struct eng_merge_child_ops mt_ops = {
+        .seek = mt_seek, .seek_first = mt_seek_first, .next = mt_next,
+        .entry = mt_entry, .free = mt_free,
+};
+
+int eng_merge_child_memtable_new(struct eng_memtable *mt, struct eng_merge_child **ret)
+{
+        struct mt_child *x = calloc(1, sizeof(*x));
+
+        if (!x)
+                return -ENOMEM;
+        x->c.ops = &mt_ops;
+        eng_memtable_ref(mt);
+        x->mt = mt;
+        eng_memtable_iter_init(&x->it, mt);
+        *ret = &x->c;
+        return 0;
+}
+
+struct sst_child {
+        struct eng_merge_child c;
+        struct eng_sst_iter *it;
+};
+
+static struct sst_child *sst_of(struct eng_merge_child *c)
+{
+        return container_of(c, struct sst_child, c);
+}
+
+static void sst_moved(struct eng_sst_iter *it, int res, void *arg)
+{
+        (void)it;
+        eng_merge_child_done(arg, res);
+}
+
+static int sst_seek(struct eng_merge_child *c, const void *key, size_t key_len)
+{
+        return eng_sst_iter_seek(sst_of(c)->it, key, key_len, UINT64_MAX, sst_moved, c);
+}
+
+static int sst_seek_first(struct eng_merge_child *c)
+{
+        return eng_sst_iter_seek_first(sst_of(c)->it, sst_moved, c);
+}
+
+static int sst_next(struct eng_merge_child *c)
+{
+        return eng_sst_iter_next(sst_of(c)->it, sst_moved, c);
+}
+
+static void sst_entry(struct eng_merge_child *c, struct eng_entry *ret)
+{
+        eng_sst_iter_entry(sst_of(c)->it, ret);
+}
+
+/* eng_sst_iter_free may run while a read is pending and from the
+ * iterator's own callback, as the child contract requires. */
+static void sst_free(struct eng_merge_child *c)
+{
+        struct sst_child *x = sst_of(c);
+
+        eng_sst_iter_free(x->it);
+        free(x);
+}
+
+static const struct eng_merge_child_ops sst_ops = {
+        .seek = sst_seek, .seek_first = sst_seek_first, .next = sst_next,
+        .entry = sst_entry, .free = sst_free,
+};
+
+int eng_merge_child_sst_new(struct eng_sst_table *t, struct eng_merge_child **ret)
+{
+        struct sst_child *x = calloc(1, sizeof(*x));
+        int r;
+
+        if (!x)
+                return -ENOMEM;
+        if ((r = eng_sst_iter_new(t, &x->it)) < 0) {
+                free(x);
+                return r;
+        }
+        x->c.ops = &sst_ops;
+        *ret = &x->c;
+        return 0;
+}
