@@ -35,6 +35,7 @@
 
 #include "engine/fs.h"
 #include "engine/memtable.h"
+#include "engine/merge_iter.h"
 #include "engine/sst_io.h"
 #include "engine/tablet.h"
 #include "engine/wal.h"
@@ -176,6 +177,86 @@ int eng_shard_get(struct eng_shard *s, enum eng_table t, const void *key, uint32
 /* Drops what keeps a found value alive. Accepts a g that found nothing. */
 void eng_get_release(struct eng_get *g);
 
+/* ---- scans ---- */
+
+/*
+ * A scan walks one table's keys in this shard, in order, newest version of
+ * each key only (tombstones and expired versions skipped), across the
+ * memtables and SSTables of every tablet of the table the shard owns.
+ *
+ * Positions: a scan's start, end and resume are positions in the table's
+ * order. For the ordered table a position is the user key itself; for the
+ * hashed default table it is the key's hash (8 bytes, big-endian) followed
+ * by the user key, so a hashed table is walked in hash order (a cursor
+ * for SCAN-like iteration; eng_shard_scan_pos() builds one from a key).
+ *
+ * The entries visited are those of the tables at the call's start plus,
+ * possibly, writes that land while the scan waits for the disk; no version
+ * written before the call is missed.
+ */
+struct eng_scan_item {
+        const uint8_t *key;             /* user key */
+        uint32_t key_len;
+        const uint8_t *pos;             /* its position (see above) */
+        uint32_t pos_len;
+        const uint8_t *value;
+        uint32_t value_len;
+        uint64_t expiry_ms;             /* 0 = never */
+        uint64_t seq;
+};
+
+/* Caller-provided, zeroed before its first scan; valid until done runs
+ * (or the call returned). */
+struct eng_scan {
+        /* Runs for each entry, in order, borrowed for the call (also from
+         * inside eng_shard_scan). Return 0 to go on, <0 to end the scan
+         * with that error. Must not call into the shard. */
+        int (*item)(struct eng_scan *sc, const struct eng_scan_item *it);
+        void (*done)(struct eng_scan *sc, int res);
+        void *ctx;
+        /* Once the scan ended with 0: n items were given; when more is
+         * true, resume[0..resume_len) is the position of the next entry
+         * (pass it as the next scan's start, also with this sc), owned
+         * by sc until eng_scan_release or the next scan with sc. "more"
+         * may be true when no entry is left: the next scan then gives
+         * none and says so. */
+        uint32_t n;
+        bool more;
+        uint8_t *resume;
+        uint32_t resume_len;
+        /* internal */
+        struct eng_shard *s;
+        enum eng_table table;
+        uint32_t limit;
+        uint32_t tablet;                /* local tablet being walked */
+        uint64_t now_ms;
+        struct eng_merge_iter *m;
+        uint8_t *bounds;                /* ikeys: start, end (table-prefixed) */
+        uint32_t start_len, end_len;
+        bool has_end;
+};
+
+/*
+ * Scans table t from position start (inclusive; start_len 0 = the table's
+ * first key) to end (exclusive; NULL = the table's end), giving at most
+ * limit entries (1..) to sc->item. start and end are borrowed for the
+ * call. Returns 0: done now (sc->n, sc->more, sc->resume set); 1: pending,
+ * sc->done(sc, res) runs later with 0 or an error (-SCREE_ECORRUPT,
+ * -errno, -ENOMEM, the item callback's error); or <0 at once (-EINVAL: bad
+ * table, limit 0, a position longer than a key can be; -ENOMEM; the item
+ * callback's error). Items given before an error stand; the scan is over.
+ */
+int eng_shard_scan(struct eng_shard *s, enum eng_table t, const void *start, uint32_t start_len,
+                   const void *end, uint32_t end_len, uint32_t limit, struct eng_scan *sc);
+
+/* Frees what the last scan with sc kept (the resume position). */
+void eng_scan_release(struct eng_scan *sc);
+
+/* Writes the position of user key (t, key) into dst (key_len + 8 bytes for
+ * the hashed table, key_len for the ordered one) and returns its length.
+ * Pure; any thread. */
+uint32_t eng_shard_scan_pos(enum eng_table t, const void *key, uint32_t key_len, uint8_t *dst);
+
 /* ---- read-modify-write ---- */
 
 /*
@@ -220,6 +301,16 @@ int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32
 /* Seals every non-empty memtable and flushes it; done(arg, res) runs when
  * all of them are in SSTables. Returns 0 or <0 (done won't run). */
 int eng_shard_flush(struct eng_shard *s, void (*done)(void *arg, int res), void *arg);
+
+/*
+ * A major compaction: flushes every memtable, then merges each tablet's
+ * SSTables into one, dropping tombstones and expired versions for good
+ * (nothing older lies below). Background size-tiered compactions go on
+ * meanwhile but never overlap it. done(arg, res) runs once every tablet is
+ * done: 0, or the first error (-errno, -SCREE_ECORRUPT, the error that
+ * stopped writes). Returns 0 or <0 (-ENOMEM; done won't run).
+ */
+int eng_shard_compact(struct eng_shard *s, void (*done)(void *arg, int res), void *arg);
 
 /* Refreshes the gauges (memtable bytes) and returns the counters. */
 const struct eng_shard_stats *eng_shard_stats(struct eng_shard *s);

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Ordered scans; see shard.h. A scan walks the shard's tablets of one
+ * table in key order. For each tablet that meets [start, end) it builds a
+ * merge (merge_iter.h, user view) over the tablet's memtables and its
+ * table set at that moment, bounded by the tablet's range and the scan's
+ * end, and takes entries until the limit. One more move finds the resume
+ * position: the next entry, or the start of the next tablet in range when
+ * this one is exhausted (that tablet may then turn out empty).
+ *
+ * The merge references the memtables and tables it reads, so flushes and
+ * compactions may swap a tablet's state while the scan waits for a block.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/endian.h"
+#include "base/time.h"
+#include "engine/key.h"
+#include "engine/shard_internal.h"
+
+/* The longest position: a hash and the longest user key. */
+#define SCAN_MAX_POS (ENG_HASH_BYTES + ENG_MAX_USER_KEY_BYTES)
+/* scan_open_tablet: no tablet of the table is left in range. */
+#define SCAN_NO_TABLET 2
+
+uint32_t eng_shard_scan_pos(enum eng_table t, const void *key, uint32_t key_len, uint8_t *dst)
+{
+        uint32_t off = 0;
+
+        if (eng_table_hashed(t)) {
+                be64_put(dst, eng_key_hash(key, key_len));
+                off = ENG_HASH_BYTES;
+        }
+        memcpy(dst + off, key, key_len);
+        return off + key_len;
+}
+
+void eng_scan_release(struct eng_scan *sc)
+{
+        free(sc->resume);
+        sc->resume = NULL;
+        sc->resume_len = 0;
+}
+
+static int bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+        return eng_key_cmp(a, (uint32_t)alen, b, (uint32_t)blen);
+}
+
+/* Ends the scan: frees the merge and the bounds, returns res. */
+static int scan_end(struct eng_scan *sc, int res)
+{
+        eng_merge_iter_free(sc->m);
+        sc->m = NULL;
+        free(sc->bounds);
+        sc->bounds = NULL;
+        return res;
+}
+
+/* Records the resume position (an internal key of the scanned table). */
+static int scan_set_resume(struct eng_scan *sc, const uint8_t *ikey, size_t len)
+{
+        sc->resume_len = (uint32_t)(len - ENG_TABLE_ID_BYTES);
+        sc->resume = malloc(sc->resume_len ? sc->resume_len : 1);
+        if (!sc->resume)
+                return -ENOMEM;
+        memcpy(sc->resume, ikey + ENG_TABLE_ID_BYTES, sc->resume_len);
+        sc->more = true;
+        return 0;
+}
+
+static int scan_deliver(struct eng_scan *sc, const struct eng_entry *e)
+{
+        uint32_t skip = eng_table_hashed(sc->table) ? ENG_HASH_BYTES : 0;
+        struct eng_scan_item it = {
+                .pos = e->key + ENG_TABLE_ID_BYTES,
+                .pos_len = e->key_len - ENG_TABLE_ID_BYTES,
+                .value = e->value, .value_len = e->value_len,
+                .expiry_ms = e->expiry_ms, .seq = e->seq,
+        };
+
+        if (it.pos_len < skip)
+                return -SCREE_ECORRUPT;
+        it.key = it.pos + skip;
+        it.key_len = it.pos_len - skip;
+        sc->n++;
+        return sc->item(sc, &it);
+}
+
+/* A merge over tablet t's memtables (newest first) and tables, ending at
+ * end. Returns 0 and *ret, or -ENOMEM. */
+static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8_t *end,
+                          size_t end_len, struct eng_merge_iter **ret)
+{
+        struct eng_merge_opts o = {
+                .view = ENG_MERGE_USER, .now_ms = sc->now_ms, .end_key = end, .end_len = end_len,
+        };
+        struct eng_merge_iter *m;
+        int r = eng_merge_iter_new(&o, &m);
+
+        if (r < 0)
+                return r;
+        r = eng_merge_iter_add_memtable(m, t->active);
+        for (uint32_t i = t->n_imm; r == 0 && i-- > 0;)
+                r = eng_merge_iter_add_memtable(m, t->imm[i].mt);
+        for (uint32_t i = 0; r == 0 && t->tset && i < t->tset->n; i++)
+                r = eng_merge_iter_add_sst(m, t->tset->e[i].t);
+        if (r < 0) {
+                eng_merge_iter_free(m);
+                return r;
+        }
+        *ret = m;
+        return 0;
+}
+
+static void scan_moved(struct eng_merge_iter *m, int res, void *arg);
+
+/*
+ * Moves to the next tablet of the table meeting the scan's range: when the
+ * limit is reached, sets the resume position to where it starts and
+ * returns SCAN_NO_TABLET; otherwise seeks a new merge there and returns
+ * the seek's result. SCAN_NO_TABLET when none is left; <0 on error.
+ */
+static int scan_open_tablet(struct eng_scan *sc)
+{
+        struct eng_shard *s = sc->s;
+        const uint8_t *start = sc->bounds, *end = sc->bounds + sc->start_len;
+        uint8_t tstart[ENG_IKEY_OVERHEAD], tend[ENG_IKEY_OVERHEAD];
+        size_t tslen, telen;
+
+        for (; sc->tablet < s->n_tablets; sc->tablet++) {
+                const uint8_t *lo = start, *hi = end;
+                size_t lo_len = sc->start_len, hi_len = sc->end_len;
+                int r;
+
+                if (eng_tablet_table(&s->map, sc->tablet) != sc->table)
+                        continue;
+                eng_tablet_range(&s->map, s->o.shard, sc->tablet, tstart, &tslen, tend, &telen);
+                if (bytes_cmp(tstart, tslen, lo, lo_len) > 0) {
+                        lo = tstart;
+                        lo_len = tslen;
+                }
+                if (bytes_cmp(tend, telen, hi, hi_len) < 0) {
+                        hi = tend;
+                        hi_len = telen;
+                }
+                if (bytes_cmp(lo, lo_len, hi, hi_len) >= 0)
+                        continue;
+                if (sc->n == sc->limit) {
+                        r = scan_set_resume(sc, lo, lo_len);
+                        return r < 0 ? r : SCAN_NO_TABLET;
+                }
+                r = scan_merge_new(sc, &s->tablets[sc->tablet], hi, hi_len, &sc->m);
+                if (r < 0)
+                        return r;
+                return eng_merge_iter_seek(sc->m, lo, lo_len, scan_moved, sc);
+        }
+        return SCAN_NO_TABLET;
+}
+
+/* Goes on from the result r of the last move (or of opening a tablet).
+ * Returns 0 (done), <0 (failed) or 1 (a move is pending). */
+static int scan_drive(struct eng_scan *sc, int r)
+{
+        struct eng_entry e;
+
+        for (;;) {
+                if (r == ENG_SST_PENDING)
+                        return 1;
+                if (r < 0)
+                        return scan_end(sc, r);
+                if (r == SCAN_NO_TABLET)
+                        return scan_end(sc, 0);
+                if (r == 0) {           /* this tablet is exhausted */
+                        eng_merge_iter_free(sc->m);
+                        sc->m = NULL;
+                        sc->tablet++;
+                        r = scan_open_tablet(sc);
+                        continue;
+                }
+                eng_merge_iter_entry(sc->m, &e);
+                if (sc->n == sc->limit)
+                        return scan_end(sc, scan_set_resume(sc, e.key, e.key_len));
+                r = scan_deliver(sc, &e);
+                if (r < 0)
+                        return scan_end(sc, r);
+                r = eng_merge_iter_next(sc->m, scan_moved, sc);
+        }
+}
+
+static void scan_moved(struct eng_merge_iter *m, int res, void *arg)
+{
+        struct eng_scan *sc = arg;
+
+        (void)m;
+        res = scan_drive(sc, res);
+        if (res != 1)
+                sc->done(sc, res);
+}
+
+/* Writes the scan's bounds as internal keys: [prefix|start, prefix|end),
+ * the end being the next table's start when there is none. */
+static int scan_bounds(struct eng_scan *sc, const void *start, uint32_t start_len,
+                       const void *end, uint32_t end_len)
+{
+        uint8_t *b;
+
+        sc->start_len = ENG_TABLE_ID_BYTES + start_len;
+        sc->end_len = ENG_TABLE_ID_BYTES + (end ? end_len : 0);
+        b = malloc((size_t)sc->start_len + sc->end_len);
+        if (!b)
+                return -ENOMEM;
+        eng_ikey_table_start(sc->table, b);
+        if (start_len)
+                memcpy(b + ENG_TABLE_ID_BYTES, start, start_len);
+        if (end) {
+                eng_ikey_table_start(sc->table, b + sc->start_len);
+                if (end_len)
+                        memcpy(b + sc->start_len + ENG_TABLE_ID_BYTES, end, end_len);
+        } else {
+                eng_ikey_table_start((enum eng_table)(sc->table + 1), b + sc->start_len);
+        }
+        sc->bounds = b;
+        return 0;
+}
+
+int eng_shard_scan(struct eng_shard *s, enum eng_table t, const void *start, uint32_t start_len,
+                   const void *end, uint32_t end_len, uint32_t limit, struct eng_scan *sc)
+{
+        uint8_t *prev = sc->resume;
+        int r;
+
+        if ((unsigned)t >= ENG_TABLE_MAX || limit == 0 || !sc->item || start_len > SCAN_MAX_POS ||
+            (end && end_len > SCAN_MAX_POS) || (start_len && !start))
+                return -EINVAL;
+        sc->s = s;
+        sc->table = t;
+        r = scan_bounds(sc, start, start_len, end, end_len);
+        if (r < 0)
+                return r;
+        free(prev);     /* start may have pointed into it */
+        sc->limit = limit;
+        sc->n = 0;
+        sc->more = false;
+        sc->resume = NULL;
+        sc->resume_len = 0;
+        sc->m = NULL;
+        sc->tablet = 0;
+        sc->now_ms = time_wall_ns() / 1000000;
+        return scan_drive(sc, scan_open_tablet(sc));
+}
