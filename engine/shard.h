@@ -68,7 +68,7 @@ struct eng_shard_stats {
         uint64_t gets, get_memtable_hits, get_sst_reads;
         uint64_t stalls, stall_ns;
         uint64_t flushes, flush_bytes, flush_errors;
-        uint64_t compactions, compaction_bytes_in, compaction_bytes_out;
+        uint64_t compactions, compaction_bytes_in, compaction_bytes_out, compaction_errors;
         uint64_t disk_bytes_written;                    /* log + SSTables */
         uint64_t segments_removed;
         uint64_t memtable_bytes, imm_bytes;             /* now */
@@ -217,9 +217,7 @@ struct eng_scan {
         /* Once the scan ended with 0: n items were given; when more is
          * true, resume[0..resume_len) is the position of the next entry
          * (pass it as the next scan's start, also with this sc), owned
-         * by sc until eng_scan_release or the next scan with sc. "more"
-         * may be true when no entry is left: the next scan then gives
-         * none and says so. */
+         * by sc until eng_scan_release or the next scan with sc. */
         uint32_t n;
         bool more;
         uint8_t *resume;

@@ -294,6 +294,7 @@ static void flush_recorded(struct eng_manifest_write *mw, int res)
         wake_waiters(s);
         shard_unstall(s);
         shard_maybe_flush(s);
+        shard_maybe_compact(s);
         shard_job_done(s);
 }
 

@@ -52,6 +52,8 @@ struct eng_tablet {
 };
 
 struct eng_flush;
+struct eng_shard_compaction;
+struct shard_major;
 
 struct eng_shard {
         struct rx_loop *loop;
@@ -74,6 +76,9 @@ struct eng_shard {
         int error;                      /* stops writes */
         struct eng_flush *flush;        /* the one flush in progress */
         int flush_error;                /* of the last flush, cleared by a good one */
+        struct eng_shard_compaction *compaction;        /* the one in progress */
+        struct shard_major *major;      /* eng_shard_compact in progress */
+        uint32_t compact_cursor;        /* the tablet to look at first */
         struct rx_timer retry_timer;    /* retries a failed flush */
         bool retry_armed;
         struct shard_waiter *flush_waiters;
@@ -140,6 +145,12 @@ void shard_maybe_flush(struct eng_shard *s);
 uint64_t shard_log_needed(const struct eng_shard *s);
 /* Posts the check of eng_shard_flush's waiters. */
 void shard_wake_task(struct rx_loop *loop, struct rx_task *task);
+
+/* shard_compact.c */
+/* Starts a compaction if none is running and a tablet needs one (or the
+ * major compaction in progress goes on); ends the major compaction when
+ * the shard stopped. */
+void shard_maybe_compact(struct eng_shard *s);
 
 /* shard_open.c: t is the shard's now; close waits for its fd to close. */
 void shard_track_table(struct eng_shard *s, struct eng_sst_table *t);

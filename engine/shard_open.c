@@ -167,6 +167,7 @@ static void manifest_created(void *arg, int res)
                 for (uint32_t k = 0; op->s->tablets[i].tset && k < op->s->tablets[i].tset->n; k++)
                         shard_track_table(op->s, op->s->tablets[i].tset->e[k].t);
         shard_maybe_flush(op->s);
+        shard_maybe_compact(op->s);
         open_finish(op, 0);
 }
 

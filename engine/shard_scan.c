@@ -25,7 +25,7 @@
 /* The longest position: a hash and the longest user key. */
 #define SCAN_MAX_POS (ENG_HASH_BYTES + ENG_MAX_USER_KEY_BYTES)
 /* scan_open_tablet: no tablet of the table is left in range. */
-#define SCAN_NO_TABLET 2
+#define SCAN_NO_TABLET (ENG_SST_PENDING + 1)
 
 uint32_t eng_shard_scan_pos(enum eng_table t, const void *key, uint32_t key_len, uint8_t *dst)
 {
@@ -119,12 +119,9 @@ static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8
 
 static void scan_moved(struct eng_merge_iter *m, int res, void *arg);
 
-/*
- * Moves to the next tablet of the table meeting the scan's range: when the
- * limit is reached, sets the resume position to where it starts and
- * returns SCAN_NO_TABLET; otherwise seeks a new merge there and returns
- * the seek's result. SCAN_NO_TABLET when none is left; <0 on error.
- */
+/* Moves to the next tablet of the table meeting the scan's range: seeks a
+ * new merge there and returns the seek's result; SCAN_NO_TABLET when none
+ * is left; <0 on error. */
 static int scan_open_tablet(struct eng_scan *sc)
 {
         struct eng_shard *s = sc->s;
@@ -150,10 +147,6 @@ static int scan_open_tablet(struct eng_scan *sc)
                 }
                 if (bytes_cmp(lo, lo_len, hi, hi_len) >= 0)
                         continue;
-                if (sc->n == sc->limit) {
-                        r = scan_set_resume(sc, lo, lo_len);
-                        return r < 0 ? r : SCAN_NO_TABLET;
-                }
                 r = scan_merge_new(sc, &s->tablets[sc->tablet], hi, hi_len, &sc->m);
                 if (r < 0)
                         return r;

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Compaction in the shard: when and what to merge, and how the result
+ * replaces its inputs. One compaction runs at a time per shard (this
+ * machine has a core per shard; the flush runs beside it):
+ *   pick a run of adjacent tables of one tablet (compaction.h) -> merge
+ *   them into one new table at the configured byte rate -> sync the
+ *   directory -> open the table -> record it in the manifest, the inputs
+ *   removed -> publish the tablet's new table set (the output in the
+ *   inputs' place) -> drop the inputs' cached blocks and delete their
+ *   files.
+ * The output stands for the inputs' whole seq range, so the tablet's tables
+ * keep disjoint, ordered seq ranges. Until the manifest edit is durable the
+ * new file is not part of the database (start-up deletes it); once it is,
+ * the inputs are not (start-up deletes them if we crash before we do).
+ * Readers holding the old table set keep reading the inputs' open fds.
+ *
+ * Background compactions are picked after every flush and compaction;
+ * a failed one is logged and picked again after the next flush. A major
+ * compaction (eng_shard_compact) flushes, then merges every tablet's tables
+ * into one at the bottom, tablet by tablet, between background ones.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/log.h"
+#include "base/time.h"
+#include "engine/compaction.h"
+#include "engine/shard_internal.h"
+
+/* Tables one compaction merges at most (a major one does a bigger tablet
+ * in several rounds, oldest tables first). */
+#define SHARD_MAX_COMPACT_INPUTS 64u
+
+struct eng_shard_compaction {
+        struct eng_shard *s;
+        struct eng_tablet *t;
+        struct eng_tset *from;          /* the set the inputs were picked from (referenced) */
+        uint32_t first, n;
+        bool major;
+        uint64_t file_id;
+        struct eng_compaction *job;
+        struct eng_sst_table *out;
+        struct eng_manifest_table meta;
+        struct eng_manifest_table *removed;
+        struct eng_manifest_write mw;
+        struct eng_fs_op op;
+        uint32_t unlinked;              /* inputs deleted so far */
+        char unlink_path[4096];
+        char path[];
+};
+
+/* A caller of eng_shard_compact. */
+struct shard_major {
+        void (*done)(void *arg, int res);
+        void *arg;
+        uint32_t next_tablet;           /* tablets below it are done */
+        int res;
+        bool flushed;
+};
+
+static void compaction_end(struct eng_shard_compaction *c, int res);
+
+/* ---- finishing ---- */
+
+static void major_finish(struct eng_shard *s)
+{
+        struct shard_major *mj = s->major;
+
+        s->major = NULL;
+        mj->done(mj->arg, mj->res);
+        free(mj);
+}
+
+static void compaction_free(struct eng_shard_compaction *c)
+{
+        eng_compaction_free(c->job);
+        eng_sst_table_unref(c->out);
+        shard_tset_unref(c->from);
+        free(c->removed);
+        free(c);
+}
+
+/* Deletes the inputs' files one at a time, then ends. */
+static void unlink_input(struct eng_shard_compaction *c);
+
+static void input_unlinked(struct eng_fs_op *op, int res)
+{
+        struct eng_shard_compaction *c = op->ctx;
+
+        if (res < 0 && res != -ENOENT)
+                log_warn("shard %u: removing compacted %s: %s", c->s->o.shard, c->unlink_path,
+                         strerror(-res));
+        c->unlinked++;
+        unlink_input(c);
+}
+
+static void unlink_input(struct eng_shard_compaction *c)
+{
+        struct eng_shard *s = c->s;
+
+        while (c->unlinked < c->n) {
+                uint64_t id = c->removed[c->unlinked].file_id;
+
+                eng_block_cache_erase_file(s->cache, id);
+                snprintf(c->unlink_path, sizeof(c->unlink_path), "%s/%016" PRIx64 ".sst", s->dir, id);
+                c->op.ctx = c;
+                if (eng_fs_unlink(s->fs, &c->op, c->unlink_path, input_unlinked) == 0)
+                        return;
+                c->unlinked++;  /* start-up deletes what the manifest does not name */
+        }
+        compaction_end(c, 0);
+}
+
+/* The new set: the current one with the inputs replaced by the output (or
+ * by nothing). Flushes may have put newer tables in front meanwhile; the
+ * inputs are still adjacent, since only this compaction removes tables. */
+static struct eng_tset *tset_replace(const struct eng_shard_compaction *c)
+{
+        const struct eng_tset *cur = c->t->tset;
+        uint32_t at = 0, n_out = c->out ? 1 : 0, k = 0;
+        struct eng_tset *ts;
+
+        while (at < cur->n && cur->e[at].meta.file_id != c->removed[0].file_id)
+                at++;
+        if (at + c->n > cur->n)
+                return NULL;
+        for (uint32_t i = 0; i < c->n; i++)
+                if (cur->e[at + i].meta.file_id != c->removed[i].file_id)
+                        return NULL;
+        ts = shard_tset_new(cur->n - c->n + n_out);
+        if (!ts)
+                return NULL;
+        for (uint32_t i = 0; i < cur->n; i++) {
+                if (i == at && n_out) {
+                        ts->e[k].t = c->out;
+                        ts->e[k++].meta = c->meta;
+                }
+                if (i >= at && i < at + c->n)
+                        continue;
+                ts->e[k] = cur->e[i];
+                eng_sst_table_ref(cur->e[k++].t);
+        }
+        if (n_out) {
+                eng_sst_table_ref(c->out);
+                shard_track_table(c->s, c->out);
+        }
+        return ts;
+}
+
+static void compaction_recorded(struct eng_manifest_write *mw, int res)
+{
+        struct eng_shard_compaction *c = mw->ctx;
+        struct eng_shard *s = c->s;
+        struct eng_tset *ts;
+
+        if (res < 0) {
+                shard_set_error(s, res, "manifest write");
+                compaction_end(c, res);
+                return;
+        }
+        ts = tset_replace(c);
+        if (!ts) {      /* durable but not published: only a restart would show it */
+                shard_set_error(s, -ENOMEM, "publishing a compacted table");
+                compaction_end(c, -ENOMEM);
+                return;
+        }
+        shard_tset_unref(c->t->tset);
+        c->t->tset = ts;
+        s->stats.compactions++;
+        s->stats.compaction_bytes_in += eng_compaction_result(c->job)->bytes_read;
+        s->stats.compaction_bytes_out += c->meta.file_size;
+        s->stats.disk_bytes_written += c->meta.file_size;
+        unlink_input(c);
+}
+
+/* Records the output (if any) and the inputs' removal in the manifest. */
+static void compaction_record(struct eng_shard_compaction *c)
+{
+        struct eng_shard *s = c->s;
+        struct eng_manifest_edit e = {
+                .removed = c->removed, .n_removed = c->n, .next_file_id = s->next_file_id,
+        };
+        int r;
+
+        if (c->out) {
+                e.added = &c->meta;
+                e.n_added = 1;
+        }
+        c->mw.done = compaction_recorded;
+        c->mw.ctx = c;
+        r = eng_manifest_apply(s->man, &e, &c->mw);
+        if (r < 0) {
+                shard_set_error(s, r, "manifest edit");
+                compaction_end(c, r);
+        }
+}
+
+/* ---- the job ---- */
+
+static void compaction_failed(struct eng_shard_compaction *c, int res, const char *what)
+{
+        log_error("shard %u: compaction of tablet %u into %s: %s failed (%s)", c->s->o.shard,
+                  c->t->id, c->path, what, strerror(res < 0 && -res < 4096 ? -res : EIO));
+        c->s->stats.compaction_errors++;
+        compaction_end(c, res);
+}
+
+static void output_opened(void *arg, int res, struct eng_sst_table *table)
+{
+        struct eng_shard_compaction *c = arg;
+        const struct eng_compaction_result *r = eng_compaction_result(c->job);
+
+        if (res < 0) {
+                compaction_failed(c, res, "opening the new table");
+                return;
+        }
+        c->out = table;
+        c->meta = (struct eng_manifest_table){
+                .tablet = c->t->id, .file_id = c->file_id, .file_size = r->file_size,
+                .min_seq = r->min_seq, .max_seq = r->max_seq,
+        };
+        compaction_record(c);
+}
+
+static void output_dir_synced(struct eng_fs_op *op, int res)
+{
+        struct eng_shard_compaction *c = op->ctx;
+
+        if (res == 0)
+                res = eng_sst_table_open(c->s->fs, c->s->cache, c->path, c->file_id,
+                                         eng_compaction_result(c->job)->file_size, output_opened, c);
+        if (res < 0)
+                compaction_failed(c, res, "opening the new table");
+}
+
+static void job_done(struct eng_compaction *job, int res, void *arg)
+{
+        struct eng_shard_compaction *c = arg;
+
+        (void)job;
+        if (res < 0) {
+                compaction_failed(c, res, "merging");
+                return;
+        }
+        if (!eng_compaction_result(c->job)->has_output) {
+                compaction_record(c);   /* everything was dropped */
+                return;
+        }
+        c->op.ctx = c;
+        res = eng_fs_fsync(c->s->fs, &c->op, c->s->dir_fd, output_dir_synced);
+        if (res < 0)
+                compaction_failed(c, res, "syncing the directory");
+}
+
+/* Starts merging tables [first, first + n) of t's set. Returns 0 or <0. */
+static int compaction_start(struct eng_shard *s, struct eng_tablet *t, uint32_t first, uint32_t n,
+                            bool bottommost, bool major)
+{
+        size_t plen = strlen(s->dir) + 32;
+        struct eng_shard_compaction *c = calloc(1, sizeof(*c) + plen);
+        struct eng_sst_table *inputs[SHARD_MAX_COMPACT_INPUTS];
+        struct eng_compaction_opts o = { .n_inputs = n, .inputs = inputs, .bottommost = bottommost };
+        int r;
+
+        if (!c || n > SHARD_MAX_COMPACT_INPUTS || !(c->removed = calloc(n, sizeof(*c->removed)))) {
+                free(c);
+                return -ENOMEM;
+        }
+        *c = (struct eng_shard_compaction){ .s = s, .t = t, .from = t->tset, .first = first,
+                                             .n = n, .major = major, .removed = c->removed };
+        shard_tset_ref(c->from);
+        for (uint32_t i = 0; i < n; i++) {
+                inputs[i] = c->from->e[first + i].t;
+                c->removed[i] = c->from->e[first + i].meta;
+        }
+        c->file_id = s->next_file_id++;
+        snprintf(c->path, plen, "%s/%016" PRIx64 ".sst", s->dir, c->file_id);
+        o.now_ms = time_wall_ns() / 1000000;
+        o.out.path = c->path;
+        o.out.table.file_id = c->file_id;
+        o.out.table.tablet = t->id;
+        o.out.rate_bytes_per_sec = s->o.compaction_rate == UINT64_MAX ? 0 : s->o.compaction_rate;
+        r = eng_compaction_start(s->fs, &o, job_done, c, &c->job);
+        if (r < 0) {
+                compaction_free(c);
+                return r;
+        }
+        s->compaction = c;
+        t->compacting = true;
+        s->busy++;
+        return 0;
+}
+
+/* ---- picking ---- */
+
+/* A size-tiered pick for t. Returns 1 and *ret, or 0. */
+static int pick_tablet(const struct eng_tablet *t, struct eng_compact_pick *ret)
+{
+        struct eng_compact_table tables[SHARD_MAX_COMPACT_INPUTS * 4];
+        uint32_t n = t->tset ? t->tset->n : 0;
+
+        if (n < 2)
+                return 0;
+        if (n > sizeof(tables) / sizeof(tables[0]))
+                n = sizeof(tables) / sizeof(tables[0]);
+        for (uint32_t i = 0; i < n; i++)
+                tables[i] = (struct eng_compact_table){ .file_size = t->tset->e[i].meta.file_size,
+                                                        .min_seq = t->tset->e[i].meta.min_seq,
+                                                        .max_seq = t->tset->e[i].meta.max_seq };
+        if (!eng_compact_pick(tables, n, NULL, ret))
+                return 0;
+        ret->bottommost = ret->first + ret->n == t->tset->n;
+        return 1;
+}
+
+/* Whether a major compaction has work in tablet t: several tables, or one
+ * holding tombstones or versions expired by now_ms to drop. */
+static bool major_needed(const struct eng_tablet *t, uint64_t now_ms)
+{
+        const struct eng_sst_props *p;
+
+        if (!t->tset || !t->tset->n)
+                return false;
+        if (t->tset->n > 1)
+                return true;
+        p = eng_sst_reader_props(eng_sst_table_reader(t->tset->e[0].t));
+        return p->n_tombstones || (p->n_expiring && p->min_expiry_ms <= now_ms);
+}
+
+/* Starts the next compaction of the major one; false when none is left.
+ * A tablet is done once a compaction of all its tables started. */
+static bool major_step(struct eng_shard *s)
+{
+        struct shard_major *mj = s->major;
+        uint64_t now_ms = time_wall_ns() / 1000000;
+
+        for (; mj->next_tablet < s->n_tablets; mj->next_tablet++) {
+                struct eng_tablet *t = &s->tablets[mj->next_tablet];
+                uint32_t n;
+                int r;
+
+                if (!major_needed(t, now_ms))
+                        continue;
+                n = t->tset->n < SHARD_MAX_COMPACT_INPUTS ? t->tset->n : SHARD_MAX_COMPACT_INPUTS;
+                r = compaction_start(s, t, t->tset->n - n, n, true, true);
+                if (r < 0) {
+                        if (!mj->res)
+                                mj->res = r;
+                        continue;
+                }
+                if (n == t->tset->n)
+                        mj->next_tablet++;
+                return true;
+        }
+        return false;
+}
+
+void shard_maybe_compact(struct eng_shard *s)
+{
+        struct eng_compact_pick p;
+
+        if (s->compaction)
+                return;
+        if (s->closing || s->error) {
+                if (s->major && s->major->flushed) {
+                        s->major->res = s->error ? s->error : -SCREE_ESHUTDOWN;
+                        major_finish(s);
+                }
+                return;
+        }
+        if (s->major && s->major->flushed) {
+                if (major_step(s))
+                        return;
+                major_finish(s);
+        }
+        if (s->o.no_compaction || s->major)
+                return;
+        for (uint32_t k = 0; k < s->n_tablets; k++) {
+                struct eng_tablet *t = &s->tablets[(s->compact_cursor + k) % s->n_tablets];
+
+                if (pick_tablet(t, &p) && compaction_start(s, t, p.first, p.n, p.bottommost, false) == 0) {
+                        s->compact_cursor = t->id + 1;
+                        return;
+                }
+        }
+}
+
+static void compaction_end(struct eng_shard_compaction *c, int res)
+{
+        struct eng_shard *s = c->s;
+
+        if (c->major && s->major && res < 0 && !s->major->res)
+                s->major->res = res;
+        c->t->compacting = false;
+        s->compaction = NULL;
+        compaction_free(c);
+        shard_maybe_compact(s);
+        shard_job_done(s);
+}
+
+/* ---- major compaction ---- */
+
+static void major_flushed(void *arg, int res)
+{
+        struct eng_shard *s = arg;
+
+        s->major->flushed = true;
+        if (res < 0) {
+                s->major->res = res;
+                major_finish(s);
+                return;
+        }
+        shard_maybe_compact(s);
+}
+
+int eng_shard_compact(struct eng_shard *s, void (*done)(void *arg, int res), void *arg)
+{
+        struct shard_major *mj;
+        int r;
+
+        if (s->error)
+                return s->error;
+        if (s->closing)
+                return -SCREE_ESHUTDOWN;
+        if (s->major)
+                return -EBUSY;
+        mj = calloc(1, sizeof(*mj));
+        if (!mj)
+                return -ENOMEM;
+        mj->done = done;
+        mj->arg = arg;
+        s->major = mj;
+        r = eng_shard_flush(s, major_flushed, s);
+        if (r < 0) {
+                s->major = NULL;
+                free(mj);
+        }
+        return r;
+}
