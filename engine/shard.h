@@ -261,8 +261,9 @@ uint32_t eng_shard_scan_pos(enum eng_table t, const void *key, uint32_t key_len,
  * Decides a read-modify-write: cur is the key's current value (NULL when
  * absent or expired; borrowed for the call). Fill *out (kind ENG_MUT_PUT
  * with its key and table preset; point value at memory that stays valid
- * until done runs, e.g. in fn_arg) and return 1 to write it, 0 to write
- * nothing, or <0 to fail with that error.
+ * until done runs, e.g. in fn_arg; or set kind ENG_MUT_DEL) and return 1
+ * to write it, 0 to write nothing, or <0 to fail with that error. fn runs
+ * once per call.
  */
 typedef int (*eng_rmw_fn)(void *arg, const struct eng_get *cur, struct eng_mutation *out);
 
@@ -293,6 +294,29 @@ struct eng_rmw {
  */
 int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
                   eng_rmw_fn fn, void *fn_arg, struct eng_rmw *r);
+
+/* ---- expiry ---- */
+
+/* Caller-provided; valid until done runs. */
+struct eng_expire {
+        void (*done)(struct eng_expire *x, int res);
+        void *ctx;
+        /* internal */
+        uint64_t expiry_ms;
+        uint8_t *copy;                  /* the value, written back with the new expiry */
+        struct eng_rmw r;
+};
+
+/*
+ * Sets the expiry of (t, key) to expiry_ms (wall-clock ms; 0 clears it,
+ * like PERSIST), keeping its value: a read-modify-write (no other write to
+ * the key in between). key is borrowed until done runs. Returns 0:
+ * done(x, res) runs later with 1 (the key was live and now has the new
+ * expiry; an expiry at or before now deletes it), 0 (the key is absent or
+ * expired: nothing written), or an error. Returns <0 at once (-EINVAL).
+ */
+int eng_shard_expire(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
+                     uint64_t expiry_ms, struct eng_expire *x);
 
 /* ---- maintenance ---- */
 

@@ -271,3 +271,44 @@ int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32
         r->in_call = false;
         return 0;
 }
+
+/* ---- expiry ---- */
+
+static int expire_fn(void *arg, const struct eng_get *cur, struct eng_mutation *out)
+{
+        struct eng_expire *x = arg;
+
+        if (!cur)
+                return 0;
+        if (x->expiry_ms && x->expiry_ms <= time_wall_ns() / 1000000) {
+                out->kind = ENG_MUT_DEL;
+                return 1;
+        }
+        x->copy = malloc(cur->value_len ? cur->value_len : 1);
+        if (!x->copy)
+                return -ENOMEM;
+        memcpy(x->copy, cur->value, cur->value_len);
+        out->value = x->copy;
+        out->value_len = cur->value_len;
+        out->expiry_ms = x->expiry_ms;
+        return 1;
+}
+
+static void expire_done(struct eng_rmw *r, int res)
+{
+        struct eng_expire *x = r->ctx;
+
+        free(x->copy);
+        x->copy = NULL;
+        x->done(x, res);
+}
+
+int eng_shard_expire(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
+                     uint64_t expiry_ms, struct eng_expire *x)
+{
+        x->expiry_ms = expiry_ms;
+        x->copy = NULL;
+        x->r.done = expire_done;
+        x->r.ctx = x;
+        return eng_shard_rmw(s, t, key, key_len, expire_fn, x, &x->r);
+}

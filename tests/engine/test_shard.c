@@ -163,6 +163,75 @@ struct incr {
         int res;
 };
 
+struct exp_wait {
+        struct eng_expire x;
+        bool done;
+        int res;
+};
+
+static void on_expire(struct eng_expire *x, int res)
+{
+        struct exp_wait *w = x->ctx;
+
+        w->done = true;
+        w->res = res;
+}
+
+static int expire_sync(const char *k, uint64_t expiry_ms)
+{
+        struct exp_wait w = { .x = { .done = on_expire } };
+
+        w.x.ctx = &w;
+        cr_assert(eq(int, eng_shard_expire(sh, ENG_TABLE_DEFAULT, k, (uint32_t)strlen(k), expiry_ms,
+                                           &w.x), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &w.done), 0));
+        return w.res;
+}
+
+/* The expiry of k as a get sees it (k must be live). */
+static uint64_t expiry_of(const char *k)
+{
+        struct rd x = { .g = { .done = on_get } };
+        uint64_t e;
+        int r;
+
+        x.g.ctx = &x;
+        r = eng_shard_get(sh, ENG_TABLE_DEFAULT, k, (uint32_t)strlen(k), &x.g);
+        if (r == 1) {
+                cr_assert(eq(int, rx_loop_run_until(loop, &x.done), 0));
+                r = x.res;
+        }
+        cr_assert(eq(int, r, 0), "%s: %d", k, r);
+        e = x.g.expiry_ms;
+        eng_get_release(&x.g);
+        return e;
+}
+
+Test(shard, expire_sets_and_clears_a_keys_expiry_and_keeps_its_value)
+{
+        uint64_t now = time_wall_ns() / 1000000, later = now + 3600000;
+
+        cr_assert(eq(int, shard_open_sync(), 0));
+        cr_assert(eq(int, expire_sync("nope", later), 0));      /* absent: nothing written */
+        expect_value("nope", NULL);
+        cr_assert(eq(int, put_sync("k", "value"), 0));
+        cr_assert(eq(int, flush_sync(), 0));                    /* from an SSTable */
+        cr_assert(eq(int, reopen(), 0));
+        cr_assert(eq(int, expire_sync("k", later), 1));
+        expect_value("k", "value");
+        cr_assert(eq(u64, expiry_of("k"), later));
+        cr_assert(eq(int, reopen(), 0));
+        cr_assert(eq(u64, expiry_of("k"), later));
+        cr_assert(eq(int, expire_sync("k", 0), 1));             /* PERSIST */
+        cr_assert(eq(u64, expiry_of("k"), 0));
+        expect_value("k", "value");
+        cr_assert(eq(int, expire_sync("k", now - 1), 1));       /* in the past: gone */
+        expect_value("k", NULL);
+        cr_assert(eq(int, expire_sync("k", later), 0));
+        cr_assert(eq(int, eng_shard_expire(sh, ENG_TABLE_MAX, "k", 1, 0,
+                                           &(struct eng_expire){ .done = on_expire }), -EINVAL));
+}
+
 static int incr_fn(void *arg, const struct eng_get *cur, struct eng_mutation *out)
 {
         struct incr *x = arg;
