@@ -426,11 +426,7 @@ static void finish_close(struct eng_wal *wal)
         done(arg, res);
 }
 
-/*
- * Drives a close: flush everything (unless the log failed), then close the
- * segments one by one, then free. Re-entered from every completion while
- * closing; returns as soon as it must wait.
- */
+/* The last step of a close: the directory's fd is closed. */
 static void dir_closed(struct eng_fs_op *op, int res)
 {
         struct eng_wal *wal = container_of(op, struct eng_wal, dir_op);
@@ -442,6 +438,11 @@ static void dir_closed(struct eng_fs_op *op, int res)
         finish_close(wal);
 }
 
+/*
+ * Drives a close: flush everything (unless the log failed), then close the
+ * segments one by one, then the directory, then free. Re-entered from every
+ * completion while closing; returns as soon as it must wait.
+ */
 static void close_step(struct eng_wal *wal)
 {
         if (wal->io_busy || wal->dir_busy)
