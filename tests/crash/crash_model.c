@@ -138,11 +138,26 @@ static void list_tail_writes(const struct crash_model *m, uint32_t key, char *wh
         }
 }
 
+/* " from a batch with key N" when key's base state came from a two-key write. */
+static const char *batch_note(const struct crash_model *m, uint32_t key, char *buf, size_t cap)
+{
+        struct crash_state st = m->base[key];
+        struct crash_op op;
+
+        if (!st.present)
+                return "";
+        op = crash_op_gen(m->seed, crash_ver_round(st.ver), crash_ver_index(st.ver));
+        if (op.kind != CRASH_BATCH)
+                return "";
+        snprintf(buf, cap, " from a batch with key %u", op.key[0] == key ? op.key[1] : op.key[0]);
+        return buf;
+}
+
 int crash_model_observe(struct crash_model *m, uint32_t key, struct crash_state st, char *why,
                         size_t cap)
 {
         uint64_t lo, hi;
-        char b1[48], b2[48];
+        char b1[48], b2[48], b3[64];
 
         if (key >= m->n_keys || m->seen[key]) {
                 snprintf(why, cap, "key %u: %s", key,
@@ -150,9 +165,10 @@ int crash_model_observe(struct crash_model *m, uint32_t key, struct crash_state 
                 return -1;
         }
         if (!allowed(m, key, st, m->scratch, &lo, &hi)) {
-                snprintf(why, cap, "key %u: acknowledged write lost: found %s, want %s "
+                snprintf(why, cap, "key %u: acknowledged write lost: found %s, want %s%s "
                          "(its state after every acknowledged write)", key,
-                         state_str(st, b1, sizeof(b1)), state_str(m->base[key], b2, sizeof(b2)));
+                         state_str(st, b1, sizeof(b1)), state_str(m->base[key], b2, sizeof(b2)),
+                         batch_note(m, key, b3, sizeof(b3)));
                 list_tail_writes(m, key, why, cap);
                 return -1;
         }
