@@ -432,6 +432,7 @@ int crash_driver_main(int argc, char **argv)
         printf("crash_test: %" PRIu64 " rounds, seed %" PRIu64 ", kill within %" PRIu64 " ms, "
                "%" PRIu64 " writes in flight, %s, dir %s\n", d.rounds, d.seed, d.max_ms, d.inflight,
                d.periodic_ms ? "UNSAFE periodic sync" : "batch sync", d.dir);
+        fflush(stdout);
         for (round = 1; round <= d.rounds && !code; round++)
                 code = run_writer(&d, (uint32_t)round, false);
         if (code)
