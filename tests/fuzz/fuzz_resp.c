@@ -24,34 +24,17 @@
 #include <scree/scree_errors.h>
 
 #include "net/resp_parse.h"
+#include "tests/net/resp_helpers.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-struct out {
-        char *s;
-        size_t len, cap;
-};
-
-static void out_add(struct out *o, const void *p, size_t n)
-{
-        if (o->len + n + 1 > o->cap) {
-                o->cap = (o->len + n + 1) * 2;
-                o->s = realloc(o->s, o->cap);
-                if (!o->s)
-                        abort();
-        }
-        memcpy(o->s + o->len, p, n);
-        o->len += n;
-        o->s[o->len] = '\0';
-}
-
 /* An argument as its length, ':' and its bytes: unambiguous. */
-static void out_arg(struct out *o, const char *p, size_t n)
+static void out_arg(struct text *o, const char *p, size_t n)
 {
         char hdr[24];
 
-        out_add(o, hdr, (size_t)snprintf(hdr, sizeof(hdr), "%zu:", n));
-        out_add(o, p, n);
+        text_add(o, hdr, (size_t)snprintf(hdr, sizeof(hdr), "%zu:", n));
+        text_add(o, p, n);
 }
 
 /* ---- the reference: whole input, one command after another ---- */
@@ -60,7 +43,7 @@ struct ref {
         const char *s;
         size_t n, pos;
         const struct net_resp_limits *lim;
-        struct out *o;
+        struct text *o;
         const char *err;        /* set when it fails */
         char err_buf[64];
 };
@@ -104,7 +87,7 @@ static int ref_line(struct ref *r, size_t *ret_cr)
 static int ref_array(struct ref *r)
 {
         size_t start = r->pos, cr, nargs, i;
-        struct out args = { 0 };
+        struct text args = { 0 };
         int64_t v;
         int k;
 
@@ -174,8 +157,8 @@ static int ref_array(struct ref *r)
                 r->pos += (size_t)v + 2;
         }
         if (nargs > 0) {
-                out_add(r->o, args.s, args.len);
-                out_add(r->o, "\n", 1);
+                text_add(r->o, args.s, args.len);
+                text_add(r->o, "\n", 1);
         }
         free(args.s);
         return 1;
@@ -200,8 +183,15 @@ static int ref_hex(char c)
         return -1;
 }
 
+/* Steps over a closing quote; false when a non-space follows it. */
+static bool ref_closed(const char **p, const char *end)
+{
+        (*p)++;
+        return *p == end || ref_is_space(**p);
+}
+
 /* Splits line[0..n) as Redis's inline protocol does; false: unbalanced. */
-static bool ref_split(const char *line, size_t n, struct out *o, size_t *ret_argc)
+static bool ref_split(const char *line, size_t n, struct text *o, size_t *ret_argc)
 {
         const char *p = line, *end = line + n;
         char *word = malloc(n + 1);
@@ -230,8 +220,7 @@ static bool ref_split(const char *line, size_t n, struct out *o, size_t *ret_arg
                                         word[w++] = at && p[1] ? to[at - from] : p[1];
                                         p += 2;
                                 } else if (*p == '"') {
-                                        p++;
-                                        if (p < end && !ref_is_space(*p))
+                                        if (!ref_closed(&p, end))
                                                 goto unbalanced;
                                         break;
                                 } else {
@@ -244,8 +233,7 @@ static bool ref_split(const char *line, size_t n, struct out *o, size_t *ret_arg
                                         word[w++] = '\'';
                                         p += 2;
                                 } else if (*p == '\'') {
-                                        p++;
-                                        if (p < end && !ref_is_space(*p))
+                                        if (!ref_closed(&p, end))
                                                 goto unbalanced;
                                         break;
                                 } else {
@@ -272,7 +260,7 @@ unbalanced:
 static int ref_inline(struct ref *r)
 {
         const char *nl = memchr(r->s + r->pos, '\n', r->n - r->pos);
-        struct out args = { 0 };
+        struct text args = { 0 };
         size_t len, argc;
 
         if (!nl) {
@@ -292,35 +280,35 @@ static int ref_inline(struct ref *r)
                 return r->err = "Protocol error: unbalanced quotes in request", -1;
         }
         if (argc > 0) {
-                out_add(r->o, args.s, args.len);
-                out_add(r->o, "\n", 1);
+                text_add(r->o, args.s, args.len);
+                text_add(r->o, "\n", 1);
         }
         free(args.s);
         r->pos = (size_t)(nl - r->s) + 1;
         return 1;
 }
 
-static void ref_parse(const char *s, size_t n, const struct net_resp_limits *lim, struct out *o)
+static void ref_parse(const char *s, size_t n, const struct net_resp_limits *lim, struct text *o)
 {
         struct ref r = { .s = s, .n = n, .lim = lim, .o = o };
         int k = 1;
 
         while (k > 0 && r.pos < n)
                 k = s[r.pos] == '*' ? ref_array(&r) : ref_inline(&r);
-        out_add(o, "", 0);
+        text_add(o, "", 0);
         if (k < 0) {
-                out_add(o, "!", 1);
-                out_add(o, r.err, strlen(r.err));
+                text_add(o, "!", 1);
+                text_add(o, r.err, strlen(r.err));
         }
 }
 
 /* ---- the parser under test, in fragments ---- */
 
-static void render_cmd(struct out *o, const struct net_cmd *cmd)
+static void render_cmd(struct text *o, const struct net_cmd *cmd)
 {
         for (size_t i = 0; i < cmd->argc; i++)
                 out_arg(o, cmd->argv[i].ptr, cmd->argv[i].len);
-        out_add(o, "\n", 1);
+        text_add(o, "\n", 1);
 }
 
 /* After an error: more input changes nothing. */
@@ -335,13 +323,13 @@ static void check_dead(struct net_resp_parser *p, ssize_t code)
 }
 
 static void feed(const char *s, size_t n, const struct net_resp_limits *lim, uint32_t seed,
-                 size_t max_frag, struct out *o)
+                 size_t max_frag, struct text *o)
 {
         struct net_resp_parser p;
         size_t pos = 0;
 
         net_resp_parser_init(&p, lim);
-        out_add(o, "", 0);
+        text_add(o, "", 0);
         while (pos < n) {
                 size_t flen, off = 0;
                 char *frag;
@@ -358,8 +346,8 @@ static void feed(const char *s, size_t n, const struct net_resp_limits *lim, uin
 
                         if (r < 0) {
                                 check_dead(&p, r);
-                                out_add(o, "!", 1);
-                                out_add(o, net_resp_parser_error(&p), strlen(net_resp_parser_error(&p)));
+                                text_add(o, "!", 1);
+                                text_add(o, net_resp_parser_error(&p), strlen(net_resp_parser_error(&p)));
                                 free(frag);
                                 net_resp_parser_fini(&p);
                                 return;
@@ -386,7 +374,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         };
         static const size_t frags[4] = { 1, 3, 17, 4096 };
         struct net_resp_limits lim;
-        struct out want = { 0 }, got = { 0 };
+        struct text want = { 0 }, got = { 0 };
         uint32_t seed;
 
         if (size < 5)
