@@ -110,6 +110,26 @@ Test(shard, data_survives_close_and_reopen)
         expect_value("key1", "newer");
 }
 
+Test(shard, what_the_log_replays_is_flushed_after_start_up)
+{
+        cr_assert(eq(int, shard_open_sync(), 0));
+        cr_assert(eq(int, put_sync("a", "1"), 0));
+        cr_assert(eq(int, put_sync("b", "2"), 0));
+        cr_assert(eq(int, reopen(), 0));
+        cr_assert(gt(u64, eng_shard_stats(sh)->replayed_records, 0));
+        /* Sealed at once: the flush runs in the background. */
+        cr_expect(eq(u64, eng_shard_stats(sh)->memtable_bytes, 0));
+        cr_assert(eq(int, flush_sync(), 0));
+        cr_expect(eq(u64, eng_shard_stats(sh)->imm_bytes, 0));
+        cr_assert(gt(u64, eng_shard_stats(sh)->flushes, 0));
+        expect_value("a", "1");
+        expect_value("b", "2");
+        /* Nothing left to replay. */
+        cr_assert(eq(int, reopen(), 0));
+        cr_expect(eq(u64, eng_shard_stats(sh)->replayed_records, 0));
+        expect_value("a", "1");
+}
+
 Test(shard, flushed_data_is_read_from_sstables)
 {
         char k[32], v[32];
