@@ -67,6 +67,24 @@ int eng_batch_add(struct eng_batch *b, const struct eng_entry *e)
         return 0;
 }
 
+int eng_batch_append(struct eng_batch *b, const void *payload, size_t len)
+{
+        size_t body = len - ENG_BATCH_HEADER_BYTES;
+        size_t need = (b->len ? b->len : ENG_BATCH_HEADER_BYTES) + body;
+        uint8_t *buf = mem_grow(b->buf, &b->cap, need, 1);
+
+        if (!buf)
+                return -ENOMEM;
+        b->buf = buf;
+        if (!b->len)
+                b->len = ENG_BATCH_HEADER_BYTES;
+        memcpy(b->buf + b->len, (const uint8_t *)payload + ENG_BATCH_HEADER_BYTES, body);
+        b->len += body;
+        b->count += le32_get(payload);
+        le32_put(b->buf, b->count);
+        return 0;
+}
+
 int eng_batch_iter_init(struct eng_batch_iter *it, const void *payload, size_t len,
                         uint64_t first_seq)
 {

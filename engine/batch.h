@@ -41,6 +41,11 @@ void eng_batch_clear(struct eng_batch *b);
  * a bad kind, -ENOMEM. */
 int eng_batch_add(struct eng_batch *b, const struct eng_entry *e);
 
+/* Appends every entry of the encoded batch payload (len bytes, borrowed;
+ * as made by eng_batch_add, so not checked) to b: one batch applying
+ * both atomically, in order. Returns 0 or -ENOMEM. */
+int eng_batch_append(struct eng_batch *b, const void *payload, size_t len);
+
 /* Reads the entries of an encoded batch (borrowed for the iterator's life). */
 struct eng_batch_iter {
         const uint8_t *p, *end;

@@ -12,6 +12,7 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/compiler.h"
 #include "base/log.h"
 #include "base/time.h"
 #include "engine/shard_internal.h"
@@ -91,6 +92,98 @@ int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len,
         return r < 0 ? r : applied;
 }
 
+/* A group bigger than this is logged at once; one write bigger than this
+ * is logged alone. Small against a segment, so a group always fits. */
+#define GROUP_MAX_BYTES (256u << 10)
+
+/* One logged group: the writes that wait for its record to be durable. */
+struct shard_group {
+        struct eng_wal_write ww;
+        struct eng_shard *s;
+        struct eng_write *head;
+};
+
+static void answer_all(struct eng_write *head, int res)
+{
+        while (head) {
+                struct eng_write *w = head;
+
+                head = w->next;
+                w->done(w, res);
+        }
+}
+
+static void group_acked(struct eng_wal_write *ww, int res)
+{
+        struct shard_group *g = container_of(ww, struct shard_group, ww);
+
+        if (res < 0)
+                shard_set_error(g->s, res, "commit-log write");
+        answer_all(g->head, res);
+        free(g);
+}
+
+static void group_task(struct rx_loop *loop, struct rx_task *task)
+{
+        struct eng_shard *s = container_of(task, struct eng_shard, group_task);
+        struct eng_write *failed;
+
+        (void)loop;
+        s->group_posted = false;
+        shard_log_group(s);
+        failed = s->group_failed;
+        s->group_failed = NULL;
+        answer_all(failed, s->group_error);
+}
+
+static void post_group_task(struct eng_shard *s)
+{
+        if (s->group_posted)
+                return;
+        s->group_posted = true;
+        s->group_task.fn = group_task;
+        s->group_task.name = "shard log group";
+        rx_loop_post(s->loop, &s->group_task);
+}
+
+void shard_log_group(struct eng_shard *s)
+{
+        struct eng_write *waiting = s->group_head;
+        struct shard_group *g;
+        int r = -ENOMEM;
+
+        if (!s->group.count)
+                return;
+        s->group_head = s->group_tail = NULL;
+        g = malloc(sizeof(*g));
+        if (g) {
+                *g = (struct shard_group){ .s = s, .head = waiting };
+                g->ww.done = group_acked;
+                g->ww.ctx = g;
+                r = eng_wal_append(s->wal, &g->ww, s->group_first_seq, s->group.buf,
+                                   (uint32_t)s->group.len);
+        }
+        eng_batch_clear(&s->group);
+        s->stats.log_records++;
+        if (r == 0)
+                return;         /* batch: group_acked answers the writes */
+        free(g);
+        if (r == 1)
+                return;         /* periodic: they were answered already */
+        /* Applied but not logged: the shard no longer matches its log. */
+        shard_set_error(s, r, "commit-log append");
+        if (waiting) {          /* answered from the loop, never inside a write */
+                struct eng_write *last = waiting;
+
+                while (last->next)
+                        last = last->next;
+                last->next = s->group_failed;
+                s->group_failed = waiting;
+                s->group_error = r;
+                post_group_task(s);
+        }
+}
+
 static void write_acked(struct eng_wal_write *ww, int res)
 {
         struct eng_write *w = ww->ctx;
@@ -98,6 +191,47 @@ static void write_acked(struct eng_wal_write *ww, int res)
         if (res < 0)
                 shard_set_error(w->s, res, "commit-log write");
         w->done(w, res);
+}
+
+/* Logs a batch too big to group, on its own, after the group (seqs stay
+ * in order). Returns 1 (periodic: acknowledged), 0 (w->done will run) or
+ * <0 (nothing applied). */
+static int log_alone(struct eng_shard *s, const uint8_t *payload, uint32_t len, uint64_t first_seq,
+                     struct eng_write *w)
+{
+        int r;
+
+        shard_log_group(s);
+        if (s->error)
+                return s->error;
+        w->ww.done = write_acked;
+        w->ww.ctx = w;
+        r = eng_wal_append(s->wal, &w->ww, first_seq, payload, len);
+        if (r < 0 && r != -E2BIG && r != -EINVAL)
+                shard_set_error(s, r, "commit-log append");
+        if (r >= 0)
+                s->stats.log_records++;
+        return r;
+}
+
+/* Adds a batch to the group. Returns 1 (periodic: acknowledged), 0 (w
+ * waits for the group's record) or -ENOMEM (nothing applied). */
+static int log_grouped(struct eng_shard *s, const uint8_t *payload, uint32_t len, uint64_t first_seq,
+                       struct eng_write *w)
+{
+        if (!s->group.count)
+                s->group_first_seq = first_seq;
+        if (eng_batch_append(&s->group, payload, len) < 0)
+                return -ENOMEM;
+        if (s->o.sync == ENG_WAL_SYNC_PERIODIC)
+                return 1;
+        w->next = NULL;
+        if (s->group_tail)
+                s->group_tail->next = w;
+        else
+                s->group_head = w;
+        s->group_tail = w;
+        return 0;
 }
 
 /* Logs and applies an encoded batch. Returns 1 (acknowledged), 0 (w->done
@@ -108,21 +242,23 @@ static int submit(struct eng_shard *s, const uint8_t *payload, uint32_t len, uin
         uint64_t first_seq = s->last_seq + 1;
         int r, a;
 
-        w->ww.done = write_acked;
-        w->ww.ctx = w;
         w->s = s;
-        r = eng_wal_append(s->wal, &w->ww, first_seq, payload, len);
-        if (r < 0) {
-                if (r != -E2BIG && r != -EINVAL)
-                        shard_set_error(s, r, "commit-log append");
+        if (len > GROUP_MAX_BYTES)
+                r = log_alone(s, payload, len, first_seq, w);
+        else
+                r = log_grouped(s, payload, len, first_seq, w);
+        if (r < 0)
                 return r;
-        }
         s->last_seq += count;
         a = shard_apply_batch(s, payload, len, first_seq, eng_wal_segment(s->wal));
         if (a < 0)      /* logged but not in memory: the shard no longer matches its log */
                 shard_set_error(s, a, "memtable insert");
         s->stats.writes++;
         s->stats.entries_written += count;
+        if (s->group.len >= GROUP_MAX_BYTES)
+                shard_log_group(s);
+        else if (s->group.count)
+                post_group_task(s);
         shard_maybe_flush(s);
         return r;
 }

@@ -5,8 +5,10 @@
  * (manifest.h), all in one directory, driven by the shard's loop.
  *
  * Writes: a write is a batch of puts and deletes applied atomically. It is
- * appended to the commit log and applied to the memtables at once (so the
- * next read on this shard sees it), and acknowledged:
+ * applied to the memtables at once (so the next read on this shard sees
+ * it) and logged: the writes of one loop iteration share one commit-log
+ * record (a bigger atomic batch), appended once the iteration's writes
+ * are in. A write is acknowledged:
  *   - sync batch: when its log record is durable (group commit);
  *   - sync periodic: at once (a crash may lose the last period).
  * When memtables exceed half the memory budget the largest is sealed and
@@ -70,6 +72,7 @@ struct eng_shard_stats {
         uint64_t flushes, flush_bytes, flush_errors;
         uint64_t compactions, compaction_bytes_in, compaction_bytes_out, compaction_errors;
         uint64_t disk_bytes_written;                    /* log + SSTables (not the manifest) */
+        uint64_t log_records;                           /* commit-log records (groups of writes) */
         uint64_t segments_removed;
         uint64_t memtable_bytes, imm_bytes;             /* now */
         uint64_t replayed_records;                      /* records with an entry not yet flushed */

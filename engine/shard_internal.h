@@ -72,6 +72,16 @@ struct eng_shard {
         uint64_t next_file_id;
         size_t active_bytes, imm_bytes;
         struct eng_batch scratch;
+        /* Writes grouped into one commit-log record (shard.c): the entries
+         * of writes already applied to the memtables, logged once the loop
+         * has run every write of this iteration or enough bytes gathered. */
+        struct eng_batch group;
+        uint64_t group_first_seq;
+        struct eng_write *group_head, *group_tail;      /* batch mode: waiting for its ack */
+        struct eng_write *group_failed;                 /* answered from the task */
+        int group_error;
+        struct rx_task group_task;
+        bool group_posted;
         struct eng_write *stall_head, *stall_tail;
         int error;                      /* stops writes */
         struct eng_flush *flush;        /* the one flush in progress */
@@ -133,6 +143,8 @@ void shard_tset_unref(struct eng_tset *ts);
 int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len, uint64_t first_seq,
                       uint64_t segment);
 void shard_set_error(struct eng_shard *s, int err, const char *what);
+/* Logs the writes grouped so far as one record (close calls it first). */
+void shard_log_group(struct eng_shard *s);
 /* Runs stalled writes once memory allows. */
 void shard_unstall(struct eng_shard *s);
 

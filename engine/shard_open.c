@@ -76,6 +76,7 @@ static void shard_free(struct eng_shard *s)
                 close(s->dir_fd);       /* the fs has no op in flight on it any more */
         eng_block_cache_free(s->cache);
         eng_batch_fini(&s->scratch);
+        eng_batch_fini(&s->group);
         free(s->dir);
         free(s);
 }
@@ -93,6 +94,7 @@ static int shard_alloc(struct rx_loop *loop, struct eng_fs *fs, const struct eng
         s->o = *o;
         opts_defaults(&s->o);
         eng_batch_init(&s->scratch);
+        eng_batch_init(&s->group);
         if (eng_tablet_map_init(&s->map, s->o.n_shards, s->o.tablets_per_shard) < 0 ||
             s->o.shard >= s->o.n_shards || (unsigned)s->o.sync >= ENG_WAL_SYNC_MAX) {
                 free(s);
@@ -599,6 +601,7 @@ int eng_shard_close(struct eng_shard *s, void (*done)(void *arg, int res), void 
                 w->done(w, -SCREE_ESHUTDOWN);
         }
         s->stall_tail = NULL;
+        shard_log_group(s);     /* the log's close syncs it and answers its writes */
         if (s->retry_armed && rx_timer_cancel(s->loop, &s->retry_timer)) {
                 s->retry_armed = false;
                 s->busy--;

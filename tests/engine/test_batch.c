@@ -135,3 +135,34 @@ Test(batch, damaged_headers_and_trailing_bytes)
         cr_assert(eq(int, drain(copy, b.len + 1), -SCREE_ECORRUPT));
         eng_batch_fini(&b);
 }
+
+/* Two batches appended into one decode as both, in order, with consecutive
+ * seqs: what the shard logs when it groups writes into one record. */
+Test(batch, append_joins_batches_in_order)
+{
+        struct eng_batch a, b, j;
+        struct eng_batch_iter it;
+        struct eng_entry e;
+
+        make(&a);
+        eng_batch_init(&b);
+        add(&b, ENG_ENTRY_VALUE, "delta", "four", 0);
+        eng_batch_init(&j);
+        cr_assert(eq(int, eng_batch_append(&j, a.buf, a.len), 0));
+        cr_assert(eq(int, eng_batch_append(&j, b.buf, b.len), 0));
+        cr_assert(eq(u32, j.count, 5));
+        cr_assert(eq(sz, j.len, a.len + b.len - ENG_BATCH_HEADER_BYTES));
+        cr_assert(eq(int, drain(j.buf, j.len), 5));
+        cr_assert(eq(int, eng_batch_iter_init(&it, j.buf, j.len, 10), 0));
+        for (int i = 0; i < 5; i++)
+                cr_assert(eq(int, eng_batch_iter_next(&it, &e), 1));
+        cr_assert(eq(u64, e.seq, 14));
+        cr_assert(eq(int, memcmp(e.key, "delta", 5), 0));
+        cr_assert(eq(int, memcmp(e.value, "four", 4), 0));
+        eng_batch_clear(&j);
+        cr_assert(eq(int, eng_batch_append(&j, b.buf, b.len), 0));
+        cr_assert(eq(int, drain(j.buf, j.len), 1));
+        eng_batch_fini(&a);
+        eng_batch_fini(&b);
+        eng_batch_fini(&j);
+}

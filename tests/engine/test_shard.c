@@ -130,6 +130,74 @@ Test(shard, what_the_log_replays_is_flushed_after_start_up)
         expect_value("a", "1");
 }
 
+/* The writes of one loop iteration share one commit-log record, and each
+ * is still acknowledged once that record is durable. */
+Test(shard, writes_of_one_iteration_share_a_log_record)
+{
+        static struct wr w[100];
+        char k[16], v[16];
+
+        cr_assert(eq(int, shard_open_sync(), 0));
+        uint64_t before = eng_shard_stats(sh)->log_records;
+
+        for (int i = 0; i < 100; i++) {
+                struct eng_mutation m;
+
+                snprintf(k, sizeof(k), "g%03d", i);
+                snprintf(v, sizeof(v), "v%d", i);
+                m = put_m(k, v, 0);
+                cr_assert(eq(int, write_async(&w[i], &m, 1), 0));
+        }
+        for (int i = 0; i < 100; i++) {
+                cr_assert(eq(int, rx_loop_run_until(loop, &w[i].done), 0));
+                cr_assert(eq(int, w[i].res, 0));
+        }
+        cr_expect(eq(u64, eng_shard_stats(sh)->log_records - before, 1));
+        cr_assert(eq(int, power_cut_reopen(false, 1), 0));
+        for (int i = 0; i < 100; i++) {
+                snprintf(k, sizeof(k), "g%03d", i);
+                snprintf(v, sizeof(v), "v%d", i);
+                expect_value(k, v);
+        }
+}
+
+/* A write too big to group is logged alone, after the group before it. */
+Test(shard, a_big_write_is_logged_alone_in_order)
+{
+        static char big[300 << 10];
+        struct wr a, b, c;
+        struct eng_mutation m1 = put_m("k", "small", 0), m2 = put_m("k", "x", 0), m3 = put_m("j", "1", 0);
+
+        opts.segment_bytes = 1 << 20;
+        cr_assert(eq(int, shard_open_sync(), 0));
+        memset(big, 'b', sizeof(big) - 1);
+        m2.value = big;
+        m2.value_len = sizeof(big) - 1;
+        cr_assert(eq(int, write_async(&a, &m1, 1), 0));
+        cr_assert(eq(int, write_async(&b, &m2, 1), 0));
+        cr_assert(eq(int, write_async(&c, &m3, 1), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &c.done), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &a.done), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &b.done), 0));
+        cr_assert(eq(int, a.res + b.res + c.res, 0));
+        cr_assert(eq(int, power_cut_reopen(false, 2), 0));
+        expect_value("j", "1");
+        {
+                struct rd x = { .g = { .done = on_get } };
+                int r;
+
+                x.g.ctx = &x;
+                r = eng_shard_get(sh, ENG_TABLE_DEFAULT, "k", 1, &x.g);
+                if (r == 1) {
+                        cr_assert(eq(int, rx_loop_run_until(loop, &x.done), 0));
+                        r = x.res;
+                }
+                cr_assert(eq(int, r, 0));
+                cr_assert(eq(u32, x.g.value_len, sizeof(big) - 1), "the big write is not the newest");
+                eng_get_release(&x.g);
+        }
+}
+
 Test(shard, flushed_data_is_read_from_sstables)
 {
         char k[32], v[32];
