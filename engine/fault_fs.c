@@ -8,7 +8,9 @@
  * task, so they too call back later, never inside the call. Namespace
  * changes are noted per directory (device and inode) with the generation
  * number of the latest; a directory fsync clears a directory whose latest
- * change came before the fsync was submitted.
+ * change came before the fsync was submitted. Names the engine created are
+ * noted too, each with the generation of its creation, until a directory
+ * fsync submitted after it completes; a power cut unlinks those still noted.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +52,14 @@ struct dirty_dir {
         uint64_t gen;
 };
 
+/* A file the engine created whose name no directory fsync made durable yet. */
+struct new_name {
+        char *path;
+        dev_t dev;                      /* its directory */
+        ino_t ino;
+        uint64_t gen;                   /* dirs_gen of the creation */
+};
+
 struct fault_fs {
         struct eng_fs base;             /* first: eng_fs * casts to fault_fs * */
         struct eng_fs *inner;
@@ -60,6 +70,8 @@ struct fault_fs {
         struct dirty_dir *dirs;
         size_t n_dirs, cap_dirs;
         uint64_t dirs_gen;
+        struct new_name *names;
+        size_t n_names, cap_names;
         struct { int err, count; } fail[ENG_FS_KIND_MAX];
         bool dead;
         struct eng_fault_fs_stats stats;
@@ -271,6 +283,57 @@ static void dir_changed(struct fault_fs *f, const char *path)
         f->stats.dirs_unsynced = f->n_dirs;
 }
 
+static void name_drop_at(struct fault_fs *f, size_t i)
+{
+        free(f->names[i].path);
+        f->names[i] = f->names[--f->n_names];
+}
+
+static ssize_t name_find(const struct fault_fs *f, const char *path)
+{
+        for (size_t i = 0; i < f->n_names; i++)
+                if (strcmp(f->names[i].path, path) == 0)
+                        return (ssize_t)i;
+        return -1;
+}
+
+/* The engine created path (the change dir_changed just noted): it vanishes
+ * at a power cut unless a directory fsync makes it durable first. */
+static void name_created(struct fault_fs *f, const char *path)
+{
+        struct new_name *v;
+        struct stat st;
+        char *copy;
+
+        if (parent_stat(path, &st) < 0 || name_find(f, path) >= 0)
+                return;
+        copy = strdup(path);
+        v = mem_grow(f->names, &f->cap_names, f->n_names + 1, sizeof(*v));
+        SCREE_VERIFY(copy != NULL && v != NULL);        /* a test backend: ENOMEM is fatal */
+        f->names = v;
+        f->names[f->n_names++] = (struct new_name){ .path = copy, .dev = st.st_dev, .ino = st.st_ino,
+                                                    .gen = f->dirs_gen };
+}
+
+/* path was unlinked, or renamed away: it no longer names a new file. */
+static void name_forget(struct fault_fs *f, const char *path)
+{
+        ssize_t i = path ? name_find(f, path) : -1;
+
+        if (i >= 0)
+                name_drop_at(f, (size_t)i);
+}
+
+/* A power cut: every name created since its directory's last fsync goes. */
+static void names_cut(struct fault_fs *f)
+{
+        while (f->n_names) {
+                if (unlink(f->names[f->n_names - 1].path) == 0)
+                        f->stats.names_lost++;
+                name_drop_at(f, f->n_names - 1);
+        }
+}
+
 /* A sync of fd, submitted when dirs_gen was gen, succeeded: if fd is a
  * directory, the changes in it noted until then are durable. A change
  * noted after the submit keeps the directory unsynced. */
@@ -285,6 +348,10 @@ static void dir_synced(struct fault_fs *f, int fd, uint64_t gen)
                     f->dirs[i].gen <= gen)
                         f->dirs[i] = f->dirs[--f->n_dirs];
         f->stats.dirs_unsynced = f->n_dirs;
+        for (size_t i = f->n_names; i-- > 0;)
+                if (f->names[i].dev == st.st_dev && f->names[i].ino == st.st_ino &&
+                    f->names[i].gen <= gen)
+                        name_drop_at(f, i);
 }
 
 /* ---- ops ---- */
@@ -323,26 +390,49 @@ static void file_track(struct fault_fs *f, int fd)
         file->synced_size = aux_size(file->aux);
 }
 
-static void open_done(struct eng_fs_op *op, int res)
+/* An open completed; created: it made a new file. */
+static void opened(struct eng_fs_op *op, int res, bool created)
 {
         struct fault_fs *f = ffs_of(op->fs);
 
-        if (res >= 0) {
+        if (res >= 0 && f->dead) {
+                /* Completed after the power cut: the caller sees -EIO, so the
+                 * descriptor is ours to close, and a name it made is lost. */
+                close(res);
+                if (created)
+                        unlink(op->path);
+        } else if (res >= 0) {
                 file_track(f, res);
                 if (op->flags & O_CREAT)
                         dir_changed(f, op->path);
+                if (created)
+                        name_created(f, op->path);
         }
         pass_done(op, res);
+}
+
+static void open_done_new(struct eng_fs_op *op, int res)
+{
+        opened(op, res, true);
+}
+
+static void open_done_old(struct eng_fs_op *op, int res)
+{
+        opened(op, res, false);
 }
 
 static int f_open(struct eng_fs *fs, struct eng_fs_op *op, const char *path, int flags, mode_t mode)
 {
         struct fault_fs *f = ffs_of(fs);
         int err = injected(f, ENG_FS_OPEN);
+        bool creates;
 
         if (err)
                 return complete_later(f, op, ENG_FS_OPEN, err);
-        hook(op, open_done);
+        /* Whether a successful open makes a new name: O_EXCL says so; else
+         * look now (the engine does not race itself on one name). */
+        creates = (flags & O_CREAT) && ((flags & O_EXCL) || access(path, F_OK) < 0);
+        hook(op, creates ? open_done_new : open_done_old);
         return unhook(f, op, f->inner->vt->open(f->inner, op, path, flags, mode));
 }
 
@@ -473,15 +563,41 @@ static int f_fsync(struct eng_fs *fs, struct eng_fs_op *op, int fd)
         return sync_submit(ffs_of(fs), op, fd, ENG_FS_FSYNC);
 }
 
-static void name_op_done(struct eng_fs_op *op, int res)
+/* unlink(path) or rename(path, path2) succeeded, power on. */
+static void name_changed(struct fault_fs *f, struct eng_fs_op *op, bool target_existed)
+{
+        bool was_new = name_find(f, op->path) >= 0;
+
+        dir_changed(f, op->path);
+        dir_changed(f, op->path2);
+        name_forget(f, op->path);
+        if (!op->path2)
+                return;
+        /* A new file renamed to a new name before any directory fsync: the
+         * file still has no durable name. Replacing an existing file, the
+         * rename itself is durable at once (see fault_fs.h, Limits). */
+        name_forget(f, op->path2);
+        if (was_new && !target_existed)
+                name_created(f, op->path2);
+}
+
+static void name_op_done_any(struct eng_fs_op *op, int res, bool target_existed)
 {
         struct fault_fs *f = ffs_of(op->fs);
 
-        if (res == 0 && !f->dead) {
-                dir_changed(f, op->path);
-                dir_changed(f, op->path2);
-        }
+        if (res == 0 && !f->dead)
+                name_changed(f, op, target_existed);
         pass_done(op, res);
+}
+
+static void name_op_done(struct eng_fs_op *op, int res)
+{
+        name_op_done_any(op, res, false);
+}
+
+static void name_op_done_replacing(struct eng_fs_op *op, int res)
+{
+        name_op_done_any(op, res, true);
 }
 
 static int f_unlink(struct eng_fs *fs, struct eng_fs_op *op, const char *path)
@@ -502,7 +618,7 @@ static int f_rename(struct eng_fs *fs, struct eng_fs_op *op, const char *old_pat
 
         if (err)
                 return complete_later(f, op, ENG_FS_RENAME, err);
-        hook(op, name_op_done);
+        hook(op, access(new_path, F_OK) == 0 ? name_op_done_replacing : name_op_done);
         return unhook(f, op, f->inner->vt->rename(f->inner, op, old_path, new_path));
 }
 
@@ -583,6 +699,7 @@ int eng_fault_fs_power_cut(struct eng_fs *fs, bool tear, uint64_t seed)
                 e = settle(&f->files[i]);
                 r = r ? r : e;
         }
+        names_cut(f);
         /* The shadows stay: writes still in flight when power went are
          * undone as they complete (write_done). */
         return r;
@@ -615,6 +732,9 @@ static void f_free(struct eng_fs *fs)
         free(f->sh);
         free(f->files);
         free(f->dirs);
+        while (f->n_names)
+                name_drop_at(f, f->n_names - 1);
+        free(f->names);
         eng_fs_free(f->inner);
         free(f);
 }

@@ -21,12 +21,20 @@
  *    and fail with -EIO after a cut, like every op. A file's full fsync
  *    makes its data durable as fdatasync does.
  *
- * Limits: namespace changes (a file created with O_CREAT, renamed or
- * unlinked) are durable at once -- a power cut never undoes them, and one
- * in flight at the cut may have happened although it reports -EIO. They
- * are only counted: stats.dirs_unsynced is how many directories changed
- * since their last completed fsync, so tests can check that code relying
- * on a name (a rename that publishes a file) syncs the directory.
+ *  - New names: a file the engine creates (open with O_CREAT of a name
+ *    that did not exist) is unlinked by a power cut unless a full fsync of
+ *    its directory, submitted after the open completed, has completed --
+ *    as a real file system may lose an entry never made durable. A new
+ *    file renamed to a name that did not exist stays new under that name;
+ *    unlinking it forgets it. An open that completes after the cut closes
+ *    its descriptor and unlinks what it created. stats.names_lost counts
+ *    the names a cut removed; stats.dirs_unsynced is how many directories
+ *    changed (create, rename, unlink) since their last completed fsync.
+ *
+ * Limits: other namespace changes (a rename over an existing file, an
+ * unlink) are durable at once -- a power cut never undoes them, and one in
+ * flight at the cut may have happened although it reports -EIO; tests can
+ * check dirs_unsynced to see that code relying on them syncs the directory.
  * File data is tracked per descriptor the engine opened (directories have
  * none). A write submitted while an fdatasync of the same file is in
  * flight, or the reverse, has no single right answer; it is counted in
@@ -45,6 +53,7 @@
 struct eng_fault_fs_stats {
         uint64_t writes, syncs, injected, shadowed_blocks, restored_blocks, overlaps;
         uint64_t dirs_unsynced;         /* directories changed since their last fsync */
+        uint64_t names_lost;            /* new names a power cut removed */
 };
 
 /* NULL only on ENOMEM. Free with eng_fs_free. Shard-local. */
@@ -57,7 +66,8 @@ void eng_fault_fs_fail(struct eng_fs *fs, enum eng_fs_kind kind, int err, int co
 /*
  * Simulates a power cut now, synchronously: restores unsynced blocks (all of
  * them, or with tear a random subset chosen from seed), truncates files to
- * their last synced size, then fails every later op -- and every op still
+ * their last synced size, unlinks new names whose directory was not fsynced
+ * since, then fails every later op -- and every op still
  * in flight -- with -EIO. Returns 0 or -errno if restoring failed.
  */
 int eng_fault_fs_power_cut(struct eng_fs *fs, bool tear, uint64_t seed);

@@ -11,6 +11,14 @@
  * the next flush rewrites that block with more records. Flushes go oldest
  * segment first, one write+fdatasync at a time, so when segment S is durable
  * up to offset O every earlier segment is durable too.
+ *
+ * A segment's name must be durable before any record in it is acknowledged,
+ * else a power cut could take the file and its records with it. So its
+ * preparation ends with an fsync of the directory (opened once, at the
+ * start; segments wait for it), and a segment takes writes only once
+ * prepared: the first group commit into a fresh segment waits for both
+ * syncs. The reserve is prepared ahead, so in steady state that directory
+ * fsync is off the write path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +62,9 @@ struct eng_wal {
         int owner_shard;
         struct eng_fs *fs;
         struct eng_wal_opts o;
+        int dir_fd;                     /* the directory, for fsyncs of new names */
+        bool dir_busy;                  /* its open or close is in flight */
+        struct eng_fs_op dir_op;
         struct wal_seg *segs;           /* oldest first; the last is the reserve */
         struct wal_seg *cur;
         bool io_busy;
@@ -149,9 +160,9 @@ static void fail(struct eng_wal *wal, int err)
                 close_step(wal);
 }
 
-/* ---- segment preparation: open, fallocate, header, fdatasync ---- */
+/* ---- segment preparation: open, fallocate, header, fdatasync, dir fsync ---- */
 
-enum { PREP_OPEN, PREP_FALLOCATE, PREP_HEADER, PREP_SYNC, PREP_DONE };
+enum { PREP_OPEN, PREP_FALLOCATE, PREP_HEADER, PREP_SYNC, PREP_DIR_SYNC, PREP_DONE };
 
 static void prep_done(struct eng_fs_op *op, int res);
 
@@ -173,6 +184,9 @@ static int prep_submit(struct wal_seg *s)
                                     prep_done);
         case PREP_SYNC:
                 return eng_fs_fdatasync(wal->fs, &s->op, s->fd, prep_done);
+        case PREP_DIR_SYNC:
+                /* The new name; a failure stops the log like a failed fdatasync. */
+                return eng_fs_fsync(wal->fs, &s->op, wal->dir_fd, prep_done);
         default:
                 return -EINVAL;
         }
@@ -206,7 +220,18 @@ static void prep_done(struct eng_fs_op *op, int res)
                 s->busy = true;
 }
 
-/* Creates segment `id` at the end of the list and starts preparing it. */
+/* Starts preparing s. Returns 0 or the submit's error. */
+static int prep_start(struct wal_seg *s)
+{
+        int r = prep_submit(s);
+
+        if (r == 0)
+                s->busy = true;
+        return r;
+}
+
+/* Creates segment `id` at the end of the list and starts preparing it --
+ * once the directory is open (dir_opened starts the ones that waited). */
 static struct wal_seg *seg_new(struct eng_wal *wal, uint64_t id)
 {
         size_t plen = strlen(wal->o.dir) + 32;
@@ -221,13 +246,12 @@ static struct wal_seg *seg_new(struct eng_wal *wal, uint64_t id)
         snprintf(s->path, plen, "%s/%016llx.log", wal->o.dir, (unsigned long long)id);
         s->header = mem_alloc_aligned(BLOCK, ENG_WAL_SEGMENT_HEADER_BYTES);
         if (!s->header || wbuf_init(&s->active, MIN_BUF, ENG_WAL_SEGMENT_HEADER_BYTES) < 0 ||
-            prep_submit(s) < 0) {
+            (wal->dir_fd >= 0 && prep_start(s) < 0)) {
                 mem_free_aligned(s->header);
                 wbuf_fini(&s->active);
                 free(s);
                 return NULL;
         }
-        s->busy = true;
         for (tail = &wal->segs; *tail; tail = &(*tail)->next)
                 ;
         *tail = s;
@@ -384,6 +408,13 @@ static void retire_sealed(struct eng_wal *wal)
                 s->busy = true;
 }
 
+static void free_wal(struct eng_wal *wal)
+{
+        while (wal->segs)
+                unlink_head(wal);
+        free(wal);
+}
+
 static void finish_close(struct eng_wal *wal)
 {
         void (*done)(void *arg, int res) = wal->close_done;
@@ -391,18 +422,30 @@ static void finish_close(struct eng_wal *wal)
         int res = wal->error;
 
         rx_timer_cancel(wal->fs->loop, &wal->timer);
-        free(wal);
+        free_wal(wal);
         done(arg, res);
+}
+
+/* The last step of a close: the directory's fd is closed. */
+static void dir_closed(struct eng_fs_op *op, int res)
+{
+        struct eng_wal *wal = container_of(op, struct eng_wal, dir_op);
+
+        wal->dir_busy = false;
+        wal->dir_fd = -1;
+        if (res < 0 && !wal->error)
+                wal->error = res;
+        finish_close(wal);
 }
 
 /*
  * Drives a close: flush everything (unless the log failed), then close the
- * segments one by one, then free. Re-entered from every completion while
- * closing; returns as soon as it must wait.
+ * segments one by one, then the directory, then free. Re-entered from every
+ * completion while closing; returns as soon as it must wait.
  */
 static void close_step(struct eng_wal *wal)
 {
-        if (wal->io_busy)
+        if (wal->io_busy || wal->dir_busy)
                 return;
         for (struct wal_seg *s = wal->segs; s; s = s->next) {
                 if (s->busy || (!wal->error && seg_pending(s))) {
@@ -412,8 +455,13 @@ static void close_step(struct eng_wal *wal)
         }
         while (wal->segs && wal->segs->fd < 0)
                 unlink_head(wal);
+        if (!wal->segs && wal->dir_fd >= 0 &&
+            eng_fs_close(wal->fs, &wal->dir_op, wal->dir_fd, dir_closed) == 0) {
+                wal->dir_busy = true;
+                return;
+        }
         if (!wal->segs) {
-                finish_close(wal);
+                finish_close(wal);      /* a failed close of the directory leaks its fd */
                 return;
         }
         wal->segs->busy = true;
@@ -441,9 +489,28 @@ static void period_fire(struct rx_loop *loop, struct rx_timer *t)
                 rx_timer_arm_after(loop, t, wal->o.period_ns);
 }
 
+/* The directory is open: prepare the segments that waited for it. */
+static void dir_opened(struct eng_fs_op *op, int res)
+{
+        struct eng_wal *wal = container_of(op, struct eng_wal, dir_op);
+        int r = res;
+
+        wal->dir_busy = false;
+        if (res >= 0) {
+                wal->dir_fd = res;
+                for (struct wal_seg *s = wal->segs; s && r >= 0; s = s->next)
+                        r = prep_start(s);
+        }
+        if (r < 0)
+                fail(wal, r);
+        else if (wal->closing)
+                close_step(wal);
+}
+
 int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal **ret)
 {
         struct eng_wal *wal;
+        int r;
 
         if (!o->dir || o->first_segment == 0 ||
             (o->segment_bytes && (o->segment_bytes % BLOCK ||
@@ -456,6 +523,7 @@ int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal
         wal->owner_shard = check_current_shard;
         wal->fs = fs;
         wal->o = *o;
+        wal->dir_fd = -1;
         if (!wal->o.segment_bytes)
                 wal->o.segment_bytes = ENG_WAL_DEFAULT_SEGMENT_BYTES;
         if (!wal->o.period_ns)
@@ -469,6 +537,12 @@ int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal
         }
         /* Without a reserve the first roll fails with -ENOMEM, cleanly. */
         seg_new(wal, o->first_segment + 1);
+        r = eng_fs_open(fs, &wal->dir_op, wal->o.dir, O_RDONLY | O_DIRECTORY, 0, dir_opened);
+        if (r < 0) {
+                free_wal(wal);
+                return r;
+        }
+        wal->dir_busy = true;
         if (wal->o.sync == ENG_WAL_SYNC_PERIODIC)
                 rx_timer_arm_after(fs->loop, &wal->timer, wal->o.period_ns);
         *ret = wal;

@@ -12,8 +12,12 @@
  *   - ENG_WAL_SYNC_PERIODIC: eng_wal_append returns 1: acknowledged at once;
  *     a timer writes and syncs every period. A crash may lose the last period.
  * Segments: the next segment is prepared in the background (open, fallocate,
- * header block, fdatasync); a record that does not fit rolls to it.
- * Failure: a failed write or fdatasync stops the log for good (a retried
+ * header block, fdatasync, fsync of the directory so the new name is
+ * durable); a record that does not fit rolls to it. A segment takes writes
+ * only once prepared, so no record is acknowledged before its segment's name
+ * is durable.
+ * Failure: a failed write, fdatasync or directory fsync (or open of the
+ * directory) stops the log for good (a retried
  * fsync can report success for data the kernel already dropped): pending
  * and later appends get that error.
  * Shard-local.
@@ -64,7 +68,8 @@ struct eng_wal_stats {
 
 /*
  * Starts a log; the first segment is prepared in the background (appends
- * may come at once). Segments are created, never reopened: a file that
+ * may come at once). The log opens o->dir (O_RDONLY | O_DIRECTORY) and
+ * keeps it open until closed, to fsync it after creating each segment. Segments are created, never reopened: a file that
  * already has the id of a new segment stops the log with -EEXIST. At
  * start-up the shard replays the old log (wal_replay.h), trims the
  * directory with eng_wal_replay_trim(), and starts the new log at the
@@ -72,7 +77,8 @@ struct eng_wal_stats {
  * and right after the old log's last one, so that a later replay reads
  * both as one log. Seqs must go on above the replay's last_seq.
  * Returns 0 and *ret (close with eng_wal_close), -EINVAL for bad options
- * (first_segment 0 included), -ENOMEM. Shard-local.
+ * (first_segment 0 included), -ENOMEM, or the error of submitting the
+ * directory's open. Shard-local.
  */
 int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal **ret);
 

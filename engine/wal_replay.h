@@ -87,7 +87,9 @@ int eng_wal_replay(struct eng_fs *fs, const struct eng_wal_replay_opts *o, eng_w
                    eng_wal_replay_done_fn done, void *arg);
 
 /*
- * Makes the directory hold exactly the log that replay found, durably, so
+ * Makes the directory hold exactly the log that replay found, durably (but
+ * for the names of missing ids it creates: the new log's first directory
+ * fsync, before it takes a record, makes them durable -- wal.h), so
  * that a new log can start at res->last_segment + 1 (eng_wal_opts
  * .first_segment) and a later replay reads the old log and the new one as
  * one: zeroes the torn tail from res->torn_offset to the end of its file,

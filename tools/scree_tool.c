@@ -4,14 +4,18 @@
  * (docs/tools.md). Commands:
  *   sst FILE [--entries] [--file-id N]   print and verify one SSTable
  *   wal FILE [--records]                 print one commit-log segment
- *   verify DIR                           check every file DIR holds
+ *   manifest FILE                        print and verify a shard's manifest
+ *   verify DIR                           check every file DIR holds, and the
+ *                                        files against DIR/MANIFEST
  * Exit status: 0 all good, 1 corruption found, 2 usage or I/O error (when
  * a directory has both, 1: corruption is the finding that matters).
  *
  * It reads files with plain pread and decodes them with the engine's pure
  * format code only; it never starts a reactor. verify picks a checker per
  * file by name from `kinds` below; a new kind of file needs one line there
- * and a checker. Single-threaded.
+ * and a checker. verify reads DIR/MANIFEST first, so each table and
+ * segment can be judged against it as start-up would judge it: needed,
+ * unreferenced (start-up deletes it), or named but missing. Single-threaded.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +29,7 @@
 #include <scree/scree_errors.h>
 
 #include "tools/inspect.h"
+#include "tools/manifest_check.h"
 #include "tools/sst_check.h"
 #include "tools/wal_check.h"
 
@@ -46,8 +51,13 @@ static void usage(FILE *f)
                    "      print a commit-log segment's header and how it ends (clean end,\n"
                    "      torn tail, or corruption and what follows); --records prints\n"
                    "      every record.\n"
+                   "  manifest FILE\n"
+                   "      verify a shard's MANIFEST and print its records and the state they\n"
+                   "      build (layout, next file id, log segment, each tablet's tables).\n"
                    "  verify DIR\n"
-                   "      check every *.sst and *.log file in DIR; one line per file and a\n"
+                   "      check every *.sst and *.log file and the MANIFEST in DIR, and the\n"
+                   "      files against the manifest (missing or wrong-sized tables, and\n"
+                   "      unreferenced ones that start-up deletes); one line per file and a\n"
                    "      summary. Files of other kinds are listed as skipped.\n"
                    "Exit status: 0 all good, 1 corruption found, 2 usage or I/O error.\n");
 }
@@ -134,35 +144,66 @@ static int cmd_wal(int argc, char **argv)
         return exit_of(rep.verdict);
 }
 
+static int cmd_manifest(int argc, char **argv)
+{
+        const struct tool_manifest_opts o = { .print = true };
+        struct tool_report rep;
+
+        if (argc != 1 || argv[0][0] == '-')
+                return usage_error("manifest needs exactly one FILE");
+        tool_report_init(&rep, argv[0]);
+        tool_manifest_check(argv[0], &o, &rep, NULL);
+        return exit_of(rep.verdict);
+}
+
 /* ---- verify ---- */
 
-static int check_sst(const char *path, struct tool_report *rep)
+struct verify {
+        const char *dir;
+        unsigned n[TOOL_VERDICT_MAX];
+        unsigned skipped, unreferenced, missing;
+        char *manifest_path;            /* DIR/MANIFEST */
+        bool has_manifest;              /* it is a regular file: manifest_rep holds its verdict */
+        struct tool_report manifest_rep;
+        bool has_xref;                  /* it verified: files are judged against x */
+        struct tool_manifest_xref x;
+};
+
+static int check_sst(struct verify *v, const char *path, struct tool_report *rep)
 {
         const struct tool_sst_opts o = { .print = false };
 
+        (void)v;
         return tool_sst_check(path, &o, rep);
 }
 
-static int check_wal(const char *path, struct tool_report *rep)
+static int check_wal(struct verify *v, const char *path, struct tool_report *rep)
 {
         const struct tool_wal_opts o = { .print = false };
 
+        (void)v;
         return tool_wal_check(path, &o, rep);
 }
 
-/* The kinds of file verify knows, by name (fnmatch(3) pattern). */
+/* The manifest was checked before the walk (verify_load_manifest). */
+static int check_manifest(struct verify *v, const char *path, struct tool_report *rep)
+{
+        *rep = v->manifest_rep;
+        rep->path = path;
+        return rep->verdict == TOOL_OK ? 0 : -SCREE_ECORRUPT;
+}
+
+/* The kinds of file verify knows, by name (fnmatch(3) pattern). A kind with
+ * no check is a leftover start-up deletes; `name` says why. */
 static const struct kind {
         const char *pattern;
         const char *name;
-        int (*check)(const char *path, struct tool_report *rep);
+        int (*check)(struct verify *v, const char *path, struct tool_report *rep);
 } kinds[] = {
         { "*.sst", "sstable", check_sst },
         { "*.log", "commit-log segment", check_wal },
-};
-
-struct tally {
-        unsigned n[TOOL_VERDICT_MAX];
-        unsigned skipped;
+        { "MANIFEST", "manifest", check_manifest },
+        { "*.tmp", "a temporary file, such as a manifest rewrite cut short", NULL },
 };
 
 static const struct kind *kind_of(const char *name)
@@ -173,36 +214,102 @@ static const struct kind *kind_of(const char *name)
         return NULL;
 }
 
-static void verify_file(const char *dir, const char *name, struct tally *t)
+/* Checks a file of kind k: against the manifest first, then its bytes. */
+static void verify_kind(struct verify *v, const struct kind *k, const char *name, const char *path,
+                        const struct stat *st)
 {
-        const struct kind *k = kind_of(name);
+        enum tool_ref ref = TOOL_REF_OTHER;
         struct tool_report rep;
-        struct stat st;
-        char *path;
+        char why[TOOL_TEXT_BYTES];
 
-        if (asprintf(&path, "%s/%s", dir, name) < 0) {
-                fprintf(stderr, "scree-tool: %s/%s: out of memory\n", dir, name);
-                t->n[TOOL_ERROR]++;
+        tool_report_init(&rep, path);
+        if (v->has_xref && st)
+                ref = tool_manifest_xref_file(&v->x, name, (uint64_t)st->st_size, &rep, why, sizeof(why));
+        if (!k->check || ref == TOOL_REF_UNREFERENCED) {
+                printf("%s: UNREFERENCED (%s; start-up deletes it)\n", name, k->check ? why : k->name);
+                v->unreferenced++;
                 return;
         }
-        if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (rep.verdict == TOOL_OK)
+                k->check(v, path, &rep);
+        v->n[rep.verdict]++;
+        if (rep.verdict == TOOL_OK)
+                printf("%s: OK (%s: %s)\n", name, k->name, rep.note);
+        else
+                printf("%s: %s at offset %" PRIu64 ": %s\n", name,
+                       rep.verdict == TOOL_CORRUPT ? "CORRUPT" : "ERROR", rep.offset, rep.reason);
+}
+
+static void verify_file(struct verify *v, const char *name)
+{
+        const struct kind *k = kind_of(name);
+        struct stat st;
+        bool found;
+        char *path;
+
+        if (asprintf(&path, "%s/%s", v->dir, name) < 0) {
+                fprintf(stderr, "scree-tool: %s/%s: out of memory\n", v->dir, name);
+                v->n[TOOL_ERROR]++;
+                return;
+        }
+        found = lstat(path, &st) == 0;
+        if (found && !S_ISREG(st.st_mode)) {
                 printf("%s: SKIPPED (not a regular file)\n", name);
-                t->skipped++;
+                v->skipped++;
         } else if (!k) {
                 printf("%s: SKIPPED (unknown kind of file)\n", name);
-                t->skipped++;
+                v->skipped++;
         } else {
-                tool_report_init(&rep, path);
-                k->check(path, &rep);
-                t->n[rep.verdict]++;
-                if (rep.verdict == TOOL_OK)
-                        printf("%s: OK (%s: %s)\n", name, k->name, rep.note);
-                else
-                        printf("%s: %s at offset %" PRIu64 ": %s\n", name,
-                               rep.verdict == TOOL_CORRUPT ? "CORRUPT" : "ERROR", rep.offset,
-                               rep.reason);
+                verify_kind(v, k, name, path, found ? &st : NULL);
         }
         free(path);
+}
+
+/* Checks DIR/MANIFEST before the walk; if it verifies, the walk judges
+ * tables and segments against its state. Returns 0 or -ENOMEM. */
+static int verify_load_manifest(struct verify *v)
+{
+        const struct tool_manifest_opts o = { .print = false };
+        struct eng_manifest_state st;
+        struct stat sb;
+
+        if (asprintf(&v->manifest_path, "%s/MANIFEST", v->dir) < 0) {
+                v->manifest_path = NULL;
+                return -ENOMEM;
+        }
+        if (lstat(v->manifest_path, &sb) < 0 || !S_ISREG(sb.st_mode))
+                return 0;
+        v->has_manifest = true;
+        tool_report_init(&v->manifest_rep, v->manifest_path);
+        if (tool_manifest_check(v->manifest_path, &o, &v->manifest_rep, &st) < 0)
+                return 0;
+        if (tool_manifest_xref_init(&v->x, &st) < 0) {
+                eng_manifest_state_fini(&st);
+                return -ENOMEM;
+        }
+        v->has_xref = true;
+        return 0;
+}
+
+/* After the walk: the tables the manifest names that were not there. */
+static void verify_missing(struct verify *v)
+{
+        if (!v->has_xref) {
+                printf("%s: files not checked against it\n",
+                       v->has_manifest ? "MANIFEST did not verify" : "no MANIFEST");
+                return;
+        }
+        for (size_t i = 0; i < v->x.state.n_tables; i++) {
+                const struct eng_manifest_table *t = &v->x.state.tables[i];
+
+                if (v->x.found[i])
+                        continue;
+                printf("%016" PRIx64 ".sst: MISSING (the manifest names it: tablet %u, %" PRIu64
+                       " bytes)\n", t->file_id, t->tablet, t->file_size);
+                fprintf(stderr, "scree-tool: %s: names %016" PRIx64 ".sst, which is missing\n",
+                        v->manifest_path, t->file_id);
+                v->missing++;
+        }
 }
 
 static int no_dots(const struct dirent *d)
@@ -212,24 +319,33 @@ static int no_dots(const struct dirent *d)
 
 static int cmd_verify(int argc, char **argv)
 {
-        struct tally t = { 0 };
+        struct verify v = { .dir = argc ? argv[0] : NULL };
         struct dirent **names;
         int n;
 
         if (argc != 1 || argv[0][0] == '-')
                 return usage_error("verify needs exactly one DIR");
-        if ((n = scandir(argv[0], &names, no_dots, alphasort)) < 0) {
-                fprintf(stderr, "scree-tool: %s: cannot list: %s\n", argv[0], strerror(errno));
+        if ((n = scandir(v.dir, &names, no_dots, alphasort)) < 0) {
+                fprintf(stderr, "scree-tool: %s: cannot list: %s\n", v.dir, strerror(errno));
                 return EXIT_TROUBLE;
         }
+        if (verify_load_manifest(&v) < 0) {
+                fprintf(stderr, "scree-tool: %s: out of memory\n", v.dir);
+                v.n[TOOL_ERROR]++;
+        }
         for (int i = 0; i < n; i++) {
-                verify_file(argv[0], names[i]->d_name, &t);
+                verify_file(&v, names[i]->d_name);
                 free(names[i]);
         }
         free(names);
-        printf("verify %s: %d files: %u OK, %u CORRUPT, %u ERROR, %u SKIPPED\n", argv[0], n,
-               t.n[TOOL_OK], t.n[TOOL_CORRUPT], t.n[TOOL_ERROR], t.skipped);
-        return t.n[TOOL_CORRUPT] ? EXIT_CORRUPT : t.n[TOOL_ERROR] ? EXIT_TROUBLE : EXIT_GOOD;
+        verify_missing(&v);
+        if (v.has_xref)
+                tool_manifest_xref_fini(&v.x);
+        free(v.manifest_path);
+        printf("verify %s: %d files: %u OK, %u CORRUPT, %u ERROR, %u SKIPPED, %u UNREFERENCED; "
+               "%u MISSING\n", v.dir, n, v.n[TOOL_OK], v.n[TOOL_CORRUPT], v.n[TOOL_ERROR], v.skipped,
+               v.unreferenced, v.missing);
+        return v.n[TOOL_CORRUPT] || v.missing ? EXIT_CORRUPT : v.n[TOOL_ERROR] ? EXIT_TROUBLE : EXIT_GOOD;
 }
 
 int main(int argc, char **argv)
@@ -248,6 +364,8 @@ int main(int argc, char **argv)
                 return cmd_sst(argc - 2, argv + 2);
         if (!strcmp(cmd, "wal"))
                 return cmd_wal(argc - 2, argv + 2);
+        if (!strcmp(cmd, "manifest"))
+                return cmd_manifest(argc - 2, argv + 2);
         if (!strcmp(cmd, "verify"))
                 return cmd_verify(argc - 2, argv + 2);
         return usage_error("unknown command '%s'", cmd);

@@ -6,7 +6,9 @@
  * durable, ENOSPC writes nothing until cleared, a dead fs fails every op
  * from the loop, closed files keep their unsynced state, overlaps counted;
  * fsync, unlink and rename pass through, fail as injected and after a cut,
- * and directories changed but not yet fsynced are counted;
+ * and directories changed but not yet fsynced are counted; a new name that
+ * no directory fsync covered vanishes at a cut (also renamed, or opened
+ * after the cut);
  * and a cut with an O_DIRECT write in flight restores cleanly.
  */
 #include <errno.h>
@@ -80,11 +82,41 @@ static int finish(struct call *c, int submitted)
         return c->res;
 }
 
-static int do_open(void)
+/* Creates (or opens) p; a new name is not durable yet. */
+static int do_create_at(const char *p)
 {
         struct call c = { 0 };
 
-        return finish(&c, eng_fs_open(fs, &c.op, path, O_CREAT | O_RDWR | O_DIRECT, 0600, call_done));
+        return finish(&c, eng_fs_open(fs, &c.op, p, O_CREAT | O_RDWR | O_DIRECT, 0600, call_done));
+}
+
+static int do_create(void)
+{
+        return do_create_at(path);
+}
+
+static int do_fsync(int fd);
+static int do_open_dir(void);
+static int do_close(int fd);
+
+/* Fsyncs the directory through the fs under test. */
+static void sync_dir(void)
+{
+        int dfd = do_open_dir();
+
+        cr_assert(ge(int, dfd, 0));
+        cr_assert(eq(int, do_fsync(dfd), 0));
+        cr_assert(eq(int, do_close(dfd), 0));
+}
+
+/* do_create, and makes the name durable: a cut keeps the file. */
+static int do_open(void)
+{
+        int fd = do_create();
+
+        if (fd >= 0)
+                sync_dir();
+        return fd;
 }
 
 static int do_write(int fd, uint8_t fill, unsigned first_block, unsigned n_blocks)
@@ -303,7 +335,7 @@ Test(fault_fs, a_full_fsync_makes_data_durable_like_fdatasync)
  * opened read-write, which a directory refuses). */
 Test(fault_fs, a_directory_opens_and_its_fsync_covers_renames_and_unlinks)
 {
-        int fd = do_open(), dfd;
+        int fd = do_create(), dfd;
 
         cr_assert(ge(int, fd, 0));
         cr_expect(eq(u64, dirs_unsynced(), 1), "O_CREAT changes the directory");
@@ -338,6 +370,8 @@ Test(fault_fs, injected_namespace_failures_change_nothing)
         eng_fault_fs_fail(fs, ENG_FS_UNLINK, EPERM, 1);
         cr_expect(eq(int, do_unlink(path), -EPERM));
         cr_expect(eq(int, exists(path), true));
+        cr_expect(eq(u64, dirs_unsynced(), 0), "failed namespace ops change no directory");
+        cr_assert(eq(int, do_close(do_create_at(path2)), 0));
         eng_fault_fs_fail(fs, ENG_FS_FSYNC, EIO, 2);
         cr_expect(eq(int, do_fsync(dfd), -EIO));
         cr_expect(eq(u64, dirs_unsynced(), 1), "a failed directory fsync syncs nothing");
@@ -345,7 +379,10 @@ Test(fault_fs, injected_namespace_failures_change_nothing)
         cr_expect(eq(int, do_fsync(fd), -EIO));
         cr_expect(eq(u64, eng_fault_fs_stats(fs)->injected, 4));
         cr_expect(eq(int, do_rename(path, path2), 0), "only one failure was asked for");
+        cr_expect(eq(int, exists(path2), true));
         cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        cr_expect(eq(u64, eng_fault_fs_stats(fs)->names_lost, 0),
+                  "a rename over an existing file is durable at once (a documented limit)");
         snprintf(path, sizeof(path), "%s", path2);
         cr_expect(eq(u8, block_byte(0), 'A'), "the failed fsync made nothing durable");
         close(fd);
@@ -366,6 +403,77 @@ Test(fault_fs, namespace_ops_after_a_power_cut_fail_and_change_nothing)
         cr_expect(eq(int, exists(path2), false));
         close(fd);
         close(dfd);
+}
+
+Test(fault_fs, a_new_name_vanishes_at_a_power_cut_unless_its_directory_was_fsynced)
+{
+        int f = do_create(), g;
+
+        cr_assert(ge(int, f, 0));
+        cr_assert(eq(int, do_write(f, 'A', 0, 1), (int)BLK));
+        cr_assert(eq(int, do_sync(f), 0));
+        cr_assert(eq(int, do_close(f), 0));
+        g = do_create_at(path2);
+        cr_assert(ge(int, g, 0));
+        sync_dir();
+        cr_expect(eq(u64, dirs_unsynced(), 0));
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        cr_expect(exists(path), "a directory fsync covers every name created before it");
+        cr_expect(exists(path2));
+        cr_expect(eq(u64, eng_fault_fs_stats(fs)->names_lost, 0));
+        close(g);
+}
+
+Test(fault_fs, a_name_created_after_the_directory_fsync_was_submitted_is_lost)
+{
+        struct call s = { 0 }, o = { 0 };
+        int dfd = do_open_dir(), f;
+
+        cr_assert(ge(int, dfd, 0));
+        cr_assert(eq(int, eng_fs_fsync(fs, &s.op, dfd, call_done), 0));
+        cr_assert(eq(int, eng_fs_open(fs, &o.op, path, O_CREAT | O_EXCL | O_RDWR, 0600, call_done), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &s.done), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &o.done), 0));
+        cr_assert(eq(int, s.res, 0));
+        f = o.res;
+        cr_assert(ge(int, f, 0));
+        cr_assert(eq(int, do_write(f, 'A', 0, 1), (int)BLK));
+        cr_assert(eq(int, do_sync(f), 0), "synced data does not make the name durable");
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        cr_expect(not(exists(path)));
+        cr_expect(eq(u64, eng_fault_fs_stats(fs)->names_lost, 1));
+        close(f);
+        close(dfd);
+}
+
+Test(fault_fs, a_new_file_renamed_or_unlinked_before_a_directory_fsync)
+{
+        int f = do_create(), dfd = do_open_dir();
+        char p3[PATH_MAX + 8];
+
+        cr_assert(ge(int, f, 0));
+        cr_assert(eq(int, do_close(f), 0));
+        cr_assert(eq(int, do_rename(path, path2), 0));
+        snprintf(p3, sizeof(p3), "%s/h", dir);
+        cr_assert(eq(int, do_close(do_create_at(p3)), 0));
+        cr_assert(eq(int, do_unlink(p3), 0));
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        cr_expect(not(exists(path)));
+        cr_expect(not(exists(path2)), "renamed, the new file still had no durable name");
+        cr_expect(not(exists(p3)));
+        cr_expect(eq(u64, eng_fault_fs_stats(fs)->names_lost, 1), "the unlinked name is forgotten");
+        close(dfd);
+}
+
+Test(fault_fs, an_open_that_completes_after_the_cut_leaves_no_file)
+{
+        struct call o = { 0 };
+
+        cr_assert(eq(int, eng_fs_open(fs, &o.op, path, O_CREAT | O_EXCL | O_RDWR, 0600, call_done), 0));
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &o.done), 0));
+        cr_expect(eq(int, o.res, -EIO));
+        cr_expect(not(exists(path)));
 }
 
 static bool task_ran;

@@ -207,3 +207,127 @@ Test(wal, a_new_log_never_opens_an_existing_segment_file)
         close(fd);
         cr_expect(eq(int, memcmp(back, junk, sizeof(junk)), 0), "the leftover was overwritten");
 }
+
+/* ---- the names of new segments (regression: the directory was never
+ * fsynced, so a power cut could take a fresh segment and the acknowledged
+ * records in it) ---- */
+
+/* Cuts the power now (not torn), closes the dead log and reads back:
+ * record i must be there. */
+static void cut_and_expect(struct eng_wal *wal, unsigned i)
+{
+        static bool seen[MAX_APPENDS];
+        unsigned corrupt, segs;
+
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        close_wal(wal);
+        read_back(seen, &corrupt, &segs);
+        cr_expect(eq(u32, corrupt, 0));
+        cr_expect(seen[i], "acknowledged record %u lost with its segment's name", i);
+}
+
+Test(wal, the_first_segment_survives_a_power_cut_once_a_record_is_acknowledged)
+{
+        struct eng_wal *wal = open_wal(64 * 1024, ENG_WAL_SYNC_BATCH);
+        char p[PATH_MAX + 32];
+
+        want_done = 1;
+        cr_assert(eq(int, append(wal, 0), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &all_done), 0));
+        cr_assert(eq(int, apps[0].res, 0));
+        cut_and_expect(wal, 0);
+        seg_path(p, sizeof(p), 1);
+        cr_expect(eq(int, access(p, F_OK), 0));
+}
+
+Test(wal, a_segment_rolled_into_survives_a_power_cut_once_a_record_is_acknowledged)
+{
+        struct eng_wal *wal = open_wal(64 * 1024, ENG_WAL_SYNC_BATCH);
+        unsigned i = 0;
+
+        want_done = MAX_APPENDS + 1;
+        /* Up to the first record of segment 3: the first segment created at
+         * a roll rather than at open. */
+        while (eng_wal_segment(wal) < 3) {
+                cr_assert(lt(u32, i, 1000), "no roll after %u records", i);
+                cr_assert(eq(int, append(wal, i), 0));
+                i++;
+        }
+        cr_assert(eq(int, rx_loop_run_until(loop, &apps[i - 1].done), 0));
+        cr_assert(eq(int, apps[i - 1].res, 0));
+        cut_and_expect(wal, i - 1);
+        cr_expect(gt(u64, eng_fault_fs_stats(fs)->names_lost, 0), "the next reserve's name was not synced yet");
+}
+
+Test(wal, a_failed_directory_fsync_stops_the_log_and_acknowledges_nothing)
+{
+        struct eng_wal *wal;
+
+        /* The log's only full fsyncs are of the directory. */
+        eng_fault_fs_fail(fs, ENG_FS_FSYNC, EIO, 1);
+        wal = open_wal(64 * 1024, ENG_WAL_SYNC_BATCH);
+        want_done = 2;
+        cr_assert(eq(int, append(wal, 0), 0));
+        cr_assert(eq(int, append(wal, 1), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &all_done), 0));
+        cr_expect(eq(int, apps[0].res, -EIO));
+        cr_expect(eq(int, apps[1].res, -EIO));
+        cr_expect(eq(int, append(wal, 2), -EIO));
+        close_wal(wal);
+        cr_expect(eq(int, close_res, -EIO));
+}
+
+Test(wal, a_failed_directory_fsync_at_a_roll_stops_the_log_and_acknowledges_nothing_after)
+{
+        struct eng_wal *wal = open_wal(64 * 1024, ENG_WAL_SYNC_BATCH);
+        unsigned i = 0, first_in_3 = 0;
+
+        /* Segments 1 and 2 (the first reserve) prepared, directory synced. */
+        for (unsigned k = 0; k < 1000 && eng_wal_stats(wal)->segments < 2; k++)
+                run_for_ms(1);
+        cr_assert(eq(u64, eng_wal_stats(wal)->segments, 2));
+        /* From now every directory fsync fails: segment 3, created by the
+         * roll into segment 2, never becomes durable by name. */
+        eng_fault_fs_fail(fs, ENG_FS_FSYNC, EIO, -1);
+        want_done = MAX_APPENDS + 1;
+        while (eng_wal_segment(wal) < 3 || i < first_in_3 + 5) {
+                cr_assert(lt(u32, i, 2000), "no roll after %u records", i);
+                cr_assert(eq(int, append(wal, i), 0));
+                if (!first_in_3 && eng_wal_segment(wal) == 3)
+                        first_in_3 = i;
+                i++;
+        }
+        cr_assert(eq(int, rx_loop_run_until(loop, &apps[i - 1].done), 0));
+        for (unsigned k = first_in_3; k < i; k++)
+                cr_assert(eq(int, apps[k].res, -EIO), "record %u in the fresh segment: %d", k, apps[k].res);
+        cr_expect(eq(int, append(wal, i), -EIO), "the log stopped");
+        close_wal(wal);
+        cr_expect(eq(int, close_res, -EIO));
+}
+
+Test(wal, a_failed_open_of_the_directory_stops_the_log)
+{
+        struct eng_wal *wal;
+
+        eng_fault_fs_fail(fs, ENG_FS_OPEN, EACCES, 1);  /* the directory is opened first */
+        wal = open_wal(64 * 1024, ENG_WAL_SYNC_BATCH);
+        want_done = 1;
+        cr_assert(eq(int, append(wal, 0), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &all_done), 0));
+        cr_expect(eq(int, apps[0].res, -EACCES));
+        close_wal(wal);
+        cr_expect(eq(int, close_res, -EACCES));
+}
+
+Test(wal, a_log_closed_at_once_after_open_closes_cleanly)
+{
+        struct eng_wal *wal = open_wal(64 * 1024, ENG_WAL_SYNC_BATCH);
+        char p[PATH_MAX + 32];
+
+        close_wal(wal);
+        cr_expect(eq(int, close_res, 0));
+        seg_path(p, sizeof(p), 1);
+        cr_expect(eq(int, access(p, F_OK), 0), "the first segment was still prepared");
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        cr_expect(eq(int, access(p, F_OK), 0), "and its name made durable");
+}

@@ -3,9 +3,10 @@
  * Fixture generator for the scree-tool tests (test_scree_tool.py):
  *   make_fixtures DIR [FORGE]
  * writes into DIR a valid SSTable, 00000000000000a1.sst (built with the
- * engine's builder), and a valid commit-log segment, 0000000000000003.log
- * (built with the WAL encoders), and prints on stdout one JSON object with
- * what they hold, for the test to check the tool's output against.
+ * engine's builder), a valid commit-log segment, 0000000000000003.log
+ * (built with the WAL encoders), and a MANIFEST naming both (built with the
+ * manifest encoders), and prints on stdout one JSON object with what they
+ * hold, for the test to check the tool's output against.
  *
  * With FORGE "empty" the table holds no entries. Any other FORGE makes the
  * table wrong in a way only a bug could, with every checksum redone so
@@ -13,13 +14,19 @@
  *   props  the properties claim one entry more than the blocks hold
  *   bloom  the bloom filter has no bit set: it misses every key
  *   order  in data block 0, an older version gets the newer one's seq
+ * FORGE "badedit" leaves the table alone and makes the manifest's second
+ * edit remove a table that is not there, its checksums good.
  *
  * Table: key "bin\x00\xff\x01" then "key00000".."key00399"; every 10th key
  * has 3 versions, every 7th key's newest version is a tombstone, every
  * 5th key expires. Seqs stay in 128..16383 (2-byte varints) so the order
  * forgery rewrites one in place. Segment: 12 records in groups of 3, each
  * record's synced_upto the start of its group (what a group commit
- * writes), then zeros to 64 KiB.
+ * writes), then zeros to 64 KiB. Manifest: shard 1 of 2, 8 tablets; a
+ * snapshot with no table, then 3 edits, each written and synced alone (its
+ * synced_upto is its own offset): the table (tablet 7) with log segment 3
+ * and next file id 0xa2; tablet 2 flushed to seq 50; tablet 0 flushed to
+ * seq 60.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +40,7 @@
 #include "base/varint.h"
 #include "engine/block.h"
 #include "engine/bloom.h"
+#include "engine/manifest_format.h"
 #include "engine/sst_builder.h"
 #include "engine/sst_format.h"
 #include "engine/wal_format.h"
@@ -49,6 +57,9 @@ struct image {
         uint8_t *bytes;
         size_t len;
 };
+
+/* What the manifest says of the table. */
+static uint64_t table_min_seq, table_max_seq;
 
 static void die(const char *what)
 {
@@ -148,6 +159,10 @@ static struct image build_table(bool empty)
                 die("builder finish");
         take(b, &img);
         print_props(eng_sst_builder_props(b), img.len);
+        table_min_seq = eng_sst_builder_props(b)->min_seq;
+        table_max_seq = eng_sst_builder_props(b)->max_seq;
+        if (table_min_seq > table_max_seq)     /* no entries */
+                table_min_seq = table_max_seq = 0;
         eng_sst_builder_free(b);
         return img;
 }
@@ -273,24 +288,87 @@ static void write_segment(const char *dir)
         free(seg);
 }
 
+/* ---- the manifest ---- */
+
+#define MANIFEST_SALT 0x5eedu
+#define MANIFEST_N_TABLETS 8u
+
+/* Appends one record of an edit at *off in buf, synced_upto its own offset. */
+static void put_edit(uint8_t *buf, size_t *off, const struct eng_manifest_edit *e)
+{
+        size_t len = eng_manifest_edit_size(e);
+        uint8_t *payload = malloc(len ? len : 1);
+
+        if (!payload)
+                die("manifest edit");
+        eng_manifest_edit_encode(payload, e);
+        printf(", %zu", *off);
+        *off += eng_manifest_record_encode(buf + *off, MANIFEST_SALT, ENG_MANIFEST_RECORD_EDIT, *off,
+                                           payload, len);
+        free(payload);
+}
+
+static void write_manifest(const char *dir, uint64_t table_size, bool bad_edit)
+{
+        const struct eng_manifest_layout layout = { .shard = SHARD, .n_shards = 2,
+                                                    .tablets_per_shard = MANIFEST_N_TABLETS };
+        const struct eng_manifest_table t = { .tablet = 7, .file_id = FILE_ID, .file_size = table_size,
+                                              .min_seq = table_min_seq, .max_seq = table_max_seq };
+        const struct eng_manifest_table ghost = { .tablet = 3, .file_id = 0x99 };
+        const uint32_t tablets[] = { 2, 0 };
+        const uint64_t seqs[] = { 50, 60 };
+        struct eng_manifest_state st;
+        uint8_t *buf = calloc(1, 4096), *snap;
+        size_t off = ENG_MANIFEST_HEADER_BYTES, len;
+
+        if (!buf || eng_manifest_state_init(&st, &layout, MANIFEST_N_TABLETS) < 0)
+                die("manifest");
+        st.next_file_id = 0xa0;
+        st.log_segment = 1;
+        len = eng_manifest_snapshot_size(&st);
+        if (!(snap = malloc(len)))
+                die("manifest");
+        eng_manifest_snapshot_encode(snap, &st);
+        eng_manifest_header_encode(buf, MANIFEST_SALT);
+        printf("\"manifest\": {\"offsets\": [%zu", off);
+        off += eng_manifest_record_encode(buf + off, MANIFEST_SALT, ENG_MANIFEST_RECORD_SNAPSHOT, 0,
+                                          snap, len);
+        put_edit(buf, &off, &(struct eng_manifest_edit){ .added = &t, .n_added = 1,
+                                                          .next_file_id = 0xa2, .log_segment = SEGMENT });
+        put_edit(buf, &off, &(struct eng_manifest_edit){ .flushed_tablets = &tablets[0],
+                                                          .flushed_seqs = &seqs[0], .n_flushed = 1,
+                                                          .removed = bad_edit ? &ghost : NULL,
+                                                          .n_removed = bad_edit ? 1 : 0 });
+        put_edit(buf, &off, &(struct eng_manifest_edit){ .flushed_tablets = &tablets[1],
+                                                          .flushed_seqs = &seqs[1], .n_flushed = 1 });
+        printf("], \"size\": %zu, \"table_size\": %llu}", off, (unsigned long long)table_size);
+        write_file(dir, "MANIFEST", buf, off);
+        eng_manifest_state_fini(&st);
+        free(snap);
+        free(buf);
+}
+
 int main(int argc, char **argv)
 {
+        const char *how = argc == 3 ? argv[2] : "";
         struct image img;
         char name[32];
 
         if (argc < 2 || argc > 3) {
-                fprintf(stderr, "usage: make_fixtures DIR [empty|props|bloom|order]\n");
+                fprintf(stderr, "usage: make_fixtures DIR [empty|props|bloom|order|badedit]\n");
                 return 2;
         }
         printf("{\"sst\": {\"name\": \"%016x.sst\", ", FILE_ID);
-        img = build_table(argc == 3 && !strcmp(argv[2], "empty"));
-        if (argc == 3 && strcmp(argv[2], "empty") != 0)
-                forge(&img, argv[2]);
+        img = build_table(!strcmp(how, "empty"));
+        if (*how && strcmp(how, "empty") != 0 && strcmp(how, "badedit") != 0)
+                forge(&img, how);
         snprintf(name, sizeof(name), "%016x.sst", FILE_ID);
         write_file(argv[1], name, img.bytes, img.len);
         free(img.bytes);
         printf("}, ");
         write_segment(argv[1]);
+        printf(", ");
+        write_manifest(argv[1], img.len, !strcmp(how, "badedit"));
         printf("}\n");
         return 0;
 }

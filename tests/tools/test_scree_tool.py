@@ -2,8 +2,8 @@
 """scree-tool as an operator runs it, over fixtures from make_fixtures.
 
 Run by meson (suites unit and tools) with SCREE_TOOL and MAKE_FIXTURES set.
-make_fixtures writes a valid SSTable and commit-log segment and prints what
-they hold as JSON; each test checks the tool's output and exit status on
+make_fixtures writes a valid SSTable, commit-log segment and MANIFEST and
+prints what they hold as JSON; each test checks the tool's output and exit status on
 them or on a damaged copy: 0 all good, 1 corruption, 2 usage or I/O error.
 """
 import json
@@ -34,11 +34,12 @@ def make(d, forge=None):
 
 @pytest.fixture
 def fx(tmp_path):
-    """The fixture facts, with paths to the two files."""
+    """The fixture facts, with paths to the three files."""
     facts = make(tmp_path)
     facts["dir"] = tmp_path
     facts["sst"]["path"] = tmp_path / facts["sst"]["name"]
     facts["wal"]["path"] = tmp_path / facts["wal"]["name"]
+    facts["manifest"]["path"] = tmp_path / "MANIFEST"
     return facts
 
 
@@ -244,21 +245,23 @@ def test_verify_a_good_directory(fx):
     assert f"{fx['sst']['name']}: OK (sstable: {fx['sst']['entries']} entries in " \
            f"{fx['sst']['blocks']} data blocks)" in lines
     assert any(l.startswith(f"{fx['wal']['name']}: OK (commit-log segment: clean end") for l in lines)
-    assert lines[-1].endswith("2 files: 2 OK, 0 CORRUPT, 0 ERROR, 0 SKIPPED")
+    assert f"MANIFEST: OK (manifest: clean end at {fx['manifest']['size']} (snapshot and 3 edits; " \
+           "tables 1, next file id 0xa2, log segment 0x3))" in lines
+    assert lines[-1].endswith("3 files: 3 OK, 0 CORRUPT, 0 ERROR, 0 SKIPPED, 0 UNREFERENCED; 0 MISSING")
 
 
 def test_verify_skips_unknown_files_and_reports_corrupt_ones(fx):
-    (fx["dir"] / "MANIFEST").write_text("not yet\n")
+    (fx["dir"] / "notes.txt").write_text("not a shard file\n")
     (fx["dir"] / "sub").mkdir()
     flip(fx["sst"]["path"], 100)
     p = run("verify", fx["dir"])
     assert p.returncode == 1
     lines = p.stdout.splitlines()
-    assert "MANIFEST: SKIPPED (unknown kind of file)" in lines
+    assert "notes.txt: SKIPPED (unknown kind of file)" in lines
     assert "sub: SKIPPED (not a regular file)" in lines
     assert f"{fx['sst']['name']}: CORRUPT at offset 0: data block 0 (4096 bytes): bad checksum, " \
            "length or type" in lines
-    assert lines[-1].endswith("4 files: 1 OK, 1 CORRUPT, 0 ERROR, 2 SKIPPED")
+    assert lines[-1].endswith("5 files: 2 OK, 1 CORRUPT, 0 ERROR, 2 SKIPPED, 0 UNREFERENCED; 0 MISSING")
     assert fx["sst"]["name"] in p.stderr
 
 
@@ -280,6 +283,121 @@ def test_verify_corruption_outranks_errors(fx):
     assert run("verify", fx["dir"]).returncode == 1
 
 
+# ---- manifest ----
+
+def test_manifest_prints_records_and_the_state(fx):
+    m, s = fx["manifest"], fx["sst"]
+    p = run("manifest", m["path"])
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == ""
+    out = p.stdout
+    records = [l for l in out.splitlines() if l.startswith("record at ")]
+    assert [int(l.split()[2].rstrip(":")) for l in records] == m["offsets"]
+    assert records[0].startswith("record at 32: snapshot, ")
+    assert all(", edit, " in l or ": edit, " in l for l in records[1:])
+    assert f"    add table 0xa1: tablet 7, {s['size']} bytes, seq {s['min_seq']}..{s['max_seq']}" in out
+    assert "    tablet 2 flushed to seq 50" in out
+    assert f"end: clean end at {m['size']} (snapshot and 3 edits;" in out
+    assert "  layout           shard 1 of 2, 8 tablets per shard" in out
+    assert "  next file id     0xa2" in out
+    assert "  log segment      0x3" in out
+    assert "  tablet 0: flushed seq 60" in out
+    assert out.rstrip().endswith(f"  tablet 7: flushed seq 0\n    table 0xa1: {s['size']} bytes, "
+                                 f"seq {s['min_seq']}..{s['max_seq']}")
+
+
+def test_manifest_bit_flip_in_a_middle_record_is_corruption(fx):
+    m = fx["manifest"]
+    flip(m["path"], m["offsets"][1] + 40)    # edit 1's payload; edit 2 says it was durable
+    p = run("manifest", m["path"])
+    assert p.returncode == 1
+    assert f"offset {m['offsets'][1]}: damaged record" in p.stderr
+    p = run("verify", fx["dir"])
+    assert p.returncode == 1
+    assert f"MANIFEST: CORRUPT at offset {m['offsets'][1]}: damaged record" in p.stdout
+    assert "MANIFEST did not verify: files not checked against it" in p.stdout
+
+
+def test_manifest_torn_tail_is_a_normal_end_but_reported(fx):
+    m = fx["manifest"]
+    last = m["offsets"][-1]
+    flip(m["path"], last + 40)               # the last edit: nothing vouches for it
+    p = run("manifest", m["path"])
+    assert p.returncode == 0, p.stderr
+    assert f"end: torn tail at {last} (snapshot and 2 edits;" in p.stdout
+    assert "start-up drops it" in p.stdout
+    assert "tablet 0: flushed seq 0" in p.stdout, "the torn edit is not in the state"
+    with open(m["path"], "r+b") as f:
+        f.truncate(last + 20)                # cut inside its header
+    p = run("verify", fx["dir"])
+    assert p.returncode == 0, p.stdout
+    assert f"MANIFEST: OK (manifest: torn tail at {last} " in p.stdout
+
+
+def test_manifest_state_that_does_not_apply_is_corruption(tmp_path):
+    m = make(tmp_path, "badedit")["manifest"]
+    p = run("manifest", tmp_path / "MANIFEST")
+    assert p.returncode == 1
+    assert f"offset {m['offsets'][2]}: edit 2 does not apply to the state before it" in p.stderr
+    assert run("verify", tmp_path).returncode == 1
+
+
+def test_manifest_bad_header_and_short_file(fx):
+    m = fx["manifest"]
+    flip(m["path"], 3)
+    p = run("manifest", m["path"])
+    assert p.returncode == 1
+    assert "offset 0: header: bad magic, checksum or version" in p.stderr
+    with open(m["path"], "r+b") as f:
+        f.truncate(20)
+    assert "shorter than the 32-byte header" in run("manifest", m["path"]).stderr
+
+
+def test_verify_a_named_table_missing_is_corruption(fx):
+    s = fx["sst"]
+    s["path"].unlink()
+    p = run("verify", fx["dir"])
+    assert p.returncode == 1
+    assert f"{s['name']}: MISSING (the manifest names it: tablet 7, {s['size']} bytes)" in p.stdout
+    assert f"names {s['name']}, which is missing" in p.stderr
+    assert p.stdout.splitlines()[-1].endswith("0 UNREFERENCED; 1 MISSING")
+
+
+def test_verify_a_table_of_another_size_is_corruption(fx):
+    s = fx["sst"]
+    with open(s["path"], "r+b") as f:
+        f.truncate(s["size"] - 4096)
+    p = run("verify", fx["dir"])
+    assert p.returncode == 1
+    assert f"{s['name']}: CORRUPT at offset 0: size {s['size'] - 4096} bytes, the manifest says " \
+           f"{s['size']}" in p.stdout
+
+
+def test_verify_unreferenced_files_are_reported_not_corrupt(fx):
+    d = fx["dir"]
+    shutil.copy(fx["sst"]["path"], d / "00000000000000b0.sst")
+    shutil.copy(fx["wal"]["path"], d / "0000000000000001.log")
+    (d / "MANIFEST.tmp").write_bytes(b"half a rewrite")
+    p = run("verify", d)
+    assert p.returncode == 0, p.stdout
+    lines = p.stdout.splitlines()
+    assert "00000000000000b0.sst: UNREFERENCED (the manifest does not name it; start-up deletes it)" \
+        in lines
+    assert "0000000000000001.log: UNREFERENCED (older than segment 0x3, the oldest the manifest " \
+           "needs; start-up deletes it)" in lines
+    assert any(l.startswith("MANIFEST.tmp: UNREFERENCED (a temporary file") for l in lines)
+    assert lines[-1].endswith("6 files: 3 OK, 0 CORRUPT, 0 ERROR, 0 SKIPPED, 3 UNREFERENCED; 0 MISSING")
+
+
+def test_verify_without_a_manifest_checks_files_alone(fx):
+    fx["manifest"]["path"].unlink()
+    fx["sst"]["path"].rename(fx["dir"] / "00000000000000b0.sst")
+    p = run("verify", fx["dir"])
+    assert p.returncode == 1, "the table's file id no longer matches its name"
+    assert "no MANIFEST: files not checked against it" in p.stdout
+    assert ": MISSING" not in p.stdout and ": UNREFERENCED" not in p.stdout
+
+
 # ---- usage ----
 
 @pytest.mark.parametrize("args,message", [
@@ -291,6 +409,9 @@ def test_verify_corruption_outranks_errors(fx):
     (["sst", "a.sst", "b.sst"], "unexpected argument 'b.sst'"),
     (["wal", "--bogus"], "unexpected argument '--bogus'"),
     (["verify"], "verify needs exactly one DIR"),
+    (["manifest"], "manifest needs exactly one FILE"),
+    (["manifest", "a", "b"], "manifest needs exactly one FILE"),
+    (["manifest", "/nonexistent/MANIFEST"], "cannot open"),
     (["verify", "/nonexistent-scree-dir"], "/nonexistent-scree-dir: cannot list"),
     (["sst", "/nonexistent/00000000000000a1.sst"], "cannot open"),
     (["wal", "/nonexistent/0000000000000001.log"], "cannot open"),
@@ -332,3 +453,15 @@ def test_random_damage_never_crashes(fx):
         w["path"].write_bytes(good_wal)
         flip(w["path"], off, 1 << rnd.randrange(8))
         assert run("wal", w["path"], "--records").returncode in (0, 1), off
+    m = fx["manifest"]
+    good_man = m["path"].read_bytes()
+    for _ in range(60):
+        off = rnd.randrange(len(good_man))
+        m["path"].write_bytes(good_man)
+        flip(m["path"], off, 1 << rnd.randrange(8))
+        p = run("manifest", m["path"])
+        assert p.returncode in (0, 1), (off, p.stderr)
+        # The file header, or a record header that a later record vouches
+        # for (padding after a payload is covered by no checksum).
+        if off < 32 or any(o <= off < o + 32 for o in m["offsets"][:-1]):
+            assert p.returncode == 1, off

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The server's settings: one table of names, types, defaults, limits and
+ * help texts, read from a config file (`name value` lines), then from
+ * command-line flags (`--name value` or `--name=value`; flags win), and
+ * read and changed at run time by CONFIG GET/SET (only the settings marked
+ * runtime can change).
+ *
+ * Value syntax by type:
+ *   uint      decimal, within the setting's limits;
+ *   size      a number with an optional suffix, case-insensitive, Redis's
+ *             way: k/m/g/t are powers of 1000, kb/mb/gb/tb and
+ *             kib/mib/gib/tib powers of 1024 (64MiB, 64mb, 1g);
+ *   bool      yes/no (also true/false, on/off, 1/0);
+ *   enum      one of the listed words;
+ *   string    anything; in a file, "..." or '...' quote a value with
+ *             spaces or an empty one.
+ * Errors name the setting (and the file and line) and say what is
+ * expected; a cfg_set that fails changes nothing.
+ *
+ * Not thread-safe: the main thread parses before the shards start; later
+ * calls (CONFIG SET) happen on one thread that owns the config.
+ */
+#ifndef SCREE_NET_CONFIG_H
+#define SCREE_NET_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum cfg_sync {
+        CFG_SYNC_BATCH = 0,
+        CFG_SYNC_PERIODIC = 1,
+};
+
+struct scree_config {
+        uint64_t port;
+        char *bind;
+        char *dir;
+        uint64_t smp;                   /* 0 = one shard per CPU */
+        uint64_t memory;                /* bytes, all shards: memtables and block cache */
+        uint64_t sync;                  /* enum cfg_sync */
+        uint64_t sync_period_ms;
+        char *requirepass;              /* "" = none */
+        uint64_t maxclients;
+        uint64_t max_key_bytes, max_value_bytes;
+        uint64_t metrics_port;          /* 0 = none */
+        uint64_t log_level;             /* enum log_level */
+        uint64_t idle_poll_us;
+        uint64_t timeout_s;             /* idle client timeout; 0 = never */
+};
+
+/* Fills c with every default. Returns 0 or -ENOMEM. Free with cfg_fini. */
+int cfg_init(struct scree_config *c);
+
+/* Frees the strings of c. Accepts a zeroed config. */
+void cfg_fini(struct scree_config *c);
+
+/*
+ * Sets name to value (parsed by the setting's type). runtime: refuse
+ * settings that cannot change while serving. Returns 0, or -EINVAL with a
+ * message in err (unknown name, bad value, read-only at run time),
+ * -ENOMEM.
+ */
+int cfg_set(struct scree_config *c, const char *name, const char *value, bool runtime, char *err,
+            size_t err_len);
+
+/*
+ * Reads a config file: one `name value` per line, '#' starts a comment
+ * line, blank lines are skipped; a repeated name takes the last value.
+ * Returns 0, -errno (with the file named in err), or -EINVAL (err names
+ * the file, the line and the problem).
+ */
+int cfg_load_file(struct scree_config *c, const char *path, char *err, size_t err_len);
+
+/*
+ * Parses argv[1..]: an optional config file first (a first argument not
+ * starting with "--", as redis-server takes it, or --config FILE
+ * anywhere), then every --name value / --name=value on top of it.
+ * Returns 0, 1 when --help or -h was given (the caller prints cfg_usage),
+ * or -EINVAL/-errno with the message in err.
+ */
+int cfg_parse_args(struct scree_config *c, int argc, char **argv, char *err, size_t err_len);
+
+/* The flags, their defaults and what they do. */
+void cfg_usage(FILE *f);
+
+/* Settings in table order, for CONFIG GET with a pattern: the i-th name,
+ * or NULL past the end. */
+const char *cfg_name(size_t i);
+
+/* Writes the current value of name as CONFIG GET shows it into buf
+ * (NUL-terminated, truncated to len). Returns 0 or -ENOENT. */
+int cfg_get(const struct scree_config *c, const char *name, char *buf, size_t len);
+
+/* Parses a size with the suffixes above. Returns 0 and *ret, or -EINVAL
+ * (not a size, or above UINT64_MAX). Pure. */
+int cfg_parse_size(const char *s, uint64_t *ret);
+
+#endif
