@@ -133,7 +133,7 @@ static int parse(int argc, char **argv, struct scree_config *cfg)
                 exit(0);
         }
         if (r < 0) {
-                log_error("%s (see --help)", err);
+                log_error("%s", err);
                 return 2;
         }
         log_level = (enum log_level)cfg->log_level;

@@ -60,7 +60,13 @@ static int sockaddr_of(const char *host, uint16_t port, struct sockaddr_storage 
         return -EINVAL;
 }
 
-static int listen_on(const char *host, uint16_t port, char *err, size_t err_len)
+/*
+ * A socket bound to host:port; reuseport: with SO_REUSEPORT, so that every
+ * shard binds the same port. Another process's SO_REUSEPORT sockets would
+ * share the port silently, so the first shard first binds without it: that
+ * fails with EADDRINUSE if anything listens there.
+ */
+static int listen_on(const char *host, uint16_t port, bool probe, char *err, size_t err_len)
 {
         struct sockaddr_storage ss;
         socklen_t len;
@@ -74,9 +80,14 @@ static int listen_on(const char *host, uint16_t port, char *err, size_t err_len)
         if (fd < 0)
                 goto fail;
         if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
-            bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0)
+            (!probe && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) ||
+            bind(fd, (struct sockaddr *)&ss, len) < 0 ||
+            (!probe && listen(fd, LISTEN_BACKLOG) < 0))
                 goto fail;
+        if (probe) {
+                close(fd);
+                return 0;
+        }
         return fd;
 fail:
         r = -errno;
@@ -89,10 +100,12 @@ fail:
 static int shards_new(struct net_server *srv, char *err, size_t err_len)
 {
         const struct scree_config *cfg = srv->cfg;
+        int r = listen_on(cfg->bind, (uint16_t)cfg->port, true, err, err_len);
 
+        if (r < 0)
+                return r;
         for (unsigned i = 0; i < srv->n_shards; i++) {
                 struct net_shard *sh = calloc(1, sizeof(*sh));
-                int r;
 
                 if (!sh)
                         return -ENOMEM;
@@ -104,7 +117,7 @@ static int shards_new(struct net_server *srv, char *err, size_t err_len)
                 r = make_dir(sh->dir, err, err_len);
                 if (r < 0)
                         return r;
-                sh->listen_fd = listen_on(cfg->bind, (uint16_t)cfg->port, err, err_len);
+                sh->listen_fd = listen_on(cfg->bind, (uint16_t)cfg->port, false, err, err_len);
                 if (sh->listen_fd < 0)
                         return sh->listen_fd;
         }
