@@ -66,6 +66,10 @@ class Server:
                 self.proc.wait()
         rc = self.proc.returncode
         self.proc = None
+        out = self.output()
+        # A sanitizer build reports here: fail the test that ran into it.
+        for bad in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            assert bad not in out, out[-4000:]
         return rc
 
     def rss_kib(self):
