@@ -317,6 +317,14 @@ void net_reply_engine_err(struct net_req *req, int err)
                 net_resp_add_errorf(req->out, "ERR engine: %s", scree_strerror(err));
 }
 
+void net_then_int(struct net_req *req, int res)
+{
+        if (res < 0)
+                net_reply_engine_err(req, res);
+        else
+                net_resp_add_int(req->out, res);
+}
+
 static void get_cb(struct eng_get *g, int res)
 {
         struct net_req *req = g->ctx;

@@ -144,6 +144,9 @@ void net_req_start(struct net_req *req);
  * req->exec. */
 void net_req_complete(struct net_req *req);
 
+/* A continuation that replies res as an integer, or the error. */
+void net_then_int(struct net_req *req, int res);
+
 /* Writes an engine error as a reply ("-ERR ..."). */
 void net_reply_engine_err(struct net_req *req, int err);
 

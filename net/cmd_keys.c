@@ -113,14 +113,6 @@ static int expire_rmw(void *arg, const struct eng_get *cur, struct eng_mutation 
         return 1;
 }
 
-static void flag_then(struct net_req *req, int res)
-{
-        if (res < 0)
-                net_reply_engine_err(req, res);
-        else
-                net_resp_add_int(req->out, res);
-}
-
 int net_cmd_expire(struct net_req *req)
 {
         const char *name = req->def->name, *err;
@@ -143,14 +135,14 @@ int net_cmd_expire(struct net_req *req)
         }
         if (req->expiry_ms == 0)
                 req->expiry_ms = 1;             /* at or before the epoch: already expired */
-        return net_req_rmw(req, req->argv[1].ptr, req->argv[1].len, expire_rmw, flag_then);
+        return net_req_rmw(req, req->argv[1].ptr, req->argv[1].len, expire_rmw, net_then_int);
 }
 
 int net_cmd_persist(struct net_req *req)
 {
         req->expiry_ms = 0;
         req->flags = 0;
-        return net_req_rmw(req, req->argv[1].ptr, req->argv[1].len, expire_rmw, flag_then);
+        return net_req_rmw(req, req->argv[1].ptr, req->argv[1].len, expire_rmw, net_then_int);
 }
 
 /* ---- TTL, PTTL, TYPE ---- */

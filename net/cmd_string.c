@@ -146,20 +146,12 @@ int net_cmd_set(struct net_req *req)
         return net_req_rmw(req, req->argv[1].ptr, req->argv[1].len, set_rmw, set_then);
 }
 
-static void setnx_then(struct net_req *req, int res)
-{
-        if (res < 0)
-                net_reply_engine_err(req, res);
-        else
-                net_resp_add_int(req->out, res);
-}
-
 int net_cmd_setnx(struct net_req *req)
 {
         if (!value_ok(req, &req->argv[2]))
                 return NET_CMD_DONE;
         req->flags = NET_SET_NX;
-        return net_req_rmw(req, req->argv[1].ptr, req->argv[1].len, set_rmw, setnx_then);
+        return net_req_rmw(req, req->argv[1].ptr, req->argv[1].len, set_rmw, net_then_int);
 }
 
 int net_cmd_getset(struct net_req *req)
