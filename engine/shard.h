@@ -69,7 +69,7 @@ struct eng_shard_stats {
         uint64_t stalls, stall_ns;
         uint64_t flushes, flush_bytes, flush_errors;
         uint64_t compactions, compaction_bytes_in, compaction_bytes_out, compaction_errors;
-        uint64_t disk_bytes_written;                    /* log + SSTables */
+        uint64_t disk_bytes_written;                    /* log + SSTables (not the manifest) */
         uint64_t segments_removed;
         uint64_t memtable_bytes, imm_bytes;             /* now */
         uint64_t replayed_records;                      /* records with an entry not yet flushed */

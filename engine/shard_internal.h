@@ -99,6 +99,7 @@ struct eng_shard {
         struct rx_task close_task;
         bool close_posted;
         struct eng_shard_stats stats;
+        uint64_t log_bytes_counted;     /* of the log's written_bytes, in stats already */
 };
 
 /* A caller of eng_shard_flush waiting for every sealed memtable to flush. */

@@ -166,6 +166,11 @@ static void manifest_created(void *arg, int res)
         for (uint32_t i = 0; i < op->s->n_tablets; i++)
                 for (uint32_t k = 0; op->s->tablets[i].tset && k < op->s->tablets[i].tset->n; k++)
                         shard_track_table(op->s, op->s->tablets[i].tset->e[k].t);
+        /* What the log replayed goes to SSTables in the background, as
+         * RocksDB does at recovery: reads stop searching big memtables
+         * and the next start-up replays less. */
+        for (uint32_t i = 0; op->s->stats.replayed_records && i < op->s->n_tablets; i++)
+                shard_seal(op->s, &op->s->tablets[i]);
         shard_maybe_flush(op->s);
         shard_maybe_compact(op->s);
         open_finish(op, 0);

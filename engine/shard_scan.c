@@ -11,6 +11,7 @@
  * The merge references the memtables and tables it reads, so flushes and
  * compactions may swap a tablet's state while the scan waits for a block.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,10 @@
 
 /* The longest position: a hash and the longest user key. */
 #define SCAN_MAX_POS (ENG_HASH_BYTES + ENG_MAX_USER_KEY_BYTES)
-/* scan_open_tablet: no tablet of the table is left in range. */
-#define SCAN_NO_TABLET (ENG_SST_PENDING + 1)
+/* scan_open_tablet: no tablet of the table is left in range. Apart from
+ * every merge result, ENG_SST_PENDING included. */
+#define SCAN_NO_TABLET 3
+static_assert(SCAN_NO_TABLET != ENG_SST_PENDING && SCAN_NO_TABLET > 1, "scan results overlap");
 
 uint32_t eng_shard_scan_pos(enum eng_table t, const void *key, uint32_t key_len, uint8_t *dst)
 {

@@ -205,6 +205,8 @@ static void prep_done(struct eng_fs_op *op, int res)
         }
         if (s->prep_step == PREP_OPEN)
                 s->fd = res;
+        if (s->prep_step == PREP_HEADER)
+                wal->stats.written_bytes += ENG_WAL_SEGMENT_HEADER_BYTES;
         if (++s->prep_step == PREP_DONE) {
                 s->ready = true;
                 wal->stats.segments++;
@@ -313,6 +315,7 @@ static void write_done(struct eng_fs_op *op, int res)
                 return;
         }
         wal->stats.writes++;
+        wal->stats.written_bytes += want;
         r = eng_fs_fdatasync(wal->fs, &wal->io_op, wal->io_seg->fd, sync_done);
         if (r < 0) {
                 wal->io_busy = false;

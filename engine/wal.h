@@ -64,6 +64,10 @@ struct eng_wal_write {
 
 struct eng_wal_stats {
         uint64_t appends, bytes, writes, syncs, segments;
+        /* Bytes written to segment files: headers and whole 4 KiB blocks,
+         * counting a partial last block again each time a flush rewrites
+         * it (what the disk sees, not the records' size). */
+        uint64_t written_bytes;
 };
 
 /*

@@ -388,8 +388,10 @@ static void on_read(struct eng_fs_op *op, int res)
                 fail(rp, res);
                 return;
         }
-        if ((uint64_t)res < left)
-                f->size = rp->len + (uint64_t)res;      /* shorter than listed: ends here */
+        /* Short only if less than asked for (a whole chunk while more is
+         * left) and less than left: then the file ends here. */
+        if ((uint64_t)res < left && (uint64_t)res < (left < CHUNK ? round_up(left) : CHUNK))
+                f->size = rp->len + (uint64_t)res;
         rp->len += (uint64_t)res < left ? (size_t)res : (size_t)left;
         read_more(rp);
 }

@@ -288,6 +288,17 @@ static int add_line_text(struct net_resp_out *o, char type, const char *s, size_
         }
         while (n > 0 && (s[n - 1] == '\r' || s[n - 1] == '\n'))
                 n--;
+        if (n <= 256) {
+                char *p = reserve(o, n + 3);
+
+                if (!p)
+                        return -ENOMEM;
+                p[0] = type;
+                copy_sanitized(p + 1, s, n);
+                memcpy(p + 1 + n, CRLF, 2);
+                commit(o, n + 3);
+                return 0;
+        }
         if (append(o, &type, 1, false) < 0 || append(o, s, n, true) < 0)
                 return -ENOMEM;
         return append(o, CRLF, 2, false);

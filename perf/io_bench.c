@@ -31,6 +31,8 @@
 #include "base/compiler.h"
 #include "base/mem.h"
 #include "base/time.h"
+#include "perf/hist.h"
+#include "perf/rng.h"
 #include "reactor/io.h"
 #include "reactor/loop.h"
 
@@ -38,16 +40,6 @@
 #define FILL_CHUNK_BYTES (1u << 20)
 #define MAX_QD 4096u
 #define OPS_PER_SEC_CAP UINT64_C(10000000)      /* default --ops: far above any device */
-
-/* Log-linear latency histogram: 64 sub-buckets per power of two. */
-#define HIST_SUB_BITS 6u
-#define HIST_SUB (1u << HIST_SUB_BITS)
-#define HIST_BUCKETS ((64u - HIST_SUB_BITS + 1u) * HIST_SUB)
-
-struct hist {
-        uint64_t count;
-        uint64_t n[HIST_BUCKETS];
-};
 
 struct bench_opts {
         const char *path;
@@ -86,58 +78,6 @@ struct bench {
         struct rx_timer stop_timer;
         struct hist lat;
 };
-
-static unsigned hist_index(uint64_t v)
-{
-        unsigned exp;
-
-        if (v < HIST_SUB)
-                return (unsigned)v;
-        exp = 63u - (unsigned)__builtin_clzll(v);
-        return (exp - HIST_SUB_BITS + 1u) * HIST_SUB +
-               (unsigned)((v >> (exp - HIST_SUB_BITS)) & (HIST_SUB - 1u));
-}
-
-/* The smallest value that lands in bucket i. */
-static uint64_t hist_bucket_low(unsigned i)
-{
-        unsigned exp;
-
-        if (i < HIST_SUB)
-                return i;
-        exp = i / HIST_SUB + HIST_SUB_BITS - 1u;
-        return (UINT64_C(1) << exp) | ((uint64_t)(i % HIST_SUB) << (exp - HIST_SUB_BITS));
-}
-
-static void hist_add(struct hist *h, uint64_t v)
-{
-        h->n[hist_index(v)]++;
-        h->count++;
-}
-
-/* Value at quantile q (0..1): the low edge of the bucket holding it. */
-static uint64_t hist_quantile(const struct hist *h, double q)
-{
-        uint64_t want = (uint64_t)(q * (double)h->count), seen = 0;
-
-        for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-                seen += h->n[i];
-                if (seen > want)
-                        return hist_bucket_low(i);
-        }
-        return 0;
-}
-
-static uint64_t xorshift64s(uint64_t *s)
-{
-        uint64_t x = *s;
-
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        *s = x;
-        return x * UINT64_C(0x2545F4914F6CDD1D);
-}
 
 static void usage(FILE *f)
 {

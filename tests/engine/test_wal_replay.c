@@ -119,6 +119,29 @@ Test(wal_replay, a_periodic_log_replays_exactly)
         cr_expect(gt(u64, st.syncs, 1), "the timer never flushed in between");
 }
 
+/* Regression: every read of a full chunk was taken for a short read at
+ * the end of the file, so a segment holding more than one chunk (1 MiB)
+ * of records was cut there and the log read as corrupt. */
+Test(wal_replay, a_segment_longer_than_a_read_chunk_replays_whole)
+{
+        struct eng_wal *wal = open_wal_at(fs, dir, 1, 8u << 20, ENG_WAL_SYNC_PERIODIC);
+        struct eng_wal_replay_opts o = opts(1, false);
+        struct eng_wal_stats st;
+        static struct replayed x;
+
+        for (unsigned k = 0; k < MAX_APPENDS; k++)
+                cr_assert(eq(int, append(wal, k), 1));
+        st = *eng_wal_stats(wal);
+        close_wal(wal);
+        cr_assert(eq(int, close_res, 0));
+        cr_assert(gt(u64, st.bytes, ENG_WAL_REPLAY_CHUNK_BYTES), "%llu bytes: too few to span chunks",
+                  (unsigned long long)st.bytes);
+        cr_assert(eq(int, replay_with(fs, &o, &x), 0));
+        cr_expect(eq(u32, x.records, MAX_APPENDS));
+        cr_expect(eq(u64, x.res.bytes, st.bytes));
+        cr_expect(not(x.res.torn));
+}
+
 Test(wal_replay, from_segment_skips_older_segments)
 {
         struct eng_wal_replay_opts from3 = opts(3, false);
