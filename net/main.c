@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * scree's main program. Until the Redis-protocol server lands (issue 4) it
- * is the reactor demo: it boots one shard per CPU (or --smp N), logs the
- * io_uring features in use, keeps every shard pinging its neighbour through
- * the cross-shard rings, and prints a status line per shard every
- * --stats-interval seconds: loop utilization, messages, ping round trip,
- * stalls. SIGINT/SIGTERM stop it cleanly. If io_uring cannot be set up it
- * exits at once with status 1 and one line naming the cause and the fix.
+ * scree's main program: reads the settings (config file, then flags; see
+ * config.h), makes the server (listening sockets, shard directories),
+ * starts one shard per CPU (or --smp N), each opening its engine shard
+ * and serving the connections it accepts (server.h), and waits for
+ * SIGINT/SIGTERM. Stopping closes every connection once its commands are
+ * back, then closes every engine shard, so every acknowledged write is on
+ * disk. If a shard's engine cannot open (a corrupt file, a directory made
+ * with another --smp) or io_uring cannot be set up, it exits with status 1
+ * and a line naming the cause.
  *
- * Threads: the main thread parses flags, starts the shard group, then waits
- * for signals and reads shard statistics through foreign requests.
+ * Threads: the main thread parses, starts the shard group, then waits for
+ * signals and drives the shutdown through foreign requests.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,143 +25,10 @@
 
 #include "base/log.h"
 #include "base/time.h"
+#include "net/config.h"
+#include "net/server.h"
 #include "reactor/loop.h"
 #include "reactor/smp.h"
-
-struct opts {
-        unsigned smp;
-        double stats_interval_s;
-        double duration_s;      /* 0 = until a signal */
-        uint64_t idle_poll_us;
-};
-
-struct ping {
-        struct rx_msg m;
-        struct rx_timer tick;
-        uint64_t sent_ns;
-        uint64_t last_rtt_ns, pings;
-};
-
-/* Per-shard demo state: allocated by main before the shards start, touched
- * only by its shard while they run, freed by main after they are joined. */
-struct shard_state {
-        struct ping ping;
-        unsigned neighbour;
-};
-
-struct stats_req {
-        struct rx_alien_req req;
-        struct rx_loop_stats loop;
-        struct rx_smp_stats smp;
-        uint64_t last_rtt_ns, pings;
-};
-
-static void usage(FILE *f)
-{
-        fprintf(f, "usage: scree [options]\n"
-                   "  --smp N                shards (default: one per CPU in the affinity mask)\n"
-                   "  --stats-interval SECS  status line period (default 5; 0 = never)\n"
-                   "  --duration SECS        exit after SECS (default: run until SIGINT/SIGTERM)\n"
-                   "  --idle-poll-us US      spin this long before a shard sleeps (default 50)\n"
-                   "  --log-level LEVEL      error|warn|info|debug (default info)\n"
-                   "  --help                 this text\n"
-                   "Until the Redis-protocol server lands, scree runs the reactor demo:\n"
-                   "shards ping each other through the cross-shard rings.\n");
-}
-
-static int parse_number(const char *flag, const char *v, double max, double *ret)
-{
-        char *end;
-        double d;
-
-        errno = 0;
-        d = strtod(v, &end);
-        if (errno || end == v || *end || d < 0 || d > max) {
-                log_error("invalid value '%s' for %s (a number from 0 to %.0f)", v, flag, max);
-                return -EINVAL;
-        }
-        *ret = d;
-        return 0;
-}
-
-static int parse_args(int argc, char **argv, struct opts *o)
-{
-        double d;
-
-        *o = (struct opts){ .stats_interval_s = 5, .idle_poll_us = 50 };
-        for (int i = 1; i < argc; i++) {
-                const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-                if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-                        usage(stdout);
-                        exit(0);
-                }
-                if (strncmp(a, "--", 2) || !v) {
-                        log_error(v ? "unknown argument '%s' (see --help)"
-                                    : "unknown flag or missing value: '%s' (see --help)", a);
-                        return -EINVAL;
-                }
-                i++;
-                if (!strcmp(a, "--smp")) {
-                        if (parse_number(a, v, 1024, &d) < 0)
-                                return -EINVAL;
-                        if (d < 1) {
-                                log_error("invalid value '%s' for --smp (at least 1)", v);
-                                return -EINVAL;
-                        }
-                        o->smp = (unsigned)d;
-                } else if (!strcmp(a, "--stats-interval")) {
-                        if (parse_number(a, v, 86400, &o->stats_interval_s) < 0)
-                                return -EINVAL;
-                } else if (!strcmp(a, "--duration")) {
-                        if (parse_number(a, v, 1e9, &o->duration_s) < 0)
-                                return -EINVAL;
-                } else if (!strcmp(a, "--idle-poll-us")) {
-                        if (parse_number(a, v, 1e6, &d) < 0)
-                                return -EINVAL;
-                        o->idle_poll_us = (uint64_t)d;
-                } else if (!strcmp(a, "--log-level")) {
-                        enum log_level l = log_level_parse(v);
-
-                        if (l == LOG_LEVEL_INVALID) {
-                                log_error("invalid value '%s' for --log-level (error|warn|info|debug)", v);
-                                return -EINVAL;
-                        }
-                        log_level = l;
-                } else {
-                        log_error("unknown flag '%s' (see --help)", a);
-                        return -EINVAL;
-                }
-        }
-        return 0;
-}
-
-/* ---- on the shards ---- */
-
-static int ping_run(struct rx_loop *dst, struct rx_msg *m)
-{
-        (void)dst;
-        (void)m;
-        return 0;
-}
-
-static void ping_done(struct rx_loop *src, struct rx_msg *m)
-{
-        struct ping *p = container_of(m, struct ping, m);
-
-        p->last_rtt_ns = time_now_ns() - p->sent_ns;
-        p->pings++;
-        rx_timer_arm_after(src, &p->tick, 100 * NS_PER_MS);
-}
-
-static void ping_tick(struct rx_loop *loop, struct rx_timer *t)
-{
-        struct ping *p = container_of(t, struct ping, tick);
-        struct shard_state *st = rx_loop_user(loop);
-
-        p->sent_ns = time_now_ns();
-        rx_smp_submit(loop, st->neighbour, &p->m);
-}
 
 static void on_stall(struct rx_loop *loop, const char *name, uint64_t ns)
 {
@@ -167,131 +36,160 @@ static void on_stall(struct rx_loop *loop, const char *name, uint64_t ns)
         log_warn("stall: '%s' ran for %.1f ms without yielding", name, (double)ns / 1e6);
 }
 
-static void shard_start(struct rx_loop *loop, void *arg)
+static unsigned cpu_count(void)
 {
-        unsigned id = rx_loop_shard_id(loop), n = rx_smp_count(rx_loop_smp(loop));
-        struct shard_state *st = &((struct shard_state *)arg)[id];
+        cpu_set_t set;
 
-        st->neighbour = (id + 1) % n;
-        st->ping.m = (struct rx_msg){ .run = ping_run, .done = ping_done, .name = "demo:ping" };
-        rx_timer_init(&st->ping.tick, ping_tick, "demo:ping_tick");
-        rx_loop_set_user(loop, st);
-        rx_timer_arm_after(loop, &st->ping.tick, 100 * NS_PER_MS);
+        if (sched_getaffinity(0, sizeof(set), &set) < 0 || CPU_COUNT(&set) < 1)
+                return 1;
+        return (unsigned)CPU_COUNT(&set);
 }
 
-static void stats_run(struct rx_loop *loop, struct rx_alien_req *req)
+static const char *open_hint(int err)
 {
-        struct stats_req *s = container_of(req, struct stats_req, req);
-        struct shard_state *st = rx_loop_user(loop);
-
-        s->loop = *rx_loop_stats(loop);
-        s->smp = *rx_smp_stats(loop);
-        s->last_rtt_ns = st ? st->ping.last_rtt_ns : 0;
-        s->pings = st ? st->ping.pings : 0;
-        rx_alien_complete(req, 0);
+        if (err == -EINVAL)
+                return "the directory holds data written with another --smp (or another layout); "
+                       "start with the --smp it was made with, or use another --dir";
+        if (err == -SCREE_ECORRUPT)
+                return "a file is corrupt; see the lines above, and scree-tool verify";
+        return "see the lines above";
 }
 
-static void features_run(struct rx_loop *loop, struct rx_alien_req *req)
+/* Checks the shards' engines: 1 all ready, 0 some still loading, -1 one
+ * failed (logged). */
+static int engines_state(struct net_server *srv)
 {
-        char *buf = req->ctx;
+        int ready = 1;
 
-        rx_uring_features_format(rx_loop_features(loop), buf, 256);
-        rx_alien_complete(req, 0);
-}
+        for (unsigned i = 0; i < srv->n_shards; i++) {
+                struct net_shard *sh = srv->shards[i];
+                int st = atomic_load(&sh->state);
 
-/* ---- on the main thread ---- */
+                if (st == NET_SHARD_FAILED) {
+                        int err = atomic_load(&sh->open_err);
 
-static void print_stats(struct rx_smp *smp, struct stats_req *prev)
-{
-        for (unsigned i = 0; i < rx_smp_count(smp); i++) {
-                struct stats_req s = { .req = { .run = stats_run } };
-                double busy, idle;
-
-                if (rx_smp_alien_submit(smp, i, &s.req) < 0)
-                        return;
-                rx_alien_wait(&s.req);
-                busy = (double)(s.loop.busy_ns - prev[i].loop.busy_ns);
-                idle = (double)(s.loop.idle_ns - prev[i].loop.idle_ns);
-                log_info("shard %u: utilization %.1f%%, iterations %llu, sleeps %llu, msgs sent %llu "
-                         "received %llu, ping rtt %.1f us, stalls %llu",
-                         i, busy + idle > 0 ? 100.0 * busy / (busy + idle) : 0.0,
-                         (unsigned long long)s.loop.iterations, (unsigned long long)s.loop.sleeps,
-                         (unsigned long long)s.smp.sent, (unsigned long long)s.smp.received,
-                         (double)s.last_rtt_ns / 1e3, (unsigned long long)s.loop.stalls);
-                prev[i] = s;
-        }
-}
-
-static int wait_for_signal(const sigset_t *set, const struct opts *o, struct rx_smp *smp)
-{
-        uint64_t start = time_now_ns(), next_stats = start;
-        struct stats_req *prev = calloc(rx_smp_count(smp), sizeof(*prev));
-        int sig = 0;
-
-        if (!prev)
-                return -ENOMEM;
-        for (;;) {
-                uint64_t now = time_now_ns(), wait_ns = 200 * NS_PER_MS;
-                struct timespec ts;
-
-                if (o->duration_s > 0 && now - start >= (uint64_t)(o->duration_s * 1e9))
-                        break;
-                if (o->stats_interval_s > 0 && now >= next_stats) {
-                        print_stats(smp, prev);
-                        next_stats = now + (uint64_t)(o->stats_interval_s * 1e9);
+                        log_error("cannot open %s: %s: %s", sh->dir, scree_strerror(err),
+                                  open_hint(err));
+                        return -1;
                 }
-                ts = time_ns_to_timespec(wait_ns);
+                if (st != NET_SHARD_READY)
+                        ready = 0;
+        }
+        return ready;
+}
+
+/* Waits for a stop signal or a failed engine. Returns the exit status. */
+static int serve(const sigset_t *set, struct net_server *srv)
+{
+        uint64_t started = time_now_ns();
+        bool ready = false;
+
+        for (;;) {
+                struct timespec ts = time_ns_to_timespec(50 * NS_PER_MS);
+                int sig, st = engines_state(srv);
+
+                if (st < 0)
+                        return 1;
+                if (st == 1 && !ready) {
+                        ready = true;
+                        log_info("ready to accept connections (data loaded in %.1f ms)",
+                                 (double)(time_now_ns() - started) / 1e6);
+                }
                 sig = sigtimedwait(set, NULL, &ts);
                 if (sig > 0) {
                         log_info("received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-                        break;
+                        return 0;
                 }
         }
-        free(prev);
+}
+
+static int shut_down(struct net_server *srv)
+{
+        int rc = 0;
+
+        for (unsigned i = 0; i < srv->n_shards; i++)
+                net_server_stop_conns(srv, i);
+        for (unsigned i = 0; i < srv->n_shards; i++) {
+                int r = net_server_close_engine(srv, i);
+
+                if (r < 0) {
+                        log_error("shard %u: closing the engine failed: %s", i, scree_strerror(r));
+                        rc = 1;
+                }
+        }
+        return rc;
+}
+
+static int parse(int argc, char **argv, struct scree_config *cfg)
+{
+        char err[512] = "";
+        int r;
+
+        if (cfg_init(cfg) < 0)
+                return 1;
+        r = cfg_parse_args(cfg, argc, argv, err, sizeof(err));
+        if (r == 1) {
+                cfg_usage(stdout);
+                exit(0);
+        }
+        if (r < 0) {
+                log_error("%s", err);
+                return 2;
+        }
+        log_level = (enum log_level)cfg->log_level;
         return 0;
 }
 
 int main(int argc, char **argv)
 {
-        struct rx_smp_opts so = { .on_start = shard_start };
-        char features[256] = "";
-        struct rx_alien_req fr = { .run = features_run, .ctx = features };
-        struct shard_state *states;
+        struct rx_smp_opts so = { .on_start = net_shard_start };
+        struct scree_config cfg = { 0 };
+        struct net_server *srv = NULL;
         struct rx_smp *smp;
+        char err[512] = "";
+        unsigned n;
         sigset_t set;
-        struct opts o;
-        int r;
+        int r, rc;
 
-        if (parse_args(argc, argv, &o) < 0)
-                return 2;
+        rc = parse(argc, argv, &cfg);
+        if (rc)
+                goto out;
         /* Block the stop signals before any shard thread exists, so that they
          * inherit the mask and only the main thread takes them. */
         sigemptyset(&set);
         sigaddset(&set, SIGINT);
         sigaddset(&set, SIGTERM);
         pthread_sigmask(SIG_BLOCK, &set, NULL);
-        states = calloc(o.smp ? o.smp : CPU_SETSIZE, sizeof(*states));
-        if (!states)
-                return 1;
-        so.arg = states;
-        so.n_shards = o.smp;
-        so.loop.idle_poll_ns = o.idle_poll_us ? o.idle_poll_us * NS_PER_US : 1;
+        n = cfg.smp ? (unsigned)cfg.smp : cpu_count();
+        r = net_server_new(&cfg, n, &srv, err, sizeof(err));
+        if (r < 0) {
+                log_error("cannot start: %s", err);
+                rc = 1;
+                goto out;
+        }
+        so.arg = srv;
+        so.n_shards = n;
+        so.loop.idle_poll_ns = cfg.idle_poll_us ? cfg.idle_poll_us * NS_PER_US : 1;
         so.loop.on_stall = on_stall;
         r = rx_smp_new(&so, &smp);
         if (r < 0) {
                 log_error("cannot start: %s: %s", scree_strerror(r), rx_loop_setup_hint(r));
-                free(states);
-                return 1;
+                rc = 1;
+                goto out;
         }
-        if (rx_smp_alien_submit(smp, 0, &fr) == 0)
-                rx_alien_wait(&fr);
-        log_info("scree %s: %u shard(s), reactor demo (the server comes with issue 4)", SCREE_VERSION,
-                 rx_smp_count(smp));
-        log_info("%s", features);
-        wait_for_signal(&set, &o, smp);
+        srv->smp = smp;
+        log_info("scree %s: %u shard(s), listening on %s:%llu, data in %s, commit log sync %s",
+                 SCREE_VERSION, n, cfg.bind, (unsigned long long)cfg.port, cfg.dir,
+                 cfg.sync == CFG_SYNC_PERIODIC ? "periodic" : "batch");
+        rc = serve(&set, srv);
+        if (shut_down(srv) && rc == 0)
+                rc = 1;
         rx_smp_stop(smp);
         rx_smp_free(smp);
-        free(states);
-        log_info("stopped cleanly");
-        return 0;
+        if (rc == 0)
+                log_info("stopped cleanly");
+out:
+        net_server_free(srv);
+        cfg_fini(&cfg);
+        return rc;
 }

@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct msghdr;
 struct rx_loop;
 struct rx_op;
 
@@ -44,6 +45,7 @@ enum rx_op_kind {
         RX_OP_SEND,
         RX_OP_UNLINK,
         RX_OP_RENAME,
+        RX_OP_SENDMSG,
         RX_OP_WAKE,             /* internal: the loop's eventfd read */
         RX_OP_MAX,
         RX_OP_INVALID = -1,
@@ -104,5 +106,11 @@ int rx_sock_recv(struct rx_loop *loop, struct rx_op *op, int fd, void *buf, uint
 /* send(fd, buf, len, MSG_NOSIGNAL); res may be short. */
 int rx_sock_send(struct rx_loop *loop, struct rx_op *op, int fd, const void *buf, uint32_t len,
                  rx_op_cb cb);
+/* sendmsg(fd, msg, MSG_NOSIGNAL): several buffers in one op (a pipeline's
+ * replies). msg, its iovec array and every buffer it names are borrowed
+ * until cb runs. res is the byte count, which may be short (stopping
+ * inside any buffer). */
+int rx_sock_sendmsg(struct rx_loop *loop, struct rx_op *op, int fd, const struct msghdr *msg,
+                    rx_op_cb cb);
 
 #endif

@@ -4,7 +4,7 @@
 # only what changed.
 
 BUILD_PACKAGES="gcc pkg-config meson ninja-build liburing-dev libjemalloc-dev libxxhash-dev"
-TEST_PACKAGES="libcriterion-dev python3 python3-pytest"
+TEST_PACKAGES="libcriterion-dev python3 python3-pytest python3-redis redis-tools"
 
 as_root() {
         if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -886,4 +887,61 @@ Test(io, ops_in_flight_when_the_loop_stops_call_back_once_before_run_returns)
         close(sp[0]);
         close(sp[1]);
         mem_free_aligned(bufs);
+}
+
+/* ---- sendmsg ------------------------------------------------------------- */
+
+struct sendmsg_state {
+        struct rx_op op;
+        int res;
+        unsigned calls;
+};
+
+static void sendmsg_done(struct rx_loop *loop, struct rx_op *op, int res)
+{
+        struct sendmsg_state *s = container_of(op, struct sendmsg_state, op);
+
+        s->res = res;
+        s->calls++;
+        rx_loop_stop(loop);
+}
+
+Test(io, sock_sendmsg_sends_every_iovec_in_order)
+{
+        struct rx_loop *loop = loop_new_or_skip(NULL);
+        struct iovec iov[3] = { { "+OK\r\n", 5 }, { "", 0 }, { ":42\r\n", 5 } };
+        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 3 };
+        struct sendmsg_state s = { 0 };
+        char got[16] = "";
+        int sp[2];
+
+        cr_assert(eq(int, socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0));
+        cr_assert(eq(int, rx_sock_sendmsg(loop, &s.op, sp[0], &msg, sendmsg_done), 0));
+        cr_expect(eq(u32, s.calls, 0), "never calls back inside the submit");
+        rx_loop_run(loop);
+        cr_expect(eq(u32, s.calls, 1));
+        cr_expect(eq(int, s.res, 10));
+        cr_expect(eq(int, (int)recv(sp[1], got, sizeof(got) - 1, 0), 10));
+        cr_expect(eq(str, got, "+OK\r\n:42\r\n"));
+        close(sp[0]);
+        close(sp[1]);
+        rx_loop_free(loop);
+}
+
+Test(io, sock_sendmsg_to_a_closed_peer_reports_epipe)
+{
+        struct rx_loop *loop = loop_new_or_skip(NULL);
+        struct iovec iov[1] = { { "x", 1 } };
+        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 1 };
+        struct sendmsg_state s = { 0 };
+        int sp[2];
+
+        cr_assert(eq(int, socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0));
+        close(sp[1]);
+        cr_assert(eq(int, rx_sock_sendmsg(loop, &s.op, sp[0], &msg, sendmsg_done), 0));
+        rx_loop_run(loop);
+        cr_expect(eq(u32, s.calls, 1));
+        cr_expect(eq(int, s.res, -EPIPE), "no SIGPIPE: MSG_NOSIGNAL");
+        close(sp[0]);
+        rx_loop_free(loop);
 }

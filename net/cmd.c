@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The command table and the request's life (see cmd.h): where it runs,
+ * the trip to another shard and back, the end that reaches the
+ * connection or the parent, and the engine calls with continuations that
+ * every handler builds on.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/uio.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/check.h"
+#include "base/compiler.h"
+#include "base/time.h"
+#include "net/cmd.h"
+#include "net/conn.h"
+#include "net/server.h"
+
+#define W NET_CMD_WRITE
+#define R NET_CMD_READONLY
+#define NA NET_CMD_NOAUTH
+#define LD NET_CMD_LOADING
+#define LC NET_CMD_LOCAL
+#define NE NET_CMD_NOENGINE
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const config_sub[] = { "get", "set", "resetstat", NULL };
+static const char *const client_sub[] = { "setname", "getname", "id", "setinfo", NULL };
+static const char *const command_sub[] = { "count", "docs", "info", NULL };
+
+/* Sorted by nothing: looked up linearly (small, and hot entries first). */
+static const struct net_cmd_def table[] = {
+        { "get", 2, R, 1, 1, 1, net_cmd_get, NULL },
+        { "set", -3, W, 1, 1, 1, net_cmd_set, NULL },
+        { "ping", -1, NA | LD | LC | NE, 0, 0, 0, net_cmd_ping, NULL },
+        { "mget", -2, R | LC, 1, -1, 1, net_cmd_mget, NULL },
+        { "mset", -3, W | LC, 1, -1, 2, net_cmd_mset, NULL },
+        { "del", -2, W | LC, 1, -1, 1, net_cmd_del, NULL },
+        { "unlink", -2, W | LC, 1, -1, 1, net_cmd_del, NULL },
+        { "exists", -2, R | LC, 1, -1, 1, net_cmd_exists, NULL },
+        { "incr", 2, W, 1, 1, 1, net_cmd_incr, NULL },
+        { "decr", 2, W, 1, 1, 1, net_cmd_incr, NULL },
+        { "incrby", 3, W, 1, 1, 1, net_cmd_incr, NULL },
+        { "decrby", 3, W, 1, 1, 1, net_cmd_incr, NULL },
+        { "setnx", 3, W, 1, 1, 1, net_cmd_setnx, NULL },
+        { "setex", 4, W, 1, 1, 1, net_cmd_setex, NULL },
+        { "psetex", 4, W, 1, 1, 1, net_cmd_setex, NULL },
+        { "getset", 3, W, 1, 1, 1, net_cmd_getset, NULL },
+        { "getdel", 2, W, 1, 1, 1, net_cmd_getdel, NULL },
+        { "append", 3, W, 1, 1, 1, net_cmd_append, NULL },
+        { "strlen", 2, R, 1, 1, 1, net_cmd_strlen, NULL },
+        { "expire", -3, W, 1, 1, 1, net_cmd_expire, NULL },
+        { "pexpire", -3, W, 1, 1, 1, net_cmd_expire, NULL },
+        { "expireat", -3, W, 1, 1, 1, net_cmd_expire, NULL },
+        { "pexpireat", -3, W, 1, 1, 1, net_cmd_expire, NULL },
+        { "ttl", 2, R, 1, 1, 1, net_cmd_ttl, NULL },
+        { "pttl", 2, R, 1, 1, 1, net_cmd_ttl, NULL },
+        { "persist", 2, W, 1, 1, 1, net_cmd_persist, NULL },
+        { "type", 2, R, 1, 1, 1, net_cmd_type, NULL },
+        { "dbsize", 1, R | LC, 0, 0, 0, net_cmd_dbsize, NULL },
+        { "flushall", -1, W | LC, 0, 0, 0, net_cmd_flushall, NULL },
+        { "flushdb", -1, W | LC, 0, 0, 0, net_cmd_flushall, NULL },
+        { "echo", 2, LC | NE, 0, 0, 0, net_cmd_echo, NULL },
+        { "quit", -1, NA | LD | LC | NE, 0, 0, 0, net_cmd_quit, NULL },
+        { "hello", -1, NA | LD | LC | NE, 0, 0, 0, net_cmd_hello, NULL },
+        { "auth", -2, NA | LD | LC | NE, 0, 0, 0, net_cmd_auth, NULL },
+        { "select", 2, LD | LC | NE, 0, 0, 0, net_cmd_select, NULL },
+        { "command", -1, LD | LC | NE, 0, 0, 0, net_cmd_command, command_sub },
+        { "client", -2, LD | LC | NE, 0, 0, 0, net_cmd_client, client_sub },
+        { "config", -2, LD | LC | NE, 0, 0, 0, net_cmd_config, config_sub },
+        { "time", 1, LD | LC | NE, 0, 0, 0, net_cmd_time, NULL },
+        { "info", -1, LD | LC | NE, 0, 0, 0, net_cmd_info, NULL },
+};
+
+/* Internal per-key and per-shard steps of the fan-out commands. */
+const struct net_cmd_def net_cmd_def_get = { "get", 2, R, 1, 1, 1, net_cmd_get, NULL };
+const struct net_cmd_def net_cmd_def_set = { "set", -3, W, 1, 1, 1, net_cmd_set, NULL };
+const struct net_cmd_def net_cmd_def_del1 = { "del", 2, W, 1, 1, 1, net_cmd_del1, NULL };
+const struct net_cmd_def net_cmd_def_exists1 = { "exists", 2, R, 1, 1, 1, net_cmd_exists1, NULL };
+const struct net_cmd_def net_cmd_def_shard_count = { "dbsize", 1, R, 0, 0, 0, net_cmd_shard_count,
+                                                     NULL };
+const struct net_cmd_def net_cmd_def_shard_flush = { "flushall", 1, W, 0, 0, 0, net_cmd_shard_flush,
+                                                     NULL };
+const struct net_cmd_def net_cmd_def_shard_info = { "info", 1, LD, 0, 0, 0, net_cmd_shard_info,
+                                                    NULL };
+
+const struct net_cmd_def *net_cmd_find(const struct net_arg *a)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(table); i++)
+                if (net_arg_is(a, table[i].name))
+                        return &table[i];
+        return NULL;
+}
+
+const struct net_cmd_def *net_cmd_table(size_t *ret_n)
+{
+        *ret_n = ARRAY_SIZE(table);
+        return table;
+}
+
+uint64_t net_now_ms(void)
+{
+        return time_wall_ns() / NS_PER_MS;
+}
+
+/* ---- the request's life ---- */
+
+static int req_msg_run(struct rx_loop *dst, struct rx_msg *m);
+static void req_msg_done(struct rx_loop *src, struct rx_msg *m);
+
+static struct net_req *req_alloc(struct net_shard *sh, const struct net_cmd_def *def, size_t extra,
+                                 uint8_t proto)
+{
+        struct net_req *req = malloc(sizeof(*req) + extra);
+
+        if (!req)
+                return NULL;
+        memset(req, 0, sizeof(*req));
+        req->origin = sh;
+        req->def = def;
+        req->target = -1;
+        req->proto = proto;
+        req->msg = (struct rx_msg){ .run = req_msg_run, .done = req_msg_done, .name = "net:cmd" };
+        net_resp_out_init(&req->own, 256);
+        net_resp_out_set_proto(&req->own, proto);
+        return req;
+}
+
+struct net_req *net_req_new(struct net_shard *sh, const struct net_cmd_def *def,
+                            const struct net_arg *argv, size_t argc, uint8_t proto)
+{
+        size_t bytes = argc * sizeof(struct net_arg);
+        struct net_req *req;
+        char *p;
+
+        for (size_t i = 0; i < argc; i++)
+                bytes += argv[i].len;
+        req = req_alloc(sh, def, bytes, proto);
+        if (!req)
+                return NULL;
+        req->argc = argc;
+        req->argv = (struct net_arg *)(req + 1);
+        p = (char *)(req->argv + argc);
+        for (size_t i = 0; i < argc; i++) {
+                if (argv[i].len)
+                        memcpy(p, argv[i].ptr, argv[i].len);
+                req->argv[i] = (struct net_arg){ .ptr = p, .len = argv[i].len };
+                p += argv[i].len;
+        }
+        return req;
+}
+
+struct net_req *net_req_child(struct net_req *parent, const struct net_cmd_def *def,
+                              struct net_arg *argv, size_t argc, int target)
+{
+        struct net_req *c = req_alloc(parent->origin, def, 0, parent->proto);
+
+        if (!c)
+                return NULL;
+        c->parent = parent;
+        c->argv = argv;
+        c->argc = argc;
+        c->target = target;
+        c->out = &c->own;
+        return c;
+}
+
+void net_req_free(struct net_req *req)
+{
+        if (!req)
+                return;
+        for (uint32_t i = 0; i < req->n_children; i++)
+                net_req_free(req->children[i]);
+        free(req->children);
+        free(req->info);
+        free(req->scratch);
+        net_resp_out_fini(&req->own);
+        free(req);
+}
+
+unsigned net_req_shard(const struct net_req *req)
+{
+        const struct net_cmd_def *d = req->def;
+
+        if (req->target >= 0)
+                return (unsigned)req->target;
+        if (!d || (d->flags & NET_CMD_LOCAL) || d->first_key <= 0 ||
+            (size_t)d->first_key >= req->argc)
+                return req->origin->id;
+        return net_server_owner(req->origin->srv, req->argv[d->first_key].ptr,
+                                req->argv[d->first_key].len);
+}
+
+static int req_run(struct net_req *req)
+{
+        const struct net_cmd_def *d = req->def;
+
+        if (!(d->flags & (NET_CMD_LOADING | NET_CMD_NOENGINE)) && !req->exec->eng) {
+                net_resp_add_error(req->out, "LOADING Redis is loading the dataset in memory", 46);
+                return NET_CMD_DONE;
+        }
+        return d->fn(req);
+}
+
+/* The end of req, on the origin: to its parent or its connection. */
+static void req_finished(struct net_req *req)
+{
+        struct net_req *p = req->parent;
+
+        req->done = true;
+        if (!p) {
+                net_conn_req_done(req->conn, req);
+                return;
+        }
+        if (--p->children_left == 0) {
+                p->gather(p);
+                net_req_complete(p);
+        }
+}
+
+void net_req_start(struct net_req *req)
+{
+        unsigned to = net_req_shard(req);
+
+        if (to == req->origin->id) {
+                req->exec = req->origin;
+                if (req_run(req) == NET_CMD_DONE)
+                        req_finished(req);
+                return;
+        }
+        SCREE_ASSERT(req->out == &req->own);
+        req->remote = true;
+        rx_smp_submit(req->origin->loop, to, &req->msg);
+}
+
+static int req_msg_run(struct rx_loop *dst, struct rx_msg *m)
+{
+        struct net_req *req = container_of(m, struct net_req, msg);
+
+        req->exec = net_shard_of(dst);
+        if (req_run(req) == NET_CMD_PENDING)
+                return RX_MSG_DEFERRED;
+        free(req->scratch);
+        req->scratch = NULL;
+        return 0;
+}
+
+static void req_msg_done(struct rx_loop *src, struct rx_msg *m)
+{
+        req_finished(container_of(m, struct net_req, msg));
+}
+
+void net_req_complete(struct net_req *req)
+{
+        free(req->scratch);             /* on the shard that allocated it */
+        req->scratch = NULL;
+        if (req->remote)
+                rx_smp_reply(req->exec->loop, &req->msg);
+        else
+                req_finished(req);
+}
+
+int net_req_fan_out(struct net_req *parent, void (*gather)(struct net_req *parent))
+{
+        uint32_t n = parent->n_children;
+
+        /* One extra count so that children finishing at once cannot end
+         * the parent before every child has started. */
+        parent->children_left = n + 1;
+        parent->gather = gather;
+        for (uint32_t i = 0; i < n; i++)
+                net_req_start(parent->children[i]);
+        if (--parent->children_left > 0)
+                return NET_CMD_PENDING;
+        gather(parent);
+        return NET_CMD_DONE;
+}
+
+int net_req_each_shard(struct net_req *parent, const struct net_cmd_def *def, size_t info_bytes,
+                       void (*gather)(struct net_req *parent))
+{
+        unsigned n = parent->origin->srv->n_shards;
+
+        parent->children = calloc(n, sizeof(*parent->children));
+        if (!parent->children) {
+                net_resp_add_error(parent->out, "ERR out of memory", 17);
+                return NET_CMD_DONE;
+        }
+        for (unsigned i = 0; i < n; i++) {
+                struct net_req *c = net_req_child(parent, def, parent->argv, 1, (int)i);
+
+                if (c && info_bytes && !(c->info = calloc(1, info_bytes))) {
+                        net_req_free(c);
+                        c = NULL;
+                }
+                parent->children[i] = c;
+                if (!c) {
+                        net_resp_add_error(parent->out, "ERR out of memory", 17);
+                        return NET_CMD_DONE;
+                }
+                parent->n_children++;
+        }
+        return net_req_fan_out(parent, gather);
+}
+
+/* ---- engine calls with continuations ---- */
+
+void net_reply_engine_err(struct net_req *req, int err)
+{
+        if (req->err)
+                net_resp_add_errorf(req->out, "ERR %s", req->err);
+        else
+                net_resp_add_errorf(req->out, "ERR engine: %s", scree_strerror(err));
+}
+
+void net_then_int(struct net_req *req, int res)
+{
+        if (res < 0)
+                net_reply_engine_err(req, res);
+        else
+                net_resp_add_int(req->out, res);
+}
+
+static void get_cb(struct eng_get *g, int res)
+{
+        struct net_req *req = g->ctx;
+
+        req->then(req, res);
+        if (res == 0)
+                eng_get_release(g);
+        net_req_complete(req);
+}
+
+int net_req_get(struct net_req *req, const void *key, size_t len, net_req_then_fn then)
+{
+        int r;
+
+        req->then = then;
+        memset(&req->u.g, 0, sizeof(req->u.g));
+        req->u.g.done = get_cb;
+        req->u.g.ctx = req;
+        r = eng_shard_get(req->exec->eng, ENG_TABLE_DEFAULT, key, (uint32_t)len, &req->u.g);
+        if (r == 1)
+                return NET_CMD_PENDING;
+        then(req, r);
+        if (r == 0)
+                eng_get_release(&req->u.g);
+        return NET_CMD_DONE;
+}
+
+static void write_cb(struct eng_write *w, int res)
+{
+        struct net_req *req = w->ctx;
+
+        req->then(req, res);
+        net_req_complete(req);
+}
+
+int net_req_write(struct net_req *req, const struct eng_mutation *m, uint32_t n,
+                  net_req_then_fn then)
+{
+        int r;
+
+        req->then = then;
+        memset(&req->u.w, 0, sizeof(req->u.w));
+        req->u.w.done = write_cb;
+        req->u.w.ctx = req;
+        r = eng_shard_write(req->exec->eng, m, n, &req->u.w);
+        if (r == 0)
+                return NET_CMD_PENDING;
+        then(req, r == 1 ? 0 : r);
+        return NET_CMD_DONE;
+}
+
+static void rmw_cb(struct eng_rmw *rw, int res)
+{
+        struct net_req *req = rw->ctx;
+
+        req->then(req, res);
+        net_req_complete(req);
+}
+
+int net_req_rmw(struct net_req *req, const void *key, size_t len, eng_rmw_fn fn,
+                net_req_then_fn then)
+{
+        int r;
+
+        req->then = then;
+        memset(&req->u.rmw, 0, sizeof(req->u.rmw));
+        req->u.rmw.done = rmw_cb;
+        req->u.rmw.ctx = req;
+        r = eng_shard_rmw(req->exec->eng, ENG_TABLE_DEFAULT, key, (uint32_t)len, fn, req,
+                          &req->u.rmw);
+        if (r == 0)
+                return NET_CMD_PENDING;
+        then(req, r);
+        return NET_CMD_DONE;
+}
+
+int net_req_keep(struct net_req *req, const void *p, size_t n)
+{
+        uint8_t *s = malloc(n ? n : 1);
+
+        if (!s)
+                return -ENOMEM;
+        if (n)
+                memcpy(s, p, n);
+        free(req->scratch);
+        req->scratch = s;
+        req->scratch_len = n;
+        return 0;
+}
+
+void net_out_move(struct net_resp_out *dst, struct net_resp_out *src)
+{
+        struct iovec iov[16];
+        size_t bytes;
+        int n;
+
+        while ((n = net_resp_out_iov(src, iov, 16, &bytes)) > 0) {
+                for (int i = 0; i < n; i++)
+                        net_resp_add_raw(dst, iov[i].iov_base, iov[i].iov_len);
+                net_resp_out_consume(src, bytes);
+        }
+}
+
+bool net_child_error(struct net_req *req, struct net_req *child)
+{
+        struct iovec iov[1];
+
+        if (net_resp_out_iov(&child->own, iov, 1, NULL) < 1 ||
+            ((const char *)iov[0].iov_base)[0] != '-')
+                return false;
+        net_out_move(req->out, &child->own);
+        return true;
+}
+
+int net_req_per_key(struct net_req *req, const struct net_cmd_def *def, size_t step, size_t argc)
+{
+        size_t n = (req->argc - 1) / step;
+
+        req->children = calloc(n, sizeof(*req->children));
+        if (!req->children)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                struct net_req *c = net_req_child(req, def, &req->argv[i * step], argc, -1);
+
+                if (!c)
+                        return -ENOMEM;
+                req->children[req->n_children++] = c;
+        }
+        return 0;
+}

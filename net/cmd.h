@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Commands: the table (name, arity, flags, key positions, handler) and the
+ * request that carries one command to the shard owning its key and its
+ * reply back (design: docs/server.md).
+ *
+ * A request is allocated on the connection's shard (the origin) with a
+ * copy of its arguments, queued FIFO on the connection, and freed there
+ * once its reply is appended to the connection's output. A keyed command
+ * runs on the shard owning its first key: on the origin directly, or on
+ * another shard through the request's embedded rx_msg (the request
+ * travels, its arguments with it; the handler there writes the reply into
+ * the request's own buffer; the message returns it). While the request is
+ * away, only the running shard touches it. Multi-key and global commands
+ * (DEL with several keys, MGET, MSET, DBSIZE, INFO) run on the origin and
+ * fan out as child requests, one per key or per shard, gathered there.
+ *
+ * Memory: the request, its arguments and its children are allocated and
+ * freed on the origin. The reply bytes of a remote run (and the scratch
+ * of a handler there) are allocated on the running shard; scratch is
+ * freed there, reply blocks are freed on the origin after the copy into
+ * the connection's output (jemalloc returns them to their arena).
+ *
+ * Handler contract: runs on the shard owning the key (req->exec is that
+ * shard), writes exactly one reply into req->out, and returns
+ * NET_CMD_DONE (reply written), or NET_CMD_PENDING (engine I/O under
+ * way; it calls net_req_complete(req) once the reply is written, from a
+ * callback on the same shard). Connection state (AUTH, HELLO, CLIENT) is
+ * only reachable from NET_CMD_LOCAL handlers, through req->conn.
+ */
+#ifndef SCREE_NET_CMD_H
+#define SCREE_NET_CMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/shard.h"
+#include "net/args.h"
+#include "net/resp_parse.h"
+#include "net/resp_write.h"
+#include "reactor/smp.h"
+
+struct net_conn;
+struct net_shard;
+struct net_req;
+
+enum net_cmd_flag {
+        NET_CMD_WRITE = 1u << 0,
+        NET_CMD_READONLY = 1u << 1,
+        NET_CMD_NOAUTH = 1u << 2,       /* allowed before AUTH */
+        NET_CMD_LOADING = 1u << 3,      /* allowed while the engine loads */
+        NET_CMD_LOCAL = 1u << 4,        /* runs on the origin: keyless, fan-out, connection state */
+        NET_CMD_NOENGINE = 1u << 5,     /* never touches the engine */
+};
+
+enum net_cmd_res {
+        NET_CMD_DONE = 0,
+        NET_CMD_PENDING = 1,
+};
+
+typedef int (*net_cmd_fn)(struct net_req *req);
+
+struct net_cmd_def {
+        const char *name;               /* lower case */
+        int arity;                      /* argc including the name; -n: at least n */
+        uint32_t flags;                 /* enum net_cmd_flag */
+        int first_key, last_key, step;  /* last_key -1: the last argument; 0: no keys */
+        net_cmd_fn fn;
+        const char *const *subcmds;     /* NULL-terminated, for COMMAND INFO; may be NULL */
+};
+
+/* Continuation of a handler after an engine call. res as the call's. */
+typedef void (*net_req_then_fn)(struct net_req *req, int res);
+
+struct net_req {
+        struct rx_msg msg;              /* a remote run travels in this */
+        struct net_req *next;           /* the connection's queue */
+        struct net_conn *conn;          /* origin connection; NULL for a child */
+        struct net_req *parent;         /* a child's parent */
+        struct net_shard *origin;
+        struct net_shard *exec;         /* the shard running the handler */
+        const struct net_cmd_def *def;  /* NULL: a reply written at dispatch */
+        size_t argc;
+        struct net_arg *argv;           /* owned (a child's: borrowed from its parent) */
+        struct net_resp_out *out;       /* where the reply goes */
+        struct net_resp_out own;
+        int target;                     /* shard to run on; -1: by key */
+        bool done, remote;
+        uint8_t proto;
+        /* handler state */
+        net_req_then_fn then;
+        void (*gather)(struct net_req *req);    /* a parent's, once its children are back */
+        int64_t ival;                   /* a child's result; scratch */
+        uint32_t flags;                 /* parsed options */
+        uint64_t expiry_ms;
+        const char *err;                /* error text set by an RMW function */
+        uint8_t *scratch;               /* heap, freed when the handler completes */
+        size_t scratch_len;
+        bool have_old;                  /* scratch holds the old value (SET GET...) */
+        struct net_req **children;
+        uint32_t n_children, children_left;
+        void *info;                     /* a per-shard child's result (heap, origin's) */
+        struct eng_mutation mut;
+        char num[24];
+        union {
+                struct eng_get g;
+                struct eng_write w;
+                struct eng_rmw rmw;
+        } u;
+        struct eng_scan sc;             /* outside u: a flush writes between scans */
+        size_t scratch_cap;
+        struct rx_task task;
+};
+
+/* The command named a (any case), or NULL. Pure. */
+const struct net_cmd_def *net_cmd_find(const struct net_arg *a);
+
+/* The table: *ret_n entries. Pure. */
+const struct net_cmd_def *net_cmd_table(size_t *ret_n);
+
+/*
+ * Makes a request for command def on shard sh with a copy of argv (def
+ * NULL and argc 0: a dispatch-time reply). proto: the reply protocol.
+ * Returns NULL on ENOMEM. Free with net_req_free. Shard-local (origin).
+ */
+struct net_req *net_req_new(struct net_shard *sh, const struct net_cmd_def *def,
+                            const struct net_arg *argv, size_t argc, uint8_t proto);
+
+/* A child of parent running def over argv (borrowed from the parent),
+ * replying into its own buffer; target -1 = the owner of argv[1]. */
+struct net_req *net_req_child(struct net_req *parent, const struct net_cmd_def *def,
+                              struct net_arg *argv, size_t argc, int target);
+
+/* Frees req (and its children). Origin. Accepts NULL. */
+void net_req_free(struct net_req *req);
+
+/* Runs req where it belongs (here or on the owning shard). req->out must
+ * be set. Its end reaches the connection (net_conn_req_done) or the
+ * parent. Origin. */
+void net_req_start(struct net_req *req);
+
+/* A pending handler's reply is written: send the request home. Runs on
+ * req->exec. */
+void net_req_complete(struct net_req *req);
+
+/* A continuation that replies res as an integer, or the error. */
+void net_then_int(struct net_req *req, int res);
+
+/* Writes an engine error as a reply ("-ERR ..."). */
+void net_reply_engine_err(struct net_req *req, int err);
+
+/* The owning shard of req's first key (or req->target). */
+unsigned net_req_shard(const struct net_req *req);
+
+/* Handlers, by file. */
+int net_cmd_get(struct net_req *req);
+int net_cmd_set(struct net_req *req);
+int net_cmd_setnx(struct net_req *req);
+int net_cmd_setex(struct net_req *req);
+int net_cmd_getset(struct net_req *req);
+int net_cmd_getdel(struct net_req *req);
+int net_cmd_incr(struct net_req *req);
+int net_cmd_append(struct net_req *req);
+int net_cmd_strlen(struct net_req *req);
+int net_cmd_mget(struct net_req *req);
+int net_cmd_mset(struct net_req *req);
+
+int net_cmd_del(struct net_req *req);
+int net_cmd_exists(struct net_req *req);
+int net_cmd_del1(struct net_req *req);
+int net_cmd_exists1(struct net_req *req);
+int net_cmd_expire(struct net_req *req);
+int net_cmd_ttl(struct net_req *req);
+int net_cmd_persist(struct net_req *req);
+int net_cmd_type(struct net_req *req);
+int net_cmd_dbsize(struct net_req *req);
+int net_cmd_flushall(struct net_req *req);
+int net_cmd_shard_count(struct net_req *req);
+int net_cmd_shard_flush(struct net_req *req);
+
+int net_cmd_ping(struct net_req *req);
+int net_cmd_echo(struct net_req *req);
+int net_cmd_quit(struct net_req *req);
+int net_cmd_hello(struct net_req *req);
+int net_cmd_auth(struct net_req *req);
+int net_cmd_select(struct net_req *req);
+int net_cmd_command(struct net_req *req);
+int net_cmd_client(struct net_req *req);
+int net_cmd_config(struct net_req *req);
+int net_cmd_time(struct net_req *req);
+int net_cmd_info(struct net_req *req);
+int net_cmd_shard_info(struct net_req *req);
+
+/* Fan-out helpers (cmd_keys.c). Starts n children (made by the caller
+ * into parent->children) and returns NET_CMD_PENDING; gather runs on the
+ * origin once all are back, writes the parent's reply and completes it. */
+int net_req_fan_out(struct net_req *parent, void (*gather)(struct net_req *parent));
+
+/* Starts a child per shard running def (no arguments but the name), each
+ * with info_bytes of zeroed req->info (0: none) for its result; gather as
+ * above. */
+int net_req_each_shard(struct net_req *parent, const struct net_cmd_def *def, size_t info_bytes,
+                       void (*gather)(struct net_req *parent));
+
+/* The internal per-shard commands. */
+extern const struct net_cmd_def net_cmd_def_shard_count;
+extern const struct net_cmd_def net_cmd_def_shard_flush;
+extern const struct net_cmd_def net_cmd_def_shard_info;
+extern const struct net_cmd_def net_cmd_def_get;
+extern const struct net_cmd_def net_cmd_def_set;
+extern const struct net_cmd_def net_cmd_def_del1;
+extern const struct net_cmd_def net_cmd_def_exists1;
+
+/* Wall-clock ms now. */
+uint64_t net_now_ms(void);
+
+/* Engine calls with a continuation (cmd.c): each returns what the handler
+ * returns. then(req, res) runs once with the call's outcome -- inside the
+ * call when it finished at once -- and writes the reply; for a get, res 0
+ * means req->u.g holds the value (released after then). */
+int net_req_get(struct net_req *req, const void *key, size_t len, net_req_then_fn then);
+int net_req_write(struct net_req *req, const struct eng_mutation *m, uint32_t n,
+                  net_req_then_fn then);
+int net_req_rmw(struct net_req *req, const void *key, size_t len, eng_rmw_fn fn,
+                net_req_then_fn then);
+
+/* Appends every byte of src to dst and empties src. */
+void net_out_move(struct net_resp_out *dst, struct net_resp_out *src);
+
+/* If child's reply is an error, copies it as req's reply and returns
+ * true. Origin. */
+bool net_child_error(struct net_req *req, struct net_req *child);
+
+/* Makes one child per key of req running def (keys step arguments apart
+ * from argv[1]); a child's argv is the parent's, shifted so that its
+ * argv[1] is its key (its argv[0] is not its name). 0 or -ENOMEM. */
+int net_req_per_key(struct net_req *req, const struct net_cmd_def *def, size_t step, size_t argc);
+
+/* Copies n bytes into req->scratch (replacing what it held). 0 or -ENOMEM. */
+int net_req_keep(struct net_req *req, const void *p, size_t n);
+
+#endif

@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Connection and server commands: PING, ECHO, QUIT, HELLO, AUTH, SELECT,
+ * COMMAND, CLIENT, CONFIG, TIME. All run on the connection's shard
+ * (NET_CMD_LOCAL) and never touch the engine; AUTH, HELLO and CONFIG read
+ * the shared settings under cfg_lock. INFO is in cmd_info.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/time.h"
+#include "net/cmd.h"
+#include "net/config.h"
+#include "net/conn.h"
+#include "net/glob.h"
+#include "net/server.h"
+
+#define REDIS_COMPAT_VERSION "7.0.0"
+
+static const char E_WRONGPASS[] = "WRONGPASS invalid username-password pair or user is disabled.";
+
+int net_cmd_ping(struct net_req *req)
+{
+        if (req->argc > 2)
+                net_resp_add_errorf(req->out, "ERR wrong number of arguments for 'ping' command");
+        else if (req->argc == 2)
+                net_resp_add_bulk(req->out, req->argv[1].ptr, req->argv[1].len);
+        else
+                net_resp_add_simple(req->out, "PONG", 4);
+        return NET_CMD_DONE;
+}
+
+int net_cmd_echo(struct net_req *req)
+{
+        net_resp_add_bulk(req->out, req->argv[1].ptr, req->argv[1].len);
+        return NET_CMD_DONE;
+}
+
+int net_cmd_quit(struct net_req *req)
+{
+        net_resp_add_simple(req->out, "OK", 2);
+        net_conn_close_after_reply(req->conn);
+        return NET_CMD_DONE;
+}
+
+int net_cmd_select(struct net_req *req)
+{
+        int64_t db;
+
+        if (net_arg_i64(&req->argv[1], &db) < 0)
+                net_resp_add_errorf(req->out, "ERR %s", NET_ERR_NOT_INT);
+        else if (db != 0)
+                net_resp_add_errorf(req->out, "ERR DB index is out of range");
+        else
+                net_resp_add_simple(req->out, "OK", 2);
+        return NET_CMD_DONE;
+}
+
+int net_cmd_time(struct net_req *req)
+{
+        uint64_t ns = time_wall_ns();
+        char s[24], us[24];
+        size_t ls = net_fmt_i64(s, (int64_t)(ns / NS_PER_SEC));
+        size_t lu = net_fmt_i64(us, (int64_t)(ns % NS_PER_SEC / NS_PER_US));
+
+        net_resp_add_array(req->out, 2);
+        net_resp_add_bulk(req->out, s, ls);
+        net_resp_add_bulk(req->out, us, lu);
+        return NET_CMD_DONE;
+}
+
+/* ---- AUTH, HELLO ---- */
+
+/* Checks (user, pass) against requirepass: 0, or -EPERM. user may be NULL. */
+static int check_pass(struct net_server *srv, const struct net_arg *user, const struct net_arg *pass)
+{
+        const char *want;
+        int r;
+
+        if (user && !net_arg_is(user, "default"))
+                return -EPERM;
+        pthread_mutex_lock(&srv->cfg_lock);
+        want = srv->cfg->requirepass;
+        /* No password set: the default user takes any password. */
+        r = !want[0] || (strlen(want) == pass->len && !memcmp(want, pass->ptr, pass->len)) ? 0
+                                                                                      : -EPERM;
+        pthread_mutex_unlock(&srv->cfg_lock);
+        return r;
+}
+
+static bool pass_set(struct net_server *srv)
+{
+        bool set;
+
+        pthread_mutex_lock(&srv->cfg_lock);
+        set = srv->cfg->requirepass[0] != 0;
+        pthread_mutex_unlock(&srv->cfg_lock);
+        return set;
+}
+
+static void conn_authed(struct net_conn *c)
+{
+        c->authed = true;
+        net_resp_parser_set_authenticated(&c->parser, true);
+}
+
+int net_cmd_auth(struct net_req *req)
+{
+        struct net_server *srv = req->exec->srv;
+        bool with_user = req->argc == 3;
+
+        if (req->argc > 3) {
+                net_resp_add_errorf(req->out, "ERR %s", NET_ERR_SYNTAX);
+        } else if (!with_user && !pass_set(srv)) {
+                net_resp_add_errorf(req->out, "ERR AUTH <password> called without any password "
+                                              "configured for the default user. Are you sure "
+                                              "your configuration is correct?");
+        } else if (check_pass(srv, with_user ? &req->argv[1] : NULL,
+                              &req->argv[req->argc - 1]) < 0) {
+                net_resp_add_errorf(req->out, "%s", E_WRONGPASS);
+        } else {
+                conn_authed(req->conn);
+                net_resp_add_simple(req->out, "OK", 2);
+        }
+        return NET_CMD_DONE;
+}
+
+static bool name_ok(const struct net_arg *a)
+{
+        for (size_t i = 0; i < a->len; i++)
+                if (a->ptr[i] < '!' || a->ptr[i] > '~')
+                        return false;
+        return true;
+}
+
+static int set_name(struct net_conn *c, const struct net_arg *a)
+{
+        char *n = NULL;
+
+        if (a->len) {
+                n = strndup(a->ptr, a->len);
+                if (!n)
+                        return -ENOMEM;
+        }
+        free(c->name);
+        c->name = n;
+        return 0;
+}
+
+static void hello_reply(struct net_req *req)
+{
+        struct net_resp_out *o = req->out;
+
+        net_resp_add_map(o, 7);
+        net_resp_add_bulk(o, "server", 6);
+        net_resp_add_bulk(o, "redis", 5);
+        net_resp_add_bulk(o, "version", 7);
+        net_resp_add_bulk(o, REDIS_COMPAT_VERSION, strlen(REDIS_COMPAT_VERSION));
+        net_resp_add_bulk(o, "proto", 5);
+        net_resp_add_int(o, req->conn->proto);
+        net_resp_add_bulk(o, "id", 2);
+        net_resp_add_int(o, (int64_t)req->conn->id);
+        net_resp_add_bulk(o, "mode", 4);
+        net_resp_add_bulk(o, "standalone", 10);
+        net_resp_add_bulk(o, "role", 4);
+        net_resp_add_bulk(o, "master", 6);
+        net_resp_add_bulk(o, "modules", 7);
+        net_resp_add_array(o, 0);
+}
+
+/* HELLO's options after the version: AUTH user pass, SETNAME name. Returns
+ * the error text or NULL; *ret_auth / *ret_name point at their arguments. */
+static const char *hello_opts(struct net_req *req, const struct net_arg **ret_auth,
+                              const struct net_arg **ret_name, char *buf, size_t len)
+{
+        for (size_t i = 2; i < req->argc; i++) {
+                const struct net_arg *a = &req->argv[i];
+                size_t left = req->argc - i - 1;
+
+                if (net_arg_is(a, "auth") && left >= 2) {
+                        *ret_auth = &req->argv[i + 1];
+                        i += 2;
+                } else if (net_arg_is(a, "setname") && left >= 1) {
+                        *ret_name = &req->argv[++i];
+                } else {
+                        snprintf(buf, len, "Syntax error in HELLO option '%.*s'",
+                                 (int)(a->len > 64 ? 64 : a->len), a->ptr);
+                        return buf;
+                }
+        }
+        return NULL;
+}
+
+int net_cmd_hello(struct net_req *req)
+{
+        const struct net_arg *auth = NULL, *name = NULL;
+        struct net_conn *c = req->conn;
+        int64_t ver = c->proto;
+        const char *err;
+        char buf[128];
+
+        if (req->argc >= 2 && net_arg_i64(&req->argv[1], &ver) < 0) {
+                net_resp_add_errorf(req->out, "ERR Protocol version is not an integer or out of range");
+                return NET_CMD_DONE;
+        }
+        if (ver < 2 || ver > 3) {
+                net_resp_add_errorf(req->out, "NOPROTO unsupported protocol version");
+                return NET_CMD_DONE;
+        }
+        err = hello_opts(req, &auth, &name, buf, sizeof(buf));
+        if (err) {
+                net_resp_add_errorf(req->out, "ERR %s", err);
+                return NET_CMD_DONE;
+        }
+        if (auth && check_pass(req->exec->srv, &auth[0], &auth[1]) < 0) {
+                net_resp_add_errorf(req->out, "%s", E_WRONGPASS);
+                return NET_CMD_DONE;
+        }
+        if (auth)
+                conn_authed(c);
+        if (!c->authed) {
+                net_resp_add_errorf(req->out, "NOAUTH HELLO must be called with the client already "
+                                              "authenticated, otherwise the HELLO <proto> AUTH "
+                                              "<user> <pass> option can be used to authenticate "
+                                              "the client and select the RESP protocol version "
+                                              "at the same time");
+                return NET_CMD_DONE;
+        }
+        if (name && !name_ok(name)) {
+                net_resp_add_errorf(req->out, "ERR Client names cannot contain spaces, newlines "
+                                              "or special characters.");
+                return NET_CMD_DONE;
+        }
+        if (name && set_name(c, name) < 0) {
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                return NET_CMD_DONE;
+        }
+        net_conn_set_proto(c, (uint8_t)ver);
+        net_resp_out_set_proto(req->out, (enum net_resp_proto)ver);
+        hello_reply(req);
+        return NET_CMD_DONE;
+}
+
+/* ---- CLIENT ---- */
+
+static int client_setinfo(struct net_req *req)
+{
+        const struct net_arg *attr = &req->argv[2], *v = &req->argv[3];
+        char **slot;
+        char *copy;
+
+        if (net_arg_is(attr, "lib-name"))
+                slot = &req->conn->lib_name;
+        else if (net_arg_is(attr, "lib-ver"))
+                slot = &req->conn->lib_ver;
+        else {
+                net_resp_add_errorf(req->out, "ERR Unrecognized option '%.*s'",
+                                    (int)(attr->len > 64 ? 64 : attr->len), attr->ptr);
+                return NET_CMD_DONE;
+        }
+        if (!name_ok(v)) {
+                net_resp_add_errorf(req->out, "ERR %.*s cannot contain spaces, newlines or special "
+                                              "characters.", (int)attr->len, attr->ptr);
+                return NET_CMD_DONE;
+        }
+        copy = strndup(v->ptr, v->len);
+        if (!copy) {
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                return NET_CMD_DONE;
+        }
+        free(*slot);
+        *slot = copy;
+        net_resp_add_simple(req->out, "OK", 2);
+        return NET_CMD_DONE;
+}
+
+int net_cmd_client(struct net_req *req)
+{
+        const struct net_arg *sub = &req->argv[1];
+        struct net_conn *c = req->conn;
+        size_t n = req->argc;
+
+        if (net_arg_is(sub, "id") && n == 2) {
+                net_resp_add_int(req->out, (int64_t)c->id);
+        } else if (net_arg_is(sub, "getname") && n == 2) {
+                if (c->name)
+                        net_resp_add_bulk(req->out, c->name, strlen(c->name));
+                else
+                        net_resp_add_null(req->out);
+        } else if (net_arg_is(sub, "setname") && n == 3) {
+                if (!name_ok(&req->argv[2]))
+                        net_resp_add_errorf(req->out, "ERR Client names cannot contain spaces, "
+                                                      "newlines or special characters.");
+                else if (set_name(c, &req->argv[2]) < 0)
+                        net_resp_add_error(req->out, "ERR out of memory", 17);
+                else
+                        net_resp_add_simple(req->out, "OK", 2);
+        } else if (net_arg_is(sub, "setinfo") && n == 4) {
+                return client_setinfo(req);
+        } else if (net_arg_is(sub, "id") || net_arg_is(sub, "getname") ||
+                   net_arg_is(sub, "setname") || net_arg_is(sub, "setinfo")) {
+                net_resp_add_errorf(req->out, "ERR wrong number of arguments for 'client|%.*s' "
+                                              "command", (int)sub->len, sub->ptr);
+        } else {
+                net_resp_add_errorf(req->out, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.",
+                                    (int)(sub->len > 64 ? 64 : sub->len), sub->ptr);
+        }
+        return NET_CMD_DONE;
+}
+
+/* ---- CONFIG ---- */
+
+#define CFG_MAX_SETTINGS 128
+
+static void config_get(struct net_req *req)
+{
+        struct net_server *srv = req->exec->srv;
+        bool hit[CFG_MAX_SETTINGS] = { false };
+        const char *name;
+        uint64_t n = 0;
+        char val[512];
+
+        for (size_t i = 0; (name = cfg_name(i)) && i < CFG_MAX_SETTINGS; i++)
+                for (size_t a = 2; a < req->argc && !hit[i]; a++)
+                        if (net_glob_match(req->argv[a].ptr, req->argv[a].len, name, strlen(name),
+                                           true))
+                                hit[i] = true, n++;
+        net_resp_add_map(req->out, n);
+        pthread_mutex_lock(&srv->cfg_lock);
+        for (size_t i = 0; (name = cfg_name(i)) && i < CFG_MAX_SETTINGS; i++) {
+                if (!hit[i])
+                        continue;
+                if (cfg_get(srv->cfg, name, val, sizeof(val)) < 0)
+                        val[0] = 0;
+                net_resp_add_bulk(req->out, name, strlen(name));
+                net_resp_add_bulk(req->out, val, strlen(val));
+        }
+        pthread_mutex_unlock(&srv->cfg_lock);
+}
+
+static void config_set(struct net_req *req)
+{
+        struct net_server *srv = req->exec->srv;
+        char err[256] = "", *name = NULL, *val = NULL;
+        int r = 0;
+
+        pthread_mutex_lock(&srv->cfg_lock);
+        for (size_t a = 2; a + 1 < req->argc && r == 0; a += 2) {
+                name = strndup(req->argv[a].ptr, req->argv[a].len);
+                val = strndup(req->argv[a + 1].ptr, req->argv[a + 1].len);
+                r = name && val ? cfg_set(srv->cfg, name, val, true, err, sizeof(err)) : -ENOMEM;
+                if (r == 0 && !strcmp(name, "log-level"))
+                        log_level = (enum log_level)srv->cfg->log_level;
+                if (r < 0)
+                        net_resp_add_errorf(req->out, "ERR CONFIG SET failed (possibly related to "
+                                                      "argument '%s') - %s", name ? name : "",
+                                            r == -ENOMEM ? "out of memory" : err);
+                free(name);
+                free(val);
+        }
+        pthread_mutex_unlock(&srv->cfg_lock);
+        if (r == 0)
+                net_resp_add_simple(req->out, "OK", 2);
+}
+
+int net_cmd_config(struct net_req *req)
+{
+        const struct net_arg *sub = &req->argv[1];
+        size_t n = req->argc;
+
+        if (net_arg_is(sub, "get") && n >= 3)
+                config_get(req);
+        else if (net_arg_is(sub, "set") && n >= 4 && n % 2 == 0)
+                config_set(req);
+        else if (net_arg_is(sub, "resetstat") && n == 2)
+                net_resp_add_simple(req->out, "OK", 2);
+        else if (net_arg_is(sub, "get") || net_arg_is(sub, "set") || net_arg_is(sub, "resetstat"))
+                net_resp_add_errorf(req->out, "ERR wrong number of arguments for 'config|%.*s' "
+                                              "command", (int)sub->len, sub->ptr);
+        else
+                net_resp_add_errorf(req->out, "ERR unknown subcommand '%.*s'. Try CONFIG HELP.",
+                                    (int)(sub->len > 64 ? 64 : sub->len), sub->ptr);
+        return NET_CMD_DONE;
+}
+
+/* ---- COMMAND ---- */
+
+static void flag_words(struct net_resp_out *o, uint32_t f)
+{
+        const char *w[4];
+        size_t n = 0;
+
+        if (f & NET_CMD_WRITE)
+                w[n++] = "write";
+        if (f & NET_CMD_READONLY)
+                w[n++] = "readonly";
+        if (f & NET_CMD_NOAUTH)
+                w[n++] = "no_auth";
+        if (f & NET_CMD_LOADING)
+                w[n++] = "loading";
+        net_resp_add_set(o, n);
+        for (size_t i = 0; i < n; i++)
+                net_resp_add_simple(o, w[i], strlen(w[i]));
+}
+
+/* One entry of COMMAND / COMMAND INFO, Redis 7's ten fields. */
+static void command_entry(struct net_resp_out *o, const struct net_cmd_def *d)
+{
+        net_resp_add_array(o, 10);
+        net_resp_add_bulk(o, d->name, strlen(d->name));
+        net_resp_add_int(o, d->arity);
+        flag_words(o, d->flags);
+        net_resp_add_int(o, d->first_key);
+        net_resp_add_int(o, d->last_key);
+        net_resp_add_int(o, d->step);
+        net_resp_add_set(o, 0);         /* ACL categories */
+        net_resp_add_set(o, 0);         /* tips */
+        net_resp_add_array(o, 0);       /* key specs */
+        net_resp_add_array(o, 0);       /* subcommands */
+}
+
+int net_cmd_command(struct net_req *req)
+{
+        size_t n, argc = req->argc;
+        const struct net_cmd_def *t = net_cmd_table(&n);
+        const struct net_arg *sub = argc > 1 ? &req->argv[1] : NULL;
+
+        if (!sub) {
+                net_resp_add_array(req->out, n);
+                for (size_t i = 0; i < n; i++)
+                        command_entry(req->out, &t[i]);
+        } else if (net_arg_is(sub, "count") && argc == 2) {
+                net_resp_add_int(req->out, (int64_t)n);
+        } else if (net_arg_is(sub, "docs")) {
+                net_resp_add_map(req->out, 0);
+        } else if (net_arg_is(sub, "info")) {
+                net_resp_add_array(req->out, argc - 2);
+                for (size_t a = 2; a < argc; a++) {
+                        const struct net_cmd_def *d = net_cmd_find(&req->argv[a]);
+
+                        if (d)
+                                command_entry(req->out, d);
+                        else
+                                net_resp_add_null_array(req->out);
+                }
+        } else {
+                net_resp_add_errorf(req->out, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",
+                                    (int)(sub->len > 64 ? 64 : sub->len), sub->ptr);
+        }
+        return NET_CMD_DONE;
+}

@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The connection state machine (see conn.h). The flow is driven from
+ * three callbacks -- recv done, send done, a request done -- which all end
+ * in conn_after(): send what is ready, parse what is buffered unless the
+ * backlog is over its limit, receive more, or free the connection once it
+ * is closing and idle. The parse loop sets in_input so that requests
+ * finishing inside it (the fast path) never re-enter it nor free the
+ * connection under it.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/compiler.h"
+#include "net/cmd.h"
+#include "net/conn.h"
+#include "net/server.h"
+
+static void conn_after(struct net_conn *c);
+static void conn_input(struct net_conn *c);
+
+/* Hard close: drop unsent output, wake any recv or send in flight. */
+static void conn_kill(struct net_conn *c)
+{
+        if (!c->closing) {
+                c->closing = true;
+                shutdown(c->fd, SHUT_RDWR);
+        }
+}
+
+static bool conn_paused(const struct net_conn *c)
+{
+        return net_resp_out_pending_bytes(&c->out) > NET_CONN_MAX_OUT_BYTES ||
+               c->n_queued >= NET_CONN_MAX_QUEUED;
+}
+
+static void conn_free(struct net_conn *c)
+{
+        struct net_shard *sh = c->sh;
+
+        net_shard_conn_unlink(sh, c);
+        close(c->fd);
+        net_resp_parser_fini(&c->parser);
+        net_resp_out_fini(&c->out);
+        free(c->ibuf);
+        free(c->name);
+        free(c->lib_name);
+        free(c->lib_ver);
+        free(c);
+        atomic_fetch_sub_explicit(&sh->srv->clients, 1, memory_order_relaxed);
+        if (sh->stopping && !sh->conns)
+                net_shard_conns_gone(sh);
+}
+
+/* Frees c if it is done; returns true if it did. */
+static bool conn_maybe_free(struct net_conn *c)
+{
+        bool flushed = net_resp_out_pending_bytes(&c->out) == 0;
+
+        if (c->in_input || c->q_head || !(c->closing || (c->eof && flushed)))
+                return false;
+        if (c->recv_busy || c->send_busy) {
+                conn_kill(c);           /* ends the recv still waiting for input */
+                return false;
+        }
+        conn_free(c);
+        return true;
+}
+
+static void on_recv(struct rx_loop *loop, struct rx_op *op, int res);
+static void on_send(struct rx_loop *loop, struct rx_op *op, int res);
+
+static void conn_recv(struct net_conn *c)
+{
+        if (c->recv_busy || c->closing || c->eof || conn_paused(c) || c->ipos < c->ilen)
+                return;
+        if (rx_sock_recv(c->sh->loop, &c->recv_op, c->fd, c->ibuf, NET_CONN_RECV_BYTES,
+                         on_recv) < 0) {
+                conn_kill(c);
+                return;
+        }
+        c->recv_busy = true;
+}
+
+static void conn_send(struct net_conn *c)
+{
+        size_t bytes;
+        int n;
+
+        if (c->send_busy || c->closing)
+                return;
+        if (net_resp_out_failed(&c->out)) {
+                conn_kill(c);
+                return;
+        }
+        n = net_resp_out_iov(&c->out, c->iov, NET_CONN_IOV, &bytes);
+        if (n == 0)
+                return;
+        c->msg = (struct msghdr){ .msg_iov = c->iov, .msg_iovlen = (size_t)n };
+        if (rx_sock_sendmsg(c->sh->loop, &c->send_op, c->fd, &c->msg, on_send) < 0) {
+                conn_kill(c);
+                return;
+        }
+        c->send_busy = true;
+}
+
+static void on_recv(struct rx_loop *loop, struct rx_op *op, int res)
+{
+        struct net_conn *c = container_of(op, struct net_conn, recv_op);
+
+        c->recv_busy = false;
+        if (res <= 0) {
+                if (res == 0)
+                        c->eof = true;
+                else
+                        conn_kill(c);
+        } else if (!c->eof && !c->closing) {
+                c->ipos = 0;
+                c->ilen = (size_t)res;
+                conn_input(c);
+                return;
+        }
+        conn_after(c);
+}
+
+static void on_send(struct rx_loop *loop, struct rx_op *op, int res)
+{
+        struct net_conn *c = container_of(op, struct net_conn, send_op);
+
+        c->send_busy = false;
+        if (res < 0)
+                conn_kill(c);
+        else if (!c->closing)
+                net_resp_out_consume(&c->out, (size_t)res);
+        conn_after(c);
+}
+
+static void conn_after(struct net_conn *c)
+{
+        if (c->in_input)
+                return;
+        conn_send(c);
+        if (!c->closing && !c->eof && !conn_paused(c) && c->ipos < c->ilen) {
+                conn_input(c);
+                return;
+        }
+        if (conn_maybe_free(c))
+                return;
+        conn_recv(c);
+}
+
+/* ---- requests and replies in order ---- */
+
+static void conn_enqueue(struct net_conn *c, struct net_req *req)
+{
+        req->conn = c;
+        if (c->q_tail)
+                c->q_tail->next = req;
+        else
+                c->q_head = req;
+        c->q_tail = req;
+        c->n_queued++;
+}
+
+void net_conn_req_done(struct net_conn *c, struct net_req *req)
+{
+        struct net_req *h;
+
+        req->done = true;
+        while ((h = c->q_head) && h->done) {
+                if (h->out != &c->out && !c->closing)
+                        net_out_move(&c->out, &h->own);
+                c->q_head = h->next;
+                if (!c->q_head)
+                        c->q_tail = NULL;
+                c->n_queued--;
+                net_req_free(h);
+        }
+        conn_after(c);
+}
+
+/* Where a reply decided at dispatch goes: straight out if nothing is
+ * queued, else into a finished request of its own. NULL on ENOMEM. */
+static struct net_resp_out *conn_reply_slot(struct net_conn *c, struct net_req **ret_req)
+{
+        struct net_req *req;
+
+        *ret_req = NULL;
+        if (!c->q_head)
+                return &c->out;
+        req = net_req_new(c->sh, NULL, NULL, 0, c->proto);
+        if (!req)
+                return NULL;
+        conn_enqueue(c, req);
+        req->out = &req->own;
+        *ret_req = req;
+        return &req->own;
+}
+
+static void conn_reply_errorf_end(struct net_conn *c, struct net_req *req)
+{
+        if (req)
+                net_conn_req_done(c, req);
+}
+
+#define CONN_ERRORF(c, ...)                                                 \
+        do {                                                                \
+                struct net_req *r_;                                         \
+                struct net_resp_out *o_ = conn_reply_slot(c, &r_);          \
+                if (!o_) {                                                  \
+                        conn_kill(c);                                       \
+                        break;                                              \
+                }                                                           \
+                net_resp_add_errorf(o_, __VA_ARGS__);                       \
+                conn_reply_errorf_end(c, r_);                               \
+        } while (0)
+
+/* Copies up to 128 bytes of a into buf (129 bytes) as text: NULs become
+ * spaces (the reply writer makes CR and LF spaces too). */
+static void arg_text(const struct net_arg *a, char *buf)
+{
+        size_t n = a->len > 128 ? 128 : a->len;
+
+        memcpy(buf, a->ptr, n);
+        buf[n] = 0;
+        for (size_t i = 0; i < n; i++)
+                if (!buf[i])
+                        buf[i] = ' ';
+}
+
+static void reply_unknown(struct net_conn *c, const struct net_cmd *cmd)
+{
+        char name[129], arg[129], args[512];
+        size_t n = 0;
+
+        arg_text(&cmd->argv[0], name);
+        args[0] = 0;
+        for (size_t i = 1; i < cmd->argc && n < sizeof(args) - 140; i++) {
+                int w;
+
+                arg_text(&cmd->argv[i], arg);
+                w = snprintf(args + n, sizeof(args) - n, "'%s' ", arg);
+                if (w > 0)
+                        n += (size_t)w;
+        }
+        CONN_ERRORF(c, "ERR unknown command '%s', with args beginning with: %s", name, args);
+}
+
+static bool arity_ok(const struct net_cmd_def *d, size_t argc)
+{
+        return d->arity >= 0 ? argc == (size_t)d->arity : argc >= (size_t)-d->arity;
+}
+
+/* The first key over the limit, or -1. */
+static long long_key(const struct net_cmd_def *d, const struct net_cmd *cmd, uint64_t max)
+{
+        size_t last;
+
+        if (d->first_key <= 0)
+                return -1;
+        last = d->last_key < 0 ? cmd->argc - 1 : (size_t)d->last_key;
+        for (size_t i = (size_t)d->first_key; i <= last && i < cmd->argc; i += (size_t)d->step)
+                if (cmd->argv[i].len > max)
+                        return (long)i;
+        return -1;
+}
+
+static void conn_dispatch(struct net_conn *c, const struct net_cmd *cmd)
+{
+        const struct net_cmd_def *d = net_cmd_find(&cmd->argv[0]);
+        uint64_t max_key = c->sh->srv->max_key_bytes;
+        struct net_req *req;
+
+        c->sh->n_commands++;
+        if (!d) {
+                reply_unknown(c, cmd);
+                return;
+        }
+        if (!arity_ok(d, cmd->argc)) {
+                CONN_ERRORF(c, "ERR wrong number of arguments for '%s' command", d->name);
+                return;
+        }
+        if (!c->authed && !(d->flags & NET_CMD_NOAUTH)) {
+                CONN_ERRORF(c, "NOAUTH Authentication required.");
+                return;
+        }
+        if (long_key(d, cmd, max_key) >= 0) {
+                CONN_ERRORF(c, "ERR key too long (max %llu bytes)", (unsigned long long)max_key);
+                return;
+        }
+        req = net_req_new(c->sh, d, cmd->argv, cmd->argc, c->proto);
+        if (!req) {
+                conn_kill(c);
+                return;
+        }
+        conn_enqueue(c, req);
+        req->out = c->q_head == req && net_req_shard(req) == c->sh->id ? &c->out : &req->own;
+        net_req_start(req);
+}
+
+static void conn_input(struct net_conn *c)
+{
+        c->in_input = true;
+        while (!c->closing && !c->eof && c->ipos < c->ilen && !conn_paused(c)) {
+                struct net_cmd cmd;
+                ssize_t n = net_resp_parse(&c->parser, c->ibuf + c->ipos, c->ilen - c->ipos, &cmd);
+
+                if (n < 0) {
+                        if (n == -SCREE_EPROTO)
+                                CONN_ERRORF(c, "ERR %s", net_resp_parser_error(&c->parser));
+                        c->ipos = c->ilen;
+                        net_conn_close_after_reply(c);
+                        break;
+                }
+                if (n == 0) {
+                        c->ipos = c->ilen;
+                        break;
+                }
+                c->ipos += (size_t)n;
+                conn_dispatch(c, &cmd);
+        }
+        c->in_input = false;
+        conn_after(c);
+}
+
+/* ---- life ---- */
+
+static struct net_resp_limits conn_limits(const struct net_server *srv)
+{
+        struct net_resp_limits lim;
+        uint64_t big = srv->max_value_bytes * 4 + (1u << 20);
+
+        net_resp_limits_default(&lim);
+        if (big < (64u << 20))
+                big = 64u << 20;
+        lim.max_bulk_bytes = big;
+        lim.max_cmd_bytes = big;
+        return lim;
+}
+
+int net_conn_open(struct net_shard *sh, int fd)
+{
+        struct net_server *srv = sh->srv;
+        struct net_resp_limits lim = conn_limits(srv);
+        struct net_conn *c = calloc(1, sizeof(*c));
+        int one = 1;
+
+        if (!c || !(c->ibuf = malloc(NET_CONN_RECV_BYTES))) {
+                free(c);
+                close(fd);
+                return -ENOMEM;
+        }
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        c->sh = sh;
+        c->fd = fd;
+        c->proto = 2;
+        c->id = atomic_fetch_add_explicit(&srv->next_client_id, 1, memory_order_relaxed) + 1;
+        c->created_ms = net_now_ms();
+        pthread_mutex_lock(&srv->cfg_lock);
+        c->authed = srv->cfg->requirepass[0] == 0;
+        pthread_mutex_unlock(&srv->cfg_lock);
+        net_resp_parser_init(&c->parser, &lim);
+        net_resp_parser_set_authenticated(&c->parser, c->authed);
+        net_resp_out_init(&c->out, 0);
+        net_shard_conn_link(sh, c);
+        conn_recv(c);
+        if (!c->recv_busy) {
+                conn_maybe_free(c);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+void net_conn_close(struct net_conn *c)
+{
+        conn_kill(c);
+        conn_maybe_free(c);
+}
+
+void net_conn_close_after_reply(struct net_conn *c)
+{
+        /* Like a peer that stopped sending: flush, then close. */
+        c->eof = true;
+        c->ipos = c->ilen;
+}
+
+void net_conn_set_proto(struct net_conn *c, uint8_t proto)
+{
+        c->proto = proto;
+        net_resp_out_set_proto(&c->out, proto);
+}

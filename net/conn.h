@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A client connection: lives on the shard that accepted it and is
+ * touched only there. It receives into a 16 KiB buffer (one recv in
+ * flight at most), parses commands with net_resp_parse (a command that
+ * spans receives is held by the parser, bounded by its limits), turns
+ * each into a request (cmd.h) queued FIFO on the connection, and sends
+ * what the replies wrote into its net_resp_out with one sendmsg at a time.
+ *
+ * Pipeline order: the request at the head of the queue writes straight
+ * into the connection's output; a request behind it, or one running on
+ * another shard, writes into its own buffer, appended when it reaches
+ * the head. Backpressure: while the unsent output or the queue is over
+ * its limit the connection stops parsing and receiving; it resumes once
+ * the output drains below half the limit.
+ *
+ * Closing (peer gone, QUIT, protocol error, server stop): no new command
+ * is parsed; the connection is freed once no recv or send is in flight
+ * and every request has come back (requests on other shards reply to a
+ * live connection, always).
+ */
+#ifndef SCREE_NET_CONN_H
+#define SCREE_NET_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "net/resp_parse.h"
+#include "net/resp_write.h"
+#include "reactor/io.h"
+
+struct net_req;
+struct net_shard;
+
+#define NET_CONN_RECV_BYTES (16u << 10)
+#define NET_CONN_MAX_OUT_BYTES (1u << 20)       /* stop reading above this backlog */
+#define NET_CONN_MAX_QUEUED 256u                /* requests waiting for a reply */
+#define NET_CONN_IOV 64
+
+struct net_conn {
+        struct net_conn *prev, *next;   /* the shard's list */
+        struct net_shard *sh;
+        int fd;
+        uint64_t id;
+        struct rx_op recv_op, send_op;
+        char *ibuf;                     /* NET_CONN_RECV_BYTES */
+        size_t ipos, ilen;              /* unparsed bytes: ibuf[ipos..ilen) */
+        struct net_resp_parser parser;
+        struct net_resp_out out;
+        struct iovec iov[NET_CONN_IOV];
+        struct msghdr msg;
+        struct net_req *q_head, *q_tail;
+        uint32_t n_queued;
+        uint8_t proto;                  /* 2 or 3 */
+        bool recv_busy, send_busy;
+        bool authed;
+        bool eof;                       /* the peer closed its side */
+        bool closing;                   /* no more input; free when idle */
+        bool in_input;                  /* inside the parse loop (no re-entry, no free) */
+        char *name;                     /* CLIENT SETNAME; heap or NULL */
+        char *lib_name, *lib_ver;       /* CLIENT SETINFO */
+        uint64_t created_ms;
+};
+
+/* Starts serving fd (taken) on shard sh. On -ENOMEM fd is closed. Shard-local. */
+int net_conn_open(struct net_shard *sh, int fd);
+
+/* Starts closing c (server stop): see above. Shard-local. */
+void net_conn_close(struct net_conn *c);
+
+/* Called when request req of c finished (its reply is written). Shard-local. */
+void net_conn_req_done(struct net_conn *c, struct net_req *req);
+
+/* QUIT or a fatal error: no more commands; close once the replies so far
+ * are sent. Shard-local. */
+void net_conn_close_after_reply(struct net_conn *c);
+
+/* Switches c and its later replies to protocol 2 or 3. Shard-local. */
+void net_conn_set_proto(struct net_conn *c, uint8_t proto);
+
+#endif

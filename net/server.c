@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The server's shards (see server.h): listening sockets made by the main
+ * thread, accepting and engine life on each shard, and the two-phase
+ * shutdown driven by foreign requests from the main thread.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/compiler.h"
+#include "base/time.h"
+#include "engine/fs.h"
+#include "engine/shard.h"
+#include "net/conn.h"
+#include "net/server.h"
+#include "reactor/io.h"
+#include "reactor/loop.h"
+#include "reactor/smp.h"
+
+#define LISTEN_BACKLOG 511
+
+/* ---- main thread: set-up ---- */
+
+static int make_dir(const char *path, char *err, size_t err_len)
+{
+        if (mkdir(path, 0755) == 0 || errno == EEXIST)
+                return 0;
+        snprintf(err, err_len, "cannot create directory %s: %s", path, strerror(errno));
+        return -errno;
+}
+
+static int sockaddr_of(const char *host, uint16_t port, struct sockaddr_storage *ss,
+                       socklen_t *len)
+{
+        struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+
+        memset(ss, 0, sizeof(*ss));
+        if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+                a4->sin_family = AF_INET;
+                a4->sin_port = htons(port);
+                *len = sizeof(*a4);
+                return 0;
+        }
+        if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+                a6->sin6_family = AF_INET6;
+                a6->sin6_port = htons(port);
+                *len = sizeof(*a6);
+                return 0;
+        }
+        return -EINVAL;
+}
+
+/*
+ * A socket bound to host:port; reuseport: with SO_REUSEPORT, so that every
+ * shard binds the same port. Another process's SO_REUSEPORT sockets would
+ * share the port silently, so the first shard first binds without it: that
+ * fails with EADDRINUSE if anything listens there.
+ */
+static int listen_on(const char *host, uint16_t port, bool probe, char *err, size_t err_len)
+{
+        struct sockaddr_storage ss;
+        socklen_t len;
+        int fd, one = 1, r;
+
+        if (sockaddr_of(host, port, &ss, &len) < 0) {
+                snprintf(err, err_len, "bind: '%s' is not an IPv4 or IPv6 address", host);
+                return -EINVAL;
+        }
+        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                goto fail;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+            (!probe && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) ||
+            bind(fd, (struct sockaddr *)&ss, len) < 0 ||
+            (!probe && listen(fd, LISTEN_BACKLOG) < 0))
+                goto fail;
+        if (probe) {
+                close(fd);
+                return 0;
+        }
+        return fd;
+fail:
+        r = -errno;
+        snprintf(err, err_len, "cannot listen on %s:%u: %s", host, port, strerror(errno));
+        if (fd >= 0)
+                close(fd);
+        return r;
+}
+
+static int shards_new(struct net_server *srv, char *err, size_t err_len)
+{
+        const struct scree_config *cfg = srv->cfg;
+        int r = listen_on(cfg->bind, (uint16_t)cfg->port, true, err, err_len);
+
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < srv->n_shards; i++) {
+                struct net_shard *sh = calloc(1, sizeof(*sh));
+
+                if (!sh)
+                        return -ENOMEM;
+                srv->shards[i] = sh;
+                sh->srv = srv;
+                sh->id = i;
+                sh->listen_fd = -1;
+                snprintf(sh->dir, sizeof(sh->dir), "%s/shard-%u", cfg->dir, i);
+                r = make_dir(sh->dir, err, err_len);
+                if (r < 0)
+                        return r;
+                sh->listen_fd = listen_on(cfg->bind, (uint16_t)cfg->port, false, err, err_len);
+                if (sh->listen_fd < 0)
+                        return sh->listen_fd;
+        }
+        return 0;
+}
+
+int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_server **ret,
+                   char *err, size_t err_len)
+{
+        struct net_server *srv = calloc(1, sizeof(*srv));
+        int r = -ENOMEM;
+
+        if (!srv || !(srv->shards = calloc(n_shards, sizeof(*srv->shards))))
+                goto fail;
+        srv->cfg = cfg;
+        srv->n_shards = n_shards;
+        pthread_mutex_init(&srv->cfg_lock, NULL);
+        srv->start_ns = time_now_ns();
+        srv->start_wall_ms = time_wall_ns() / NS_PER_MS;
+        srv->max_key_bytes = cfg->max_key_bytes;
+        srv->max_value_bytes = cfg->max_value_bytes;
+        r = eng_tablet_map_init(&srv->map, n_shards, ENG_SHARD_DEFAULT_TABLETS);
+        if (r < 0) {
+                snprintf(err, err_len, "bad shard count %u", n_shards);
+                goto fail;
+        }
+        r = make_dir(cfg->dir, err, err_len);
+        if (r < 0)
+                goto fail;
+        r = shards_new(srv, err, err_len);
+        if (r < 0)
+                goto fail;
+        *ret = srv;
+        return 0;
+fail:
+        if (r == -ENOMEM)
+                snprintf(err, err_len, "out of memory");
+        net_server_free(srv);
+        return r;
+}
+
+void net_server_free(struct net_server *srv)
+{
+        if (!srv)
+                return;
+        for (unsigned i = 0; srv->shards && i < srv->n_shards; i++) {
+                struct net_shard *sh = srv->shards[i];
+
+                if (!sh)
+                        continue;
+                if (sh->listen_fd >= 0)
+                        close(sh->listen_fd);
+                free(sh->accept_op);
+                free(sh);
+        }
+        free(srv->shards);
+        pthread_mutex_destroy(&srv->cfg_lock);
+        free(srv);
+}
+
+/* ---- on the shards ---- */
+
+struct net_shard *net_shard_of(struct rx_loop *loop)
+{
+        return rx_loop_user(loop);
+}
+
+unsigned net_server_owner(const struct net_server *srv, const void *key, size_t len)
+{
+        return eng_tablet_of_key(&srv->map, ENG_TABLE_DEFAULT, key, len).shard;
+}
+
+void net_shard_conn_link(struct net_shard *sh, struct net_conn *c)
+{
+        c->prev = NULL;
+        c->next = sh->conns;
+        if (sh->conns)
+                sh->conns->prev = c;
+        sh->conns = c;
+        sh->n_conns++;
+}
+
+void net_shard_conn_unlink(struct net_shard *sh, struct net_conn *c)
+{
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                sh->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        sh->n_conns--;
+}
+
+static void accept_arm(struct net_shard *sh);
+
+static bool client_admit(struct net_shard *sh, int fd)
+{
+        static const char full[] = "-ERR max number of clients reached\r\n";
+        struct net_server *srv = sh->srv;
+        uint64_t max, n;
+
+        pthread_mutex_lock(&srv->cfg_lock);
+        max = srv->cfg->maxclients;
+        pthread_mutex_unlock(&srv->cfg_lock);
+        n = atomic_fetch_add_explicit(&srv->clients, 1, memory_order_relaxed);
+        if (n < max)
+                return true;
+        atomic_fetch_sub_explicit(&srv->clients, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&srv->rejected_connections, 1, memory_order_relaxed);
+        /* A fresh socket's send buffer always takes these few bytes. */
+        (void)!send(fd, full, sizeof(full) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        close(fd);
+        return false;
+}
+
+static void on_accept(struct rx_loop *loop, struct rx_op *op, int res)
+{
+        struct net_shard *sh = op->ctx;
+
+        sh->accepting = false;
+        if (res >= 0) {
+                if (sh->stopping) {
+                        close(res);
+                        return;
+                }
+                if (client_admit(sh, res)) {
+                        atomic_fetch_add_explicit(&sh->srv->total_connections, 1,
+                                                  memory_order_relaxed);
+                        net_conn_open(sh, res);
+                }
+                accept_arm(sh);
+                return;
+        }
+        if (sh->stopping || res == -ECANCELED)
+                return;
+        /* EMFILE, ENFILE, ENOBUFS...: try again a little later. */
+        rx_timer_arm_after(loop, &sh->accept_retry, 10 * NS_PER_MS);
+}
+
+static void accept_retry(struct rx_loop *loop, struct rx_timer *t)
+{
+        accept_arm(container_of(t, struct net_shard, accept_retry));
+}
+
+static void accept_arm(struct net_shard *sh)
+{
+        if (sh->accepting || sh->stopping)
+                return;
+        sh->accept_op->ctx = sh;
+        if (rx_sock_accept(sh->loop, sh->accept_op, sh->listen_fd, on_accept) == 0)
+                sh->accepting = true;
+        else
+                rx_timer_arm_after(sh->loop, &sh->accept_retry, 10 * NS_PER_MS);
+}
+
+static void engine_closed(void *arg, int res);
+
+static void engine_opened(void *arg, int res, struct eng_shard *s)
+{
+        struct net_shard *sh = arg;
+
+        if (res < 0) {
+                atomic_store(&sh->open_err, res);
+                atomic_store(&sh->state, NET_SHARD_FAILED);
+        } else {
+                sh->eng = s;
+                atomic_store(&sh->state, NET_SHARD_READY);
+        }
+        if (sh->close_wanted) {
+                if (!sh->eng || eng_shard_close(sh->eng, engine_closed, sh) < 0)
+                        engine_closed(sh, res < 0 ? 0 : -EIO);
+        }
+}
+
+static void engine_open(struct net_shard *sh)
+{
+        const struct scree_config *cfg = sh->srv->cfg;
+        unsigned n = sh->srv->n_shards;
+        struct eng_shard_opts o = {
+                .dir = sh->dir,
+                .shard = sh->id,
+                .n_shards = n,
+                .sync = cfg->sync == CFG_SYNC_PERIODIC ? ENG_WAL_SYNC_PERIODIC : ENG_WAL_SYNC_BATCH,
+                .period_ns = cfg->sync_period_ms * NS_PER_MS,
+                /* Half the memory for memtables, a quarter for the block
+                 * cache, the rest for connections and buffers. */
+                .memtable_budget = (size_t)(cfg->memory / 2 / n),
+                .cache_bytes = (size_t)(cfg->memory / 4 / n),
+        };
+        int r;
+
+        sh->fs = eng_fs_direct_new(sh->loop);
+        r = sh->fs ? eng_shard_open(sh->loop, sh->fs, &o, engine_opened, sh) : -ENOMEM;
+        if (r < 0) {
+                atomic_store(&sh->open_err, r);
+                atomic_store(&sh->state, NET_SHARD_FAILED);
+        }
+}
+
+void net_shard_start(struct rx_loop *loop, void *arg)
+{
+        struct net_server *srv = arg;
+        struct net_shard *sh = srv->shards[rx_loop_shard_id(loop)];
+
+        sh->loop = loop;
+        rx_loop_set_user(loop, sh);
+        rx_timer_init(&sh->accept_retry, accept_retry, "net:accept_retry");
+        sh->accept_op = calloc(1, sizeof(*sh->accept_op));
+        if (sh->accept_op)
+                accept_arm(sh);
+        engine_open(sh);
+}
+
+/* ---- shutdown, on the shards ---- */
+
+static void stop_conns_run(struct rx_loop *loop, struct rx_alien_req *req)
+{
+        struct net_shard *sh = net_shard_of(loop);
+        struct net_conn *c, *next;
+
+        sh->stopping = true;
+        rx_timer_cancel(loop, &sh->accept_retry);
+        shutdown(sh->listen_fd, SHUT_RDWR);     /* ends the accept in flight */
+        sh->stop_req = req;
+        for (c = sh->conns; c; c = next) {
+                next = c->next;
+                net_conn_close(c);
+        }
+        if (!sh->conns)
+                net_shard_conns_gone(sh);
+}
+
+void net_shard_conns_gone(struct net_shard *sh)
+{
+        struct rx_alien_req *req = sh->stop_req;
+
+        sh->stop_req = NULL;
+        if (req)
+                rx_alien_complete(req, 0);
+}
+
+static void engine_closed(void *arg, int res)
+{
+        struct net_shard *sh = arg;
+        struct rx_alien_req *req = sh->stop_req;
+
+        sh->eng = NULL;
+        eng_fs_free(sh->fs);
+        sh->fs = NULL;
+        atomic_store(&sh->state, NET_SHARD_CLOSED);
+        sh->stop_req = NULL;
+        if (req)
+                rx_alien_complete(req, res);
+}
+
+static void close_engine_run(struct rx_loop *loop, struct rx_alien_req *req)
+{
+        struct net_shard *sh = net_shard_of(loop);
+        int state = atomic_load(&sh->state);
+
+        sh->stop_req = req;
+        if (state == NET_SHARD_LOADING) {
+                sh->close_wanted = true;        /* engine_opened closes it */
+                return;
+        }
+        if (state != NET_SHARD_READY || eng_shard_close(sh->eng, engine_closed, sh) < 0)
+                engine_closed(sh, state == NET_SHARD_READY ? -EIO : 0);
+}
+
+static int on_shard(struct net_server *srv, unsigned i,
+                    void (*run)(struct rx_loop *, struct rx_alien_req *))
+{
+        struct rx_alien_req req = { .run = run };
+
+        if (rx_smp_alien_submit(srv->smp, i, &req) < 0)
+                return -SCREE_ESHUTDOWN;
+        return (int)rx_alien_wait(&req);
+}
+
+int net_server_stop_conns(struct net_server *srv, unsigned i)
+{
+        return on_shard(srv, i, stop_conns_run);
+}
+
+int net_server_close_engine(struct net_server *srv, unsigned i)
+{
+        return on_shard(srv, i, close_engine_run);
+}

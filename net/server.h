@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The server: one listening socket per shard on the same port
+ * (SO_REUSEPORT, so the kernel spreads new connections over the shards),
+ * one engine shard per shard in <dir>/shard-<k>, and the connections each
+ * shard accepted (conn.h). Design: docs/server.md.
+ *
+ * Objects and threads:
+ *   - struct net_server: made by the main thread before the shards start
+ *     (settings, tablet map, listening sockets) and shared read-only by the
+ *     shards, except the settings that CONFIG SET changes at run time,
+ *     which are read and written under cfg_lock (cold paths only: accept,
+ *     AUTH, HELLO, CONFIG), and the atomic counters.
+ *   - struct net_shard: one per shard, touched only by its shard (the
+ *     main thread reads its `state` atomically and talks to it through
+ *     foreign requests).
+ *
+ * Life cycle: net_server_new (main) -> rx_smp_new with net_shard_start as
+ * on_start (each shard starts accepting and opens its engine; commands
+ * for a shard still opening get -LOADING) -> net_server_stop_conns on
+ * every shard (phase 1: no more accepts, every connection closed once its
+ * in-flight commands are back) -> net_server_close_engines (phase 2: each
+ * engine closed, so every acknowledged write is on disk) -> rx_smp_stop ->
+ * net_server_free. Phase 2 starts only once every shard finished phase 1,
+ * since a connection's command may be running on any shard.
+ */
+#ifndef SCREE_NET_SERVER_H
+#define SCREE_NET_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/tablet.h"
+#include "reactor/timer.h"
+#include "net/config.h"
+
+struct eng_fs;
+struct eng_shard;
+struct net_conn;
+struct rx_loop;
+struct rx_smp;
+
+enum net_shard_state {
+        NET_SHARD_LOADING = 0,          /* engine opening (replaying its log) */
+        NET_SHARD_READY = 1,
+        NET_SHARD_FAILED = 2,           /* engine open failed: see open_err */
+        NET_SHARD_CLOSED = 3,
+};
+
+struct net_server {
+        struct scree_config *cfg;       /* borrowed from main; see cfg_lock */
+        pthread_mutex_t cfg_lock;       /* guards cfg's runtime settings */
+        struct eng_tablet_map map;
+        unsigned n_shards;
+        struct net_shard **shards;      /* [n_shards] */
+        struct rx_smp *smp;             /* set by main once the group runs */
+        uint64_t start_ns;              /* CLOCK_MONOTONIC */
+        uint64_t start_wall_ms;
+        uint64_t max_key_bytes, max_value_bytes;   /* fixed at start */
+        _Atomic uint64_t clients;       /* connections open, all shards */
+        _Atomic uint64_t next_client_id;
+        _Atomic uint64_t total_connections, rejected_connections;
+        _Atomic uint64_t total_commands;
+};
+
+struct net_shard {
+        struct net_server *srv;
+        struct rx_loop *loop;           /* set at start */
+        unsigned id;
+        int listen_fd;                  /* made by main; closed by net_server_free */
+        bool accepting, stopping;
+        struct rx_op *accept_op;        /* heap, lives as long as the shard */
+        struct eng_fs *fs;
+        struct eng_shard *eng;          /* NULL until open; commands get -LOADING */
+        _Atomic int state;              /* enum net_shard_state */
+        _Atomic int open_err;           /* the engine's open error, if FAILED */
+        struct net_conn *conns;         /* every open connection (doubly linked) */
+        uint64_t n_commands;            /* commands parsed here */
+        struct rx_timer accept_retry;   /* after EMFILE and the like */
+        uint64_t n_conns;
+        void *stop_req;                 /* the foreign request waiting for phase 1 or 2 */
+        bool close_wanted;              /* phase 2 asked while the engine was opening */
+        char dir[4096];
+};
+
+/*
+ * Makes the server for cfg (borrowed; must outlive the server): checks
+ * and creates cfg->dir and its shard directories, binds n_shards
+ * listening sockets on cfg->bind:cfg->port with SO_REUSEPORT. Returns 0
+ * and *ret (free with net_server_free), or -errno with a message in err.
+ * Main thread.
+ */
+int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_server **ret,
+                   char *err, size_t err_len);
+
+/* Closes the listening sockets and frees everything. REQUIRES: the shard
+ * group has stopped. Accepts NULL. Main thread. */
+void net_server_free(struct net_server *srv);
+
+/* rx_smp on_start: arg is the net_server. Starts accepting and opening
+ * the engine on the calling shard. */
+void net_shard_start(struct rx_loop *loop, void *arg);
+
+/*
+ * Phase 1 / phase 2 of the shutdown on shard i (see above), from the main
+ * thread: each blocks until that shard is done. Returns 0 or the shard's
+ * engine close error. Main thread.
+ */
+int net_server_stop_conns(struct net_server *srv, unsigned i);
+int net_server_close_engine(struct net_server *srv, unsigned i);
+
+/* The calling shard's net_shard. Shard-local. */
+struct net_shard *net_shard_of(struct rx_loop *loop);
+
+/* Which shard owns key. Any thread. */
+unsigned net_server_owner(const struct net_server *srv, const void *key, size_t len);
+
+/* Connection bookkeeping for conn.c. Shard-local. */
+void net_shard_conn_link(struct net_shard *sh, struct net_conn *c);
+void net_shard_conn_unlink(struct net_shard *sh, struct net_conn *c);
+
+/* Called by conn.c when the last connection of a stopping shard is gone. */
+void net_shard_conns_gone(struct net_shard *sh);
+
+#endif

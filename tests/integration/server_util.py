@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Starting and stopping the real build/scree for the integration tests.
+
+Every server binds 127.0.0.1 on a free port, lives in a temporary --dir,
+and is stopped by its own PID (SIGTERM, then SIGKILL after a timeout).
+"""
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+BIN = os.environ.get("SCREE_BIN", "build/scree")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, dir=None, smp=2, args=(), port=None):
+        self.own_dir = dir is None
+        self.dir = dir or tempfile.mkdtemp(prefix="scree-it-")
+        self.smp = smp
+        self.args = list(args)
+        self.port = port or free_port()
+        self.proc = None
+        self.log = None
+
+    def start(self, wait=True):
+        self.log = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(
+            [BIN, "--port", str(self.port), "--dir", self.dir, "--smp", str(self.smp)] + self.args,
+            stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=20):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("scree exited: " + self.output())
+            if "ready to accept connections" in self.output():
+                return
+            time.sleep(0.02)
+        raise RuntimeError("scree not ready: " + self.output())
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode
+        self.proc = None
+        out = self.output()
+        # A sanitizer build reports here: fail the test that ran into it.
+        for bad in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            assert bad not in out, out[-4000:]
+        return rc
+
+    def rss_kib(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def client(self, **kw):
+        import redis
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=20, **kw)
+
+    def raw(self):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=20)
+        return RawClient(s)
+
+
+class RawClient:
+    """A plain socket speaking RESP by hand, for what redis-py hides."""
+
+    def __init__(self, sock):
+        self.s = sock
+        self.buf = b""
+
+    def send(self, data):
+        self.s.sendall(data)
+
+    def cmd(self, *args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.send(out)
+
+    def _fill(self):
+        chunk = self.s.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        self.buf += chunk
+
+    def line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def exact(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def reply(self):
+        """One reply, decoded loosely: (type byte, value)."""
+        line = self.line()
+        t, rest = line[:1], line[1:]
+        if t in (b"+", b"-", b":", b",", b"(", b"#", b"_"):
+            return (t, rest)
+        if t in (b"$", b"="):
+            n = int(rest)
+            if n < 0:
+                return (t, None)
+            data = self.exact(n + 2)[:-2]
+            return (t, data)
+        if t in (b"*", b"%", b"~", b">"):
+            n = int(rest)
+            if n < 0:
+                return (t, None)
+            count = n * 2 if t == b"%" else n
+            return (t, [self.reply() for _ in range(count)])
+        raise ValueError("bad reply line %r" % line)
+
+    def is_closed(self, timeout=5):
+        self.s.settimeout(timeout)
+        try:
+            while True:
+                if not self.s.recv(65536):
+                    return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except socket.timeout:
+            return False
+
+    def close(self):
+        self.s.close()
