@@ -179,6 +179,15 @@ int net_cmd_flushall(struct net_req *req);
 int net_cmd_shard_count(struct net_req *req);
 int net_cmd_shard_flush(struct net_req *req);
 
+int net_cmd_getrange(struct net_req *req);
+int net_cmd_setrange(struct net_req *req);
+int net_cmd_getex(struct net_req *req);
+int net_cmd_incrbyfloat(struct net_req *req);
+
+int net_cmd_scan(struct net_req *req);
+int net_cmd_keys(struct net_req *req);
+int net_cmd_randomkey(struct net_req *req);
+
 int net_cmd_ping(struct net_req *req);
 int net_cmd_echo(struct net_req *req);
 int net_cmd_quit(struct net_req *req);
@@ -202,6 +211,17 @@ int net_req_fan_out(struct net_req *parent, void (*gather)(struct net_req *paren
  * above. */
 int net_req_each_shard(struct net_req *parent, const struct net_cmd_def *def, size_t info_bytes,
                        void (*gather)(struct net_req *parent));
+
+/* Walks every key of the running shard's default table in chunks,
+ * yielding to the loop between chunks (cmd_keys.c): item(sc, it) runs
+ * for each live key (req is sc->ctx; req->ival is zeroed first), then
+ * then(req, res) once with 0 or the error, and writes the reply. Returns
+ * what the handler returns. */
+int net_req_walk(struct net_req *req, int (*item)(struct eng_scan *, const struct eng_scan_item *),
+                 net_req_then_fn then);
+
+/* A continuation that replies req->ival as an integer, or the error. */
+void net_then_int_ival(struct net_req *req, int res);
 
 /* The internal per-shard commands. */
 extern const struct net_cmd_def net_cmd_def_shard_count;

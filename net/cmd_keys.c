@@ -193,16 +193,12 @@ int net_cmd_type(struct net_req *req)
 
 static int scan_chunk(struct net_req *req);
 
-/* Ends the walk with r (0 or an error) and writes the reply. */
+/* Ends the walk with r (0 or an error): the walk's continuation writes
+ * the reply. */
 static void scan_end(struct net_req *req, int r)
 {
         eng_scan_release(&req->sc);
-        if (r < 0)
-                net_reply_engine_err(req, r);
-        else if (req->def == &net_cmd_def_shard_flush)
-                net_resp_add_simple(req->out, "OK", 2);
-        else
-                net_resp_add_int(req->out, req->ival);
+        req->then(req, r);
 }
 
 static void scan_task(struct rx_loop *loop, struct rx_task *t)
@@ -306,6 +302,8 @@ static int count_item(struct eng_scan *sc, const struct eng_scan_item *it)
         struct net_req *req = sc->ctx;
 
         req->ival++;
+        if (it->expiry_ms)
+                req->expiry_ms++;       /* INFO's expires= */
         return 0;
 }
 
@@ -330,30 +328,48 @@ static int collect_item(struct eng_scan *sc, const struct eng_scan_item *it)
         return 0;
 }
 
-static int scan_start(struct net_req *req, int (*item)(struct eng_scan *,
-                                                       const struct eng_scan_item *))
+int net_req_walk(struct net_req *req, int (*item)(struct eng_scan *, const struct eng_scan_item *),
+                 net_req_then_fn then)
 {
         memset(&req->sc, 0, sizeof(req->sc));
         req->sc.item = item;
         req->sc.done = scan_cb;
         req->sc.ctx = req;
         req->ival = 0;
+        req->then = then;
         return scan_chunk(req);
+}
+
+static void flush_then(struct net_req *req, int res)
+{
+        if (res < 0)
+                net_reply_engine_err(req, res);
+        else
+                net_resp_add_simple(req->out, "OK", 2);
 }
 
 int net_cmd_shard_count(struct net_req *req)
 {
-        return scan_start(req, count_item);
+        req->expiry_ms = 0;
+        return net_req_walk(req, count_item, net_then_int_ival);
 }
 
 int net_cmd_shard_flush(struct net_req *req)
 {
-        return scan_start(req, collect_item);
+        return net_req_walk(req, collect_item, flush_then);
 }
 
 int net_cmd_dbsize(struct net_req *req)
 {
         return net_req_each_shard(req, &net_cmd_def_shard_count, 0, sum_gather);
+}
+
+void net_then_int_ival(struct net_req *req, int res)
+{
+        if (res < 0)
+                net_reply_engine_err(req, res);
+        else
+                net_resp_add_int(req->out, req->ival);
 }
 
 static void ok_gather(struct net_req *req)
