@@ -21,7 +21,7 @@ int net_ld_parse(const char *s, size_t len, long double *ret)
         buf[len] = 0;
         errno = 0;
         v = strtold(buf, &end);
-        if ((size_t)(end - buf) != len || isnan(v) || (errno == ERANGE && !isinf(v) && v != 0))
+        if ((size_t)(end - buf) != len || isnan(v) || (errno == ERANGE && (isinf(v) || v == 0)))
                 return -EINVAL;
         *ret = v;
         return 0;

@@ -20,8 +20,9 @@
 
 /*
  * Parses s[0..len) as INCRBYFLOAT takes a float: the whole string,
- * strtold syntax, no leading space, not NaN, at most NET_LD_MAX - 1
- * bytes. "inf" parses (the caller refuses an infinite result). Returns 0
+ * strtold syntax, no leading space, not NaN, no overflow or underflow
+ * to zero, at most NET_LD_MAX - 1 bytes. "inf" itself parses (the caller
+ * refuses an infinite result). Returns 0
  * and *ret, or -EINVAL.
  */
 int net_ld_parse(const char *s, size_t len, long double *ret);
