@@ -29,7 +29,9 @@
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const config_sub[] = { "get", "set", "resetstat", NULL };
-static const char *const client_sub[] = { "setname", "getname", "id", "setinfo", NULL };
+static const char *const client_sub[] = { "setname", "getname", "id", "setinfo", "list", "info",
+                                          "kill", NULL };
+static const char *const slowlog_sub[] = { "get", "len", "reset", NULL };
 static const char *const command_sub[] = { "count", "docs", "info", NULL };
 
 /* Sorted by nothing: looked up linearly (small, and hot entries first). */
@@ -82,6 +84,7 @@ static const struct net_cmd_def table[] = {
         { "config", -2, LD | LC | NE, 0, 0, 0, net_cmd_config, config_sub },
         { "time", 1, LD | LC | NE, 0, 0, 0, net_cmd_time, NULL },
         { "info", -1, LD | LC | NE, 0, 0, 0, net_cmd_info, NULL },
+        { "slowlog", -2, LD | LC | NE, 0, 0, 0, net_cmd_slowlog, slowlog_sub },
 };
 
 /* Internal per-key and per-shard steps of the fan-out commands. */
@@ -299,7 +302,7 @@ int net_req_each_shard(struct net_req *parent, const struct net_cmd_def *def, si
                 return NET_CMD_DONE;
         }
         for (unsigned i = 0; i < n; i++) {
-                struct net_req *c = net_req_child(parent, def, parent->argv, 1, (int)i);
+                struct net_req *c = net_req_child(parent, def, parent->argv, parent->argc, (int)i);
 
                 if (c && info_bytes && !(c->info = calloc(1, info_bytes))) {
                         net_req_free(c);
@@ -333,10 +336,20 @@ void net_then_int(struct net_req *req, int res)
                 net_resp_add_int(req->out, res);
 }
 
+/* INFO's keyspace_hits / keyspace_misses, on the shard that read. */
+static void count_read(struct net_req *req, int res)
+{
+        if (res == 0)
+                req->exec->keyspace_hits++;
+        else if (res == -SCREE_ENOTFOUND)
+                req->exec->keyspace_misses++;
+}
+
 static void get_cb(struct eng_get *g, int res)
 {
         struct net_req *req = g->ctx;
 
+        count_read(req, res);
         req->then(req, res);
         if (res == 0)
                 eng_get_release(g);
@@ -354,6 +367,7 @@ int net_req_get(struct net_req *req, const void *key, size_t len, net_req_then_f
         r = eng_shard_get(req->exec->eng, ENG_TABLE_DEFAULT, key, (uint32_t)len, &req->u.g);
         if (r == 1)
                 return NET_CMD_PENDING;
+        count_read(req, r);
         then(req, r);
         if (r == 0)
                 eng_get_release(&req->u.g);

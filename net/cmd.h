@@ -111,6 +111,7 @@ struct net_req {
         struct eng_scan sc;             /* outside u: a flush writes between scans */
         size_t scratch_cap;
         struct rx_task task;
+        uint64_t start_ns;              /* dispatch time (SLOWLOG) */
 };
 
 /* The command named a (any case), or NULL. Pure. */
@@ -196,6 +197,8 @@ int net_cmd_auth(struct net_req *req);
 int net_cmd_select(struct net_req *req);
 int net_cmd_command(struct net_req *req);
 int net_cmd_client(struct net_req *req);
+int net_cmd_client_intro(struct net_req *req);         /* LIST, INFO, KILL (cmd_client.c) */
+int net_cmd_slowlog(struct net_req *req);
 int net_cmd_config(struct net_req *req);
 int net_cmd_time(struct net_req *req);
 int net_cmd_info(struct net_req *req);
@@ -206,7 +209,7 @@ int net_cmd_shard_info(struct net_req *req);
  * origin once all are back, writes the parent's reply and completes it. */
 int net_req_fan_out(struct net_req *parent, void (*gather)(struct net_req *parent));
 
-/* Starts a child per shard running def (no arguments but the name), each
+/* Starts a child per shard running def (over the parent's arguments), each
  * with info_bytes of zeroed req->info (0: none) for its result; gather as
  * above. */
 int net_req_each_shard(struct net_req *parent, const struct net_cmd_def *def, size_t info_bytes,

@@ -20,7 +20,7 @@
 
 struct shard_info {
         struct eng_shard_stats st;
-        uint64_t conns, commands;
+        uint64_t conns, commands, ops_per_sec, hits, misses;
         bool loading;
 };
 
@@ -31,6 +31,9 @@ int net_cmd_shard_info(struct net_req *req)
 
         si->conns = sh->n_conns;
         si->commands = sh->n_commands;
+        si->ops_per_sec = sh->ops_per_sec;
+        si->hits = sh->keyspace_hits;
+        si->misses = sh->keyspace_misses;
         si->loading = !sh->eng;
         if (!sh->eng) {
                 net_resp_add_int(req->out, 0);
@@ -65,7 +68,7 @@ static void info_server(FILE *f, const struct net_server *srv)
 
 static void info_clients_stats(FILE *f, const struct net_req *req, struct net_server *srv)
 {
-        uint64_t cmds = 0;
+        uint64_t cmds = 0, ops = 0, hits = 0, misses = 0;
 
         if (want(req, "clients"))
                 fprintf(f, "# Clients\r\nconnected_clients:%llu\r\nmaxclients:%llu\r\n\r\n",
@@ -73,13 +76,22 @@ static void info_clients_stats(FILE *f, const struct net_req *req, struct net_se
                         (unsigned long long)srv->cfg->maxclients);
         if (!want(req, "stats"))
                 return;
-        for (uint32_t i = 0; i < req->n_children; i++)
-                cmds += ((struct shard_info *)req->children[i]->info)->commands;
+        for (uint32_t i = 0; i < req->n_children; i++) {
+                const struct shard_info *si = req->children[i]->info;
+
+                cmds += si->commands;
+                ops += si->ops_per_sec;
+                hits += si->hits;
+                misses += si->misses;
+        }
         fprintf(f, "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
-                   "rejected_connections:%llu\r\n\r\n",
+                   "instantaneous_ops_per_sec:%llu\r\nrejected_connections:%llu\r\n"
+                   "expired_keys:0\r\nevicted_keys:0\r\nkeyspace_hits:%llu\r\n"
+                   "keyspace_misses:%llu\r\n\r\n",
                 (unsigned long long)atomic_load(&srv->total_connections),
-                (unsigned long long)cmds,
-                (unsigned long long)atomic_load(&srv->rejected_connections));
+                (unsigned long long)cmds, (unsigned long long)ops,
+                (unsigned long long)atomic_load(&srv->rejected_connections),
+                (unsigned long long)hits, (unsigned long long)misses);
 }
 
 static void info_scree(FILE *f, const struct net_req *req)
@@ -106,7 +118,7 @@ static void info_scree(FILE *f, const struct net_req *req)
 static void info_gather(struct net_req *req)
 {
         struct net_server *srv = req->origin->srv;
-        int64_t keys = 0;
+        int64_t keys = 0, expires = 0;
         char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
@@ -115,15 +127,18 @@ static void info_gather(struct net_req *req)
                 net_resp_add_error(req->out, "ERR out of memory", 17);
                 return;
         }
-        for (uint32_t i = 0; i < req->n_children; i++)
+        for (uint32_t i = 0; i < req->n_children; i++) {
                 keys += req->children[i]->ival;
+                expires += (int64_t)req->children[i]->expiry_ms;   /* counted by the walk */
+        }
         if (want(req, "server"))
                 info_server(f, srv);
         info_clients_stats(f, req, srv);
         if (want(req, "keyspace")) {
                 fprintf(f, "# Keyspace\r\n");
                 if (keys > 0)
-                        fprintf(f, "db0:keys=%lld,expires=0,avg_ttl=0\r\n", (long long)keys);
+                        fprintf(f, "db0:keys=%lld,expires=%lld,avg_ttl=0\r\n", (long long)keys,
+                                (long long)expires);
                 fprintf(f, "\r\n");
         }
         if (want(req, "scree"))

@@ -282,6 +282,8 @@ int net_cmd_client(struct net_req *req)
         struct net_conn *c = req->conn;
         size_t n = req->argc;
 
+        if (net_arg_is(sub, "list") || net_arg_is(sub, "info") || net_arg_is(sub, "kill"))
+                return net_cmd_client_intro(req);
         if (net_arg_is(sub, "id") && n == 2) {
                 net_resp_add_int(req->out, (int64_t)c->id);
         } else if (net_arg_is(sub, "getname") && n == 2) {
@@ -353,6 +355,8 @@ static void config_set(struct net_req *req)
                 r = name && val ? cfg_set(srv->cfg, name, val, true, err, sizeof(err)) : -ENOMEM;
                 if (r == 0 && !strcmp(name, "log-level"))
                         log_level = (enum log_level)srv->cfg->log_level;
+                if (r == 0)
+                        net_server_cfg_changed(srv);
                 if (r < 0)
                         net_resp_add_errorf(req->out, "ERR CONFIG SET failed (possibly related to "
                                                       "argument '%s') - %s", name ? name : "",

@@ -13,6 +13,7 @@
 
 enum cfg_type {
         CFG_UINT,
+        CFG_INT,                        /* int64_t; min and max hold int64 values */
         CFG_SIZE,
         CFG_BOOL,
         CFG_ENUM,
@@ -100,6 +101,11 @@ static const struct cfg_def defs[] = {
           "how long an idle shard spins before it sleeps", NULL },
         { "timeout", CFG_UINT, OFF(timeout_s), "0", 0, 86400 * 365, NULL, true, false,
           "close a client idle this many seconds (0 = never)", NULL },
+        { "slowlog-log-slower-than", CFG_INT, OFF(slowlog_slower_than_us), "10000",
+          (uint64_t)INT64_C(-1), (uint64_t)INT64_MAX, NULL, true, false,
+          "SLOWLOG records commands slower than this many microseconds (-1 = none)", NULL },
+        { "slowlog-max-len", CFG_UINT, OFF(slowlog_max_len), "128", 0, 1000000, NULL, true, false,
+          "SLOWLOG entries kept per shard", NULL },
         { "maxmemory", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_maxmemory },
         { "save", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_empty },
         { "appendonly", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_yes },
@@ -180,6 +186,21 @@ static int parse_uint(const char *s, uint64_t *ret)
         return errno || *end ? -EINVAL : 0;
 }
 
+static int parse_int(const struct cfg_def *d, const char *s, uint64_t *ret)
+{
+        bool neg = *s == '-';
+        uint64_t u;
+        int64_t v;
+
+        if (parse_uint(s + neg, &u) < 0 || u > (uint64_t)INT64_MAX)
+                return -EINVAL;
+        v = neg ? -(int64_t)u : (int64_t)u;
+        if (v < (int64_t)d->min || v > (int64_t)d->max)
+                return -EINVAL;
+        *ret = (uint64_t)v;
+        return 0;
+}
+
 static int parse_bool(const char *s, uint64_t *ret)
 {
         static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no", "false", "off", "0" };
@@ -214,6 +235,10 @@ static void expected(const struct cfg_def *d, char *buf, size_t len)
                 snprintf(buf, len, "a whole number from %llu to %llu", (unsigned long long)d->min,
                          (unsigned long long)d->max);
                 break;
+        case CFG_INT:
+                snprintf(buf, len, "a whole number from %lld to %lld", (long long)d->min,
+                         (long long)d->max);
+                break;
         case CFG_SIZE:
                 if (d->max == UINT64_MAX)
                         snprintf(buf, len, "a size of at least %llu bytes (suffixes k, kb, mb, MiB, g, ...)",
@@ -246,6 +271,9 @@ static int set_def(struct scree_config *c, const struct cfg_def *d, const char *
         switch (d->type) {
         case CFG_UINT:
                 r = parse_uint(value, &v);
+                break;
+        case CFG_INT:
+                r = parse_int(d, value, &v);
                 break;
         case CFG_SIZE:
                 r = cfg_parse_size(value, &v);
@@ -349,6 +377,9 @@ int cfg_get(const struct scree_config *c, const char *name, char *buf, size_t le
                 break;
         case CFG_ENUM:
                 snprintf(buf, len, "%s", d->words[v]);
+                break;
+        case CFG_INT:
+                snprintf(buf, len, "%lld", (long long)v);
                 break;
         default:
                 snprintf(buf, len, "%llu", (unsigned long long)v);

@@ -8,6 +8,7 @@
  *
  * Value syntax by type:
  *   uint      decimal, within the setting's limits;
+ *   int       the same with an optional '-';
  *   size      a number with an optional suffix, case-insensitive, Redis's
  *             way: k/m/g/t are powers of 1000, kb/mb/gb/tb and
  *             kib/mib/gib/tib powers of 1024 (64MiB, 64mb, 1g);
@@ -49,6 +50,8 @@ struct scree_config {
         uint64_t log_level;             /* enum log_level */
         uint64_t idle_poll_us;
         uint64_t timeout_s;             /* idle client timeout; 0 = never */
+        int64_t slowlog_slower_than_us; /* SLOWLOG threshold; -1 = off */
+        uint64_t slowlog_max_len;       /* SLOWLOG entries per shard */
 };
 
 /* Fills c with every default. Returns 0 or -ENOMEM. Free with cfg_fini. */

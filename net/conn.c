@@ -8,7 +8,9 @@
  * finishing inside it (the fast path) never re-enter it nor free the
  * connection under it.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -19,9 +21,11 @@
 #include <scree/scree_errors.h>
 
 #include "base/compiler.h"
+#include "base/time.h"
 #include "net/cmd.h"
 #include "net/conn.h"
 #include "net/server.h"
+#include "net/slowlog.h"
 
 static void conn_after(struct net_conn *c);
 static void conn_input(struct net_conn *c);
@@ -122,6 +126,7 @@ static void on_recv(struct rx_loop *loop, struct rx_op *op, int res)
                 else
                         conn_kill(c);
         } else if (!c->eof && !c->closing) {
+                c->last_ms = net_now_ms();
                 c->ipos = 0;
                 c->ilen = (size_t)res;
                 conn_input(c);
@@ -169,11 +174,31 @@ static void conn_enqueue(struct net_conn *c, struct net_req *req)
         c->n_queued++;
 }
 
+/* SLOWLOG: records req if it took at least slowlog-log-slower-than. AUTH
+ * and HELLO are never recorded (they carry passwords). */
+static void conn_slowlog(struct net_conn *c, const struct net_req *req)
+{
+        struct net_server *srv = c->sh->srv;
+        int64_t min_us = atomic_load_explicit(&srv->slowlog_slower_than_us, memory_order_relaxed);
+        uint64_t us;
+
+        if (min_us < 0 || !req->def || !c->sh->slowlog || req->def->fn == net_cmd_auth ||
+            req->def->fn == net_cmd_hello)
+                return;
+        us = (time_now_ns() - req->start_ns) / NS_PER_US;
+        if (us < (uint64_t)min_us)
+                return;
+        net_slowlog_push(c->sh->slowlog, atomic_load(&srv->slowlog_max_len),
+                         atomic_fetch_add(&srv->slowlog_next_id, 1), net_now_ms() / 1000, us,
+                         req->argv, req->argc, c->addr, c->name);
+}
+
 void net_conn_req_done(struct net_conn *c, struct net_req *req)
 {
         struct net_req *h;
 
         req->done = true;
+        conn_slowlog(c, req);
         while ((h = c->q_head) && h->done) {
                 if (h->out != &c->out && !c->closing)
                         net_out_move(&c->out, &h->own);
@@ -272,6 +297,29 @@ static long long_key(const struct net_cmd_def *d, const struct net_cmd *cmd, uin
         return -1;
 }
 
+/* Remembers the command's name for CLIENT LIST: "name" or "name|sub". */
+static void conn_note_cmd(struct net_conn *c, const struct net_cmd_def *d,
+                          const struct net_cmd *cmd)
+{
+        size_t n;
+
+        if (!d) {
+                snprintf(c->last_cmd, sizeof(c->last_cmd), "NULL");
+                return;
+        }
+        n = (size_t)snprintf(c->last_cmd, sizeof(c->last_cmd), "%s", d->name);
+        if (!d->subcmds || cmd->argc < 2 || n + cmd->argv[1].len + 2 > sizeof(c->last_cmd))
+                return;
+        c->last_cmd[n++] = '|';
+        for (size_t i = 0; i < cmd->argv[1].len; i++) {
+                char ch = cmd->argv[1].ptr[i];
+
+                c->last_cmd[n++] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) :
+                                   ch > ' ' && ch <= '~' ? ch : '?';
+        }
+        c->last_cmd[n] = 0;
+}
+
 static void conn_dispatch(struct net_conn *c, const struct net_cmd *cmd)
 {
         const struct net_cmd_def *d = net_cmd_find(&cmd->argv[0]);
@@ -279,6 +327,7 @@ static void conn_dispatch(struct net_conn *c, const struct net_cmd *cmd)
         struct net_req *req;
 
         c->sh->n_commands++;
+        conn_note_cmd(c, d, cmd);
         if (!d) {
                 reply_unknown(c, cmd);
                 return;
@@ -300,6 +349,7 @@ static void conn_dispatch(struct net_conn *c, const struct net_cmd *cmd)
                 conn_kill(c);
                 return;
         }
+        req->start_ns = time_now_ns();
         conn_enqueue(c, req);
         req->out = c->q_head == req && net_req_shard(req) == c->sh->id ? &c->out : &req->own;
         net_req_start(req);
@@ -345,6 +395,40 @@ static struct net_resp_limits conn_limits(const struct net_server *srv)
         return lim;
 }
 
+/* "ip:port" of a socket address ("[ip]:port" for IPv6), or "?". */
+static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+        char ip[INET6_ADDRSTRLEN];
+
+        if (ss->ss_family == AF_INET) {
+                const struct sockaddr_in *a = (const void *)ss;
+
+                inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+                snprintf(buf, len, "%s:%u", ip, ntohs(a->sin_port));
+        } else if (ss->ss_family == AF_INET6) {
+                const struct sockaddr_in6 *a = (const void *)ss;
+
+                inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+                snprintf(buf, len, "[%s]:%u", ip, ntohs(a->sin6_port));
+        } else {
+                snprintf(buf, len, "?");
+        }
+}
+
+static void conn_addrs(struct net_conn *c)
+{
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+
+        memset(&ss, 0, sizeof(ss));
+        getpeername(c->fd, (struct sockaddr *)&ss, &len);
+        addr_text(&ss, c->addr, sizeof(c->addr));
+        len = sizeof(ss);
+        memset(&ss, 0, sizeof(ss));
+        getsockname(c->fd, (struct sockaddr *)&ss, &len);
+        addr_text(&ss, c->laddr, sizeof(c->laddr));
+}
+
 int net_conn_open(struct net_shard *sh, int fd)
 {
         struct net_server *srv = sh->srv;
@@ -362,7 +446,8 @@ int net_conn_open(struct net_shard *sh, int fd)
         c->fd = fd;
         c->proto = 2;
         c->id = atomic_fetch_add_explicit(&srv->next_client_id, 1, memory_order_relaxed) + 1;
-        c->created_ms = net_now_ms();
+        c->created_ms = c->last_ms = net_now_ms();
+        conn_addrs(c);
         pthread_mutex_lock(&srv->cfg_lock);
         c->authed = srv->cfg->requirepass[0] == 0;
         pthread_mutex_unlock(&srv->cfg_lock);
@@ -395,4 +480,47 @@ void net_conn_set_proto(struct net_conn *c, uint8_t proto)
 {
         c->proto = proto;
         net_resp_out_set_proto(&c->out, proto);
+}
+
+/* ---- introspection ---- */
+
+size_t net_conn_describe(const struct net_conn *c, uint64_t now_ms, char *buf)
+{
+        size_t out = net_resp_out_pending_bytes(&c->out);
+        size_t qbuf = c->ilen - c->ipos;
+        int n;
+
+        n = snprintf(buf, NET_CONN_LINE_MAX,
+                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=N db=0 "
+                     "sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 "
+                     "multi-mem=0 rbs=%u rbp=0 obl=0 oll=%u omem=%zu tot-mem=%zu events=r "
+                     "cmd=%s user=default redir=-1 resp=%u lib-name=%s lib-ver=%s\n",
+                     (unsigned long long)c->id, c->addr, c->laddr, c->fd, c->name ? c->name : "",
+                     (unsigned long long)((now_ms - c->created_ms) / 1000),
+                     (unsigned long long)((now_ms - c->last_ms) / 1000), qbuf,
+                     NET_CONN_RECV_BYTES - qbuf, NET_CONN_RECV_BYTES, c->n_queued, out,
+                     out + NET_CONN_RECV_BYTES + sizeof(*c), c->last_cmd[0] ? c->last_cmd : "NULL",
+                     c->proto, c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
+        if (n < 0)
+                return 0;
+        if ((size_t)n >= NET_CONN_LINE_MAX) {
+                buf[NET_CONN_LINE_MAX - 2] = '\n';
+                return NET_CONN_LINE_MAX - 1;
+        }
+        return (size_t)n;
+}
+
+unsigned net_conn_sweep_idle(struct net_shard *sh, uint64_t now_ms, uint64_t timeout_ms)
+{
+        struct net_conn *c, *next;
+        unsigned n = 0;
+
+        for (c = sh->conns; c; c = next) {
+                next = c->next;
+                if (c->q_head || c->closing || now_ms < c->last_ms + timeout_ms)
+                        continue;
+                net_conn_close(c);
+                n++;
+        }
+        return n;
 }

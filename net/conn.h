@@ -63,7 +63,20 @@ struct net_conn {
         char *name;                     /* CLIENT SETNAME; heap or NULL */
         char *lib_name, *lib_ver;       /* CLIENT SETINFO */
         uint64_t created_ms;
+        uint64_t last_ms;               /* last input (CLIENT LIST idle=, --timeout) */
+        char addr[56], laddr[56];       /* "ip:port" of the peer and of our side */
+        char last_cmd[40];              /* CLIENT LIST cmd=: "get", "client|list" */
 };
+
+#define NET_CONN_LINE_MAX 1024
+
+/* Writes c's CLIENT LIST line (with its '\n') into buf (NET_CONN_LINE_MAX
+ * bytes) and returns its length. Shard-local. */
+size_t net_conn_describe(const struct net_conn *c, uint64_t now_ms, char *buf);
+
+/* Closes every connection of sh idle for timeout_ms or more with no
+ * request in flight (--timeout). Returns how many. Shard-local. */
+unsigned net_conn_sweep_idle(struct net_shard *sh, uint64_t now_ms, uint64_t timeout_ms);
 
 /* Starts serving fd (taken) on shard sh. On -ENOMEM fd is closed. Shard-local. */
 int net_conn_open(struct net_shard *sh, int fd);

@@ -20,7 +20,9 @@
 #include "base/time.h"
 #include "engine/fs.h"
 #include "engine/shard.h"
+#include "net/cmd.h"
 #include "net/conn.h"
+#include "net/slowlog.h"
 #include "net/server.h"
 #include "reactor/io.h"
 #include "reactor/loop.h"
@@ -139,6 +141,7 @@ int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_serve
         srv->start_wall_ms = time_wall_ns() / NS_PER_MS;
         srv->max_key_bytes = cfg->max_key_bytes;
         srv->max_value_bytes = cfg->max_value_bytes;
+        net_server_cfg_changed(srv);
         r = eng_tablet_map_init(&srv->map, n_shards, ENG_SHARD_DEFAULT_TABLETS);
         if (r < 0) {
                 snprintf(err, err_len, "bad shard count %u", n_shards);
@@ -171,6 +174,7 @@ void net_server_free(struct net_server *srv)
                 if (sh->listen_fd >= 0)
                         close(sh->listen_fd);
                 free(sh->accept_op);
+                net_slowlog_free(sh->slowlog);
                 free(sh);
         }
         free(srv->shards);
@@ -212,6 +216,29 @@ void net_shard_conn_unlink(struct net_shard *sh, struct net_conn *c)
 }
 
 static void accept_arm(struct net_shard *sh);
+
+void net_server_cfg_changed(struct net_server *srv)
+{
+        atomic_store(&srv->slowlog_slower_than_us, srv->cfg->slowlog_slower_than_us);
+        atomic_store(&srv->slowlog_max_len, srv->cfg->slowlog_max_len);
+}
+
+/* Once a second: close idle connections (--timeout), sample ops/sec. */
+static void shard_tick(struct rx_loop *loop, struct rx_timer *t)
+{
+        struct net_shard *sh = container_of(t, struct net_shard, tick);
+        uint64_t timeout_s;
+
+        pthread_mutex_lock(&sh->srv->cfg_lock);
+        timeout_s = sh->srv->cfg->timeout_s;
+        pthread_mutex_unlock(&sh->srv->cfg_lock);
+        if (timeout_s)
+                net_conn_sweep_idle(sh, net_now_ms(), timeout_s * 1000);
+        sh->ops_per_sec = sh->n_commands - sh->tick_commands;
+        sh->tick_commands = sh->n_commands;
+        if (!sh->stopping)
+                rx_timer_arm_after(loop, &sh->tick, NS_PER_SEC);
+}
 
 static bool client_admit(struct net_shard *sh, int fd)
 {
@@ -325,6 +352,9 @@ void net_shard_start(struct rx_loop *loop, void *arg)
         sh->loop = loop;
         rx_loop_set_user(loop, sh);
         rx_timer_init(&sh->accept_retry, accept_retry, "net:accept_retry");
+        rx_timer_init(&sh->tick, shard_tick, "net:tick");
+        sh->slowlog = net_slowlog_new();
+        rx_timer_arm_after(loop, &sh->tick, NS_PER_SEC);
         sh->accept_op = calloc(1, sizeof(*sh->accept_op));
         if (sh->accept_op)
                 accept_arm(sh);
@@ -340,6 +370,7 @@ static void stop_conns_run(struct rx_loop *loop, struct rx_alien_req *req)
 
         sh->stopping = true;
         rx_timer_cancel(loop, &sh->accept_retry);
+        rx_timer_cancel(loop, &sh->tick);
         shutdown(sh->listen_fd, SHUT_RDWR);     /* ends the accept in flight */
         sh->stop_req = req;
         for (c = sh->conns; c; c = next) {

@@ -39,6 +39,7 @@
 struct eng_fs;
 struct eng_shard;
 struct net_conn;
+struct net_slowlog;
 struct rx_loop;
 struct rx_smp;
 
@@ -63,6 +64,11 @@ struct net_server {
         _Atomic uint64_t next_client_id;
         _Atomic uint64_t total_connections, rejected_connections;
         _Atomic uint64_t total_commands;
+        /* Cached runtime settings read on hot paths (CONFIG SET updates
+         * them through net_server_cfg_changed). */
+        _Atomic int64_t slowlog_slower_than_us;        /* <0: off */
+        _Atomic uint64_t slowlog_max_len;
+        _Atomic uint64_t slowlog_next_id;               /* ids unique over the shards */
 };
 
 struct net_shard {
@@ -79,6 +85,11 @@ struct net_shard {
         struct net_conn *conns;         /* every open connection (doubly linked) */
         uint64_t n_commands;            /* commands parsed here */
         struct rx_timer accept_retry;   /* after EMFILE and the like */
+        struct rx_timer tick;           /* once a second: idle --timeout, ops/sec */
+        uint64_t tick_commands;         /* n_commands at the last tick */
+        uint64_t ops_per_sec;           /* commands parsed here in the last second */
+        uint64_t keyspace_hits, keyspace_misses;        /* reads run here */
+        struct net_slowlog *slowlog;    /* commands of this shard's connections */
         uint64_t n_conns;
         void *stop_req;                 /* the foreign request waiting for phase 1 or 2 */
         bool close_wanted;              /* phase 2 asked while the engine was opening */
@@ -113,6 +124,10 @@ int net_server_close_engine(struct net_server *srv, unsigned i);
 
 /* The calling shard's net_shard. Shard-local. */
 struct net_shard *net_shard_of(struct rx_loop *loop);
+
+/* Copies the runtime settings read on hot paths from srv->cfg into
+ * their atomics. REQUIRES: cfg_lock held (or the shards not started). */
+void net_server_cfg_changed(struct net_server *srv);
 
 /* Which shard owns key. Any thread. */
 unsigned net_server_owner(const struct net_server *srv, const void *key, size_t len);
