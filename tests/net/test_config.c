@@ -210,3 +210,21 @@ Test(config, usage_lists_every_setting)
         }
         free(text);
 }
+
+Test(config, signed_settings_take_minus_one_and_refuse_below_their_minimum)
+{
+        cr_expect(eq(i64, c.slowlog_slower_than_us, 10000));
+        cr_expect(eq(u64, c.slowlog_max_len, 128));
+        cr_assert(eq(int, cfg_set(&c, "slowlog-log-slower-than", "-1", true, err, sizeof(err)), 0));
+        cr_expect(eq(i64, c.slowlog_slower_than_us, -1));
+        cr_expect(eq(str, (char *)get("slowlog-log-slower-than"), "-1"));
+        cr_expect(eq(int, cfg_set(&c, "slowlog-log-slower-than", "-2", true, err, sizeof(err)),
+                     -EINVAL));
+        cr_expect(eq(int, cfg_set(&c, "slowlog-log-slower-than", "--1", true, err, sizeof(err)),
+                     -EINVAL));
+        cr_expect(eq(int, cfg_set(&c, "slowlog-log-slower-than", "x", true, err, sizeof(err)),
+                     -EINVAL));
+        cr_expect(eq(i64, c.slowlog_slower_than_us, -1));
+        cr_assert(eq(int, cfg_set(&c, "slowlog-log-slower-than", "0", true, err, sizeof(err)), 0));
+        cr_expect(eq(str, (char *)get("slowlog-log-slower-than"), "0"));
+}
