@@ -131,6 +131,17 @@ static bool key_matches(const struct scan_opts *o, const uint8_t *key, uint32_t 
                                                              (const char *)key, len, false));
 }
 
+/* Writes the key into the child's reply if it matches. 0 or -ENOMEM. */
+static int take_key(struct net_req *req, const struct eng_scan_item *it)
+{
+        struct scan_page *p = req->info;
+
+        if (!key_matches(&p->o, it->key, it->key_len))
+                return 0;
+        p->taken++;
+        return net_resp_add_bulk(req->out, it->key, it->key_len);
+}
+
 /* ---- SCAN: the page, on the owning shard ---- */
 
 static int page_item(struct eng_scan *sc, const struct eng_scan_item *it)
@@ -148,10 +159,7 @@ static int page_item(struct eng_scan *sc, const struct eng_scan_item *it)
         p->any = true;
         p->last_hash = h;
         p->looked++;
-        if (!key_matches(&p->o, it->key, it->key_len))
-                return 0;
-        p->taken++;
-        return net_resp_add_bulk(req->out, it->key, it->key_len);
+        return take_key(req, it);
 }
 
 static void page_done(struct net_req *req, int res)
@@ -280,13 +288,7 @@ int net_cmd_scan(struct net_req *req)
 
 static int keys_item(struct eng_scan *sc, const struct eng_scan_item *it)
 {
-        struct net_req *req = sc->ctx;
-        struct scan_page *p = req->info;
-
-        if (!key_matches(&p->o, it->key, it->key_len))
-                return 0;
-        p->taken++;
-        return net_resp_add_bulk(req->out, it->key, it->key_len);
+        return take_key(sc->ctx, it);
 }
 
 static void keys_then(struct net_req *req, int res)

@@ -29,6 +29,21 @@ static void reply_err(struct net_req *req, int res)
                 net_reply_engine_err(req, res);
 }
 
+/* An RMW's new value buf (heap, len bytes; taken: freed with the
+ * request's scratch), keeping the key's TTL. Returns 1 (write it). */
+static int put_taken(struct net_req *req, uint8_t *buf, size_t len, const struct eng_get *cur,
+                     struct eng_mutation *out)
+{
+        free(req->scratch);
+        req->scratch = buf;
+        req->scratch_len = len;
+        out->kind = ENG_MUT_PUT;
+        out->value = buf;
+        out->value_len = (uint32_t)len;
+        out->expiry_ms = cur ? cur->expiry_ms : 0;
+        return 1;
+}
+
 /* ---- GETRANGE ---- */
 
 static void getrange_then(struct net_req *req, int res)
@@ -79,14 +94,8 @@ static int setrange_rmw(void *arg, const struct eng_get *cur, struct eng_mutatio
         if (old)
                 memcpy(buf, cur->value, old);
         memcpy(buf + off, v->ptr, v->len);
-        free(req->scratch);
-        req->scratch = buf;
         req->ival = (int64_t)len;
-        out->kind = ENG_MUT_PUT;
-        out->value = buf;
-        out->value_len = (uint32_t)len;
-        out->expiry_ms = cur ? cur->expiry_ms : 0;
-        return 1;
+        return put_taken(req, buf, len, cur, out);
 }
 
 static void int_then(struct net_req *req, int res)
@@ -224,14 +233,7 @@ static int incrbyfloat_rmw(void *arg, const struct eng_get *cur, struct eng_muta
                 req->err = E_NAN;
                 return -ERANGE;
         }
-        free(req->scratch);
-        req->scratch = (uint8_t *)text;
-        req->scratch_len = (size_t)n;
-        out->kind = ENG_MUT_PUT;
-        out->value = text;
-        out->value_len = (uint32_t)n;
-        out->expiry_ms = cur ? cur->expiry_ms : 0;
-        return 1;
+        return put_taken(req, (uint8_t *)text, (size_t)n, cur, out);
 }
 
 static void float_then(struct net_req *req, int res)
