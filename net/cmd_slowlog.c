@@ -160,7 +160,8 @@ static void get_gather(struct net_req *req)
                 net_resp_add_error(req->out, "ERR out of memory", 17);
         } else {
                 get_count(req, &want);
-                qsort(recs, (size_t)n, sizeof(*recs), rec_newest_first);
+                if (n > 0)              /* qsort(NULL, 0) is undefined */
+                        qsort(recs, (size_t)n, sizeof(*recs), rec_newest_first);
                 if (want > n)
                         want = n;
                 net_resp_add_array(req->out, (uint64_t)want);

@@ -137,13 +137,16 @@ int net_cmd_setrange(struct net_req *req)
 static const char *getex_opts(struct net_req *req)
 {
         const struct net_arg *a = &req->argv[2];
-        bool ex = net_arg_is(a, "ex"), px = net_arg_is(a, "px");
-        bool exat = net_arg_is(a, "exat"), pxat = net_arg_is(a, "pxat");
+        bool ex, px, exat, pxat;
         int64_t v;
 
         req->flags = 0;
         if (req->argc == 2)
-                return NULL;
+                return NULL;                    /* a plain GET: argv[2] does not exist */
+        ex = net_arg_is(a, "ex");
+        px = net_arg_is(a, "px");
+        exat = net_arg_is(a, "exat");
+        pxat = net_arg_is(a, "pxat");
         if (req->argc == 3 && net_arg_is(a, "persist")) {
                 req->flags = GETEX_SET;
                 req->expiry_ms = 0;

@@ -135,6 +135,13 @@ def test_idle_timeout_closes_idle_clients():
         s.stop()
 
 
+def test_slowlog_get_on_empty_logs(r):
+    # Regression: merging zero entries passed NULL to qsort (UBSan).
+    assert r.execute_command("SLOWLOG", "GET") == []
+    assert r.execute_command("SLOWLOG", "GET", 0) == []
+    assert r.slowlog_len() == 0
+
+
 def test_slowlog_records_resets_and_truncates(server, r):
     assert r.config_get("slowlog-log-slower-than") == {"slowlog-log-slower-than": "10000"}
     assert r.config_get("slowlog-max-len") == {"slowlog-max-len": "128"}

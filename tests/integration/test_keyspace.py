@@ -175,6 +175,8 @@ def test_setrange_over_max_value_bytes():
 
 
 def test_getex(r):
+    # Regression: GETEX without options read argv[2] (ASan).
+    assert r.execute_command("GETEX", "missing") is None
     assert r.getex("missing") is None
     assert r.getex("missing", ex=10) is None
     assert r.exists("missing") == 0
