@@ -114,7 +114,8 @@ static struct net_lockset *lockset_new(struct net_req *req, const struct net_loc
                 free(ls);
                 return NULL;
         }
-        memcpy(ls->keys, keys, n * sizeof(*keys));
+        if (n)
+                memcpy(ls->keys, keys, n * sizeof(*keys));
         ls->n_keys = keys_normalize(ls->keys, n);
         ls->origin = req->origin;
         ls->req = req;
