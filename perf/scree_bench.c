@@ -36,6 +36,7 @@
 
 struct cli {
         struct bench_opts o;
+        uint64_t idle_poll_us;          /* the shards' loops: spin this long before sleeping */
         enum bench_workload w[MAX_WORKLOADS];
         unsigned n_w;
         bool json;
@@ -65,7 +66,9 @@ static void usage(FILE *f)
                 "  --table ordered|hashed   (default ordered: sorted, like RocksDB)\n"
                 "  --dir DIR           (default /var/tmp/scree-bench)  --use-existing-db\n"
                 "  --memtable-budget MIB (256)  --cache-size MIB (64)  --compaction on|off (on)\n"
-                "  --max-seconds N     per workload (default %u)  --seed N  --json\n",
+                "  --max-seconds N     per workload (default %u)  --seed N  --json\n"
+                "  --idle-poll-us N    a shard spins this long before it sleeps (default 50, as\n"
+                "                      the server's --idle-poll-us)\n",
                 DEFAULT_NUM, DEFAULT_MAX_SECONDS);
 }
 
@@ -152,6 +155,7 @@ static int parse_opt(struct cli *c, int ch, const char *arg)
         case 'M': return parse_mib(arg, &o->memtable_budget);
         case 'C': return parse_mib(arg, &o->cache_bytes);
         case 'S': return parse_u64(arg, 1, UINT64_MAX, &o->seed);
+        case 'I': return parse_u64(arg, 0, 1000000, &c->idle_poll_us);
         case 'j': c->json = true; return 0;
         case 'P':
                 r = parse_u32(arg, 1, 60000, &ms);
@@ -176,6 +180,7 @@ static int parse_opt(struct cli *c, int ch, const char *arg)
 static void defaults(struct cli *c)
 {
         memset(c, 0, sizeof(*c));
+        c->idle_poll_us = 50;
         c->o = (struct bench_opts){
                 .num = DEFAULT_NUM, .key_size = 16, .value_size = 100, .shards = 1, .inflight = 1,
                 .seek_nexts = 10, .max_seconds = DEFAULT_MAX_SECONDS, .sync = ENG_WAL_SYNC_PERIODIC,
@@ -210,6 +215,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
                 { "cache-size", required_argument, NULL, 'C' }, { "compaction", required_argument, NULL, 'c' },
                 { "max-seconds", required_argument, NULL, 'T' }, { "seed", required_argument, NULL, 'S' },
                 { "json", no_argument, NULL, 'j' },             { "help", no_argument, NULL, 'h' },
+                { "idle-poll-us", required_argument, NULL, 'I' },
                 { NULL, 0, NULL, 0 },
         };
         int ch;
@@ -402,6 +408,7 @@ int main(int argc, char **argv)
                 if (!(sh[i] = bench_shard_new(&c.o, i)))
                         r = -ENOMEM;
         so.n_shards = c.o.shards;
+        so.loop.idle_poll_ns = c.idle_poll_us * 1000;
         if (r == 0)
                 r = rx_smp_new(&so, &smp);
         if (r < 0)
