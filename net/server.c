@@ -115,6 +115,7 @@ static int shards_new(struct net_server *srv, char *err, size_t err_len)
                 sh->srv = srv;
                 sh->id = i;
                 sh->listen_fd = -1;
+                net_intent_init(&sh->intents);
                 snprintf(sh->dir, sizeof(sh->dir), "%s/shard-%u", cfg->dir, i);
                 r = make_dir(sh->dir, err, err_len);
                 if (r < 0)
@@ -175,6 +176,7 @@ void net_server_free(struct net_server *srv)
                         close(sh->listen_fd);
                 free(sh->accept_op);
                 net_slowlog_free(sh->slowlog);
+                net_intent_fini(&sh->intents);
                 free(sh);
         }
         free(srv->shards);

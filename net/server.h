@@ -35,6 +35,7 @@
 #include "engine/tablet.h"
 #include "reactor/timer.h"
 #include "net/config.h"
+#include "net/intent.h"
 
 struct eng_fs;
 struct eng_shard;
@@ -93,6 +94,7 @@ struct net_shard {
         uint64_t n_conns;
         void *stop_req;                 /* the foreign request waiting for phase 1 or 2 */
         bool close_wanted;              /* phase 2 asked while the engine was opening */
+        struct net_intent_table intents;        /* keys locked here (txn.h) */
         char dir[4096];
 };
 
