@@ -436,6 +436,16 @@ int net_req_rmw(struct net_req *req, const void *key, size_t len, eng_rmw_fn fn,
         return NET_CMD_DONE;
 }
 
+int net_req_keep_old(struct net_req *req, const struct eng_get *cur)
+{
+        if (!cur)
+                return 0;
+        if (net_req_keep(req, cur->value, cur->value_len) < 0)
+                return -ENOMEM;
+        req->have_old = true;
+        return 1;
+}
+
 int net_req_keep(struct net_req *req, const void *p, size_t n)
 {
         uint8_t *s = malloc(n ? n : 1);

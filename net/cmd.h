@@ -310,4 +310,9 @@ void net_multi_flag(struct net_conn *c);
 /* Copies n bytes into req->scratch (replacing what it held). 0 or -ENOMEM. */
 int net_req_keep(struct net_req *req, const void *p, size_t n);
 
+/* In a read-modify-write: keeps the current value (the reply of GETSET,
+ * GETDEL, GETEX, SET ... GET) and sets req->have_old. Returns 1 when
+ * kept, 0 when cur is NULL (absent), -ENOMEM. */
+int net_req_keep_old(struct net_req *req, const struct eng_get *cur);
+
 #endif
