@@ -50,6 +50,20 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
         return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/* The tables newer than the oldest add up to pct% of its size or more. */
+static bool space_amp_over(const struct eng_compact_table *tables, uint32_t n, uint32_t pct)
+{
+        uint64_t newer = 0, oldest = tables[n - 1].file_size;
+
+        if (pct == UINT32_MAX)
+                return false;
+        for (uint32_t i = 0; i + 1 < n; i++)
+                newer = add_sat(newer, tables[i].file_size);
+        if (oldest / 100 > UINT64_MAX / pct)
+                return false;   /* the bound is beyond any size */
+        return newer >= oldest / 100 * pct + oldest % 100 * pct / 100;
+}
+
 static struct eng_compact_pick pick_of(uint32_t first, uint32_t len, uint32_t n)
 {
         return (struct eng_compact_pick){ .first = first, .n = len, .bottommost = first + len == n };
@@ -71,8 +85,14 @@ int eng_compact_pick(const struct eng_compact_table *tables, uint32_t n,
                 d.min_merge = 2;
         if (!d.max_tables)
                 d.max_tables = ENG_COMPACT_DEFAULT_MAX_TABLES;
+        if (!d.max_space_amp_pct)
+                d.max_space_amp_pct = ENG_COMPACT_DEFAULT_MAX_SPACE_AMP_PCT;
         if (n < 2)
                 return 0;
+        if (space_amp_over(tables, n, d.max_space_amp_pct)) {
+                *ret = pick_of(0, n, n);
+                return 1;
+        }
         acc = tables[0].file_size;
         for (len = 1; len < n && within_ratio(tables[len].file_size, acc, d.size_ratio_pct); len++)
                 acc = add_sat(acc, tables[len].file_size);

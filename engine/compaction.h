@@ -7,10 +7,14 @@
  * (each table's versions are all newer than the next one's). A compaction
  * merges ADJACENT tables only, so the output takes their place in that
  * order and the order stays valid. The picker follows RocksDB's universal
- * compaction: starting from the newest table, a run grows while the next
- * older table is at most (100 + size_ratio_pct)% of the run's accumulated
- * size; a run of at least min_merge tables is compacted. Otherwise, when
- * the tablet holds more than max_tables tables, the newest min_merge are.
+ * compaction: first, when the tables newer than the oldest add up to at
+ * least max_space_amp_pct% of the oldest's size, all of them are merged
+ * (bottommost: stale versions and tombstones go, which bounds the space
+ * and the blocks a cold read touches). Else, starting from the newest
+ * table, a run grows while the next older table is at most
+ * (100 + size_ratio_pct)% of the run's accumulated size; a run of at least
+ * min_merge tables is compacted. Otherwise, when the tablet holds more
+ * than max_tables tables, the newest min_merge are.
  *
  * The job (eng_compaction_start) merges its input tables through a
  * merge_iter.h merge in compaction view -- the newest version of each key;
@@ -46,11 +50,14 @@ struct eng_compact_opts {
         uint32_t size_ratio_pct;        /* default 1 (%) */
         uint32_t min_merge;             /* tables in a run worth merging; default 4, at least 2 */
         uint32_t max_tables;            /* more than this forces a merge; default 12 */
+        uint32_t max_space_amp_pct;     /* newer tables' bytes vs the oldest's; default 200;
+                                         * UINT32_MAX: never */
 };
 
 #define ENG_COMPACT_DEFAULT_SIZE_RATIO_PCT 1u
 #define ENG_COMPACT_DEFAULT_MIN_MERGE 4u
 #define ENG_COMPACT_DEFAULT_MAX_TABLES 12u
+#define ENG_COMPACT_DEFAULT_MAX_SPACE_AMP_PCT 200u
 
 /* Tables [first, first + n) of the newest-first list. */
 struct eng_compact_pick {

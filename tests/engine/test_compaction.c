@@ -69,6 +69,10 @@ static void expect_pick(const uint64_t *sizes, uint32_t n, const struct eng_comp
         cr_expect(eq(int, p.bottommost, want_bottom), "%u tables", n);
 }
 
+/* The size-tiered rules alone: the space-amplification trigger off. */
+#define NO_AMP UINT32_MAX
+static const struct eng_compact_opts tiers_only = { .max_space_amp_pct = NO_AMP };
+
 Test(compaction_pick, a_run_of_similar_sizes_from_the_newest_is_merged)
 {
         static const uint64_t same[] = { 100, 100, 100, 100, 100, 100 };
@@ -76,16 +80,16 @@ Test(compaction_pick, a_run_of_similar_sizes_from_the_newest_is_merged)
         static const uint64_t doubling[] = { 10, 10, 20, 40, 80 };
         struct eng_compact_pick p;
 
-        expect_pick(same, 4, NULL, 4, true);
-        expect_pick(same, 6, NULL, 6, true);
-        cr_expect(eq(int, pick(same, 3, NULL, &p), 0), "3 < min_merge");
-        cr_expect(eq(int, pick(same, 1, NULL, &p), 0));
-        cr_expect(eq(int, pick(same, 0, NULL, &p), 0));
+        expect_pick(same, 4, &tiers_only, 4, true);
+        expect_pick(same, 6, &tiers_only, 6, true);
+        cr_expect(eq(int, pick(same, 3, &tiers_only, &p), 0), "3 < min_merge");
+        cr_expect(eq(int, pick(same, 1, &tiers_only, &p), 0));
+        cr_expect(eq(int, pick(same, 0, &tiers_only, &p), 0));
         /* The run stops at the first table too big for it: not bottommost. */
-        expect_pick(tiered, 6, NULL, 4, false);
-        cr_expect(eq(int, pick(tiered + 1, 5, NULL, &p), 0), "a run of 3 is too short");
+        expect_pick(tiered, 6, &tiers_only, 4, false);
+        cr_expect(eq(int, pick(tiered + 1, 5, &tiers_only, &p), 0), "a run of 3 is too short");
         /* Each table as big as the run before it: all of them. */
-        expect_pick(doubling, 5, NULL, 5, true);
+        expect_pick(doubling, 5, &tiers_only, 5, true);
 }
 
 Test(compaction_pick, only_adjacent_tables_from_the_newest_are_merged)
@@ -98,25 +102,25 @@ Test(compaction_pick, only_adjacent_tables_from_the_newest_are_merged)
         static const uint64_t small_first[] = { 1, 1, 1, 1, 1, 1, 1, 1000000 };
         struct eng_compact_pick p;
 
-        cr_expect(eq(int, pick(split, 6, NULL, &p), 0));
-        expect_pick(small_first, 8, NULL, 7, false);
+        cr_expect(eq(int, pick(split, 6, &tiers_only, &p), 0));
+        expect_pick(small_first, 8, &tiers_only, 7, false);
 }
 
 Test(compaction_pick, too_many_tables_forces_a_merge_of_the_newest_min_merge)
 {
         uint64_t growing[MAX_TABLES];
-        struct eng_compact_opts o = { .max_tables = 5, .min_merge = 3 };
+        struct eng_compact_opts o = { .max_tables = 5, .min_merge = 3, .max_space_amp_pct = NO_AMP };
         struct eng_compact_pick p;
 
         for (uint32_t i = 0; i < 14; i++)
                 growing[i] = (uint64_t)1000 << i;       /* every table twice the one before */
-        cr_expect(eq(int, pick(growing, 12, NULL, &p), 0), "12 tables are allowed");
-        expect_pick(growing, 13, NULL, 4, false);
-        expect_pick(growing, 14, NULL, 4, false);
+        cr_expect(eq(int, pick(growing, 12, &tiers_only, &p), 0), "12 tables are allowed");
+        expect_pick(growing, 13, &tiers_only, 4, false);
+        expect_pick(growing, 14, &tiers_only, 4, false);
         cr_expect(eq(int, pick(growing, 5, &o, &p), 0));
         expect_pick(growing, 6, &o, 3, false);
         /* A forced pick that reaches the oldest table is bottommost. */
-        o = (struct eng_compact_opts){ .max_tables = 1, .min_merge = 2 };
+        o = (struct eng_compact_opts){ .max_tables = 1, .min_merge = 2, .max_space_amp_pct = NO_AMP };
         expect_pick(growing, 2, &o, 2, true);
 }
 
@@ -125,19 +129,44 @@ Test(compaction_pick, options_ratio_and_min_merge_and_huge_sizes)
         static const uint64_t ratio[] = { 100, 150, 300, 500 };
         static const uint64_t two[] = { 5, 5 };
         uint64_t huge[] = { UINT64_MAX / 2, UINT64_MAX / 2, UINT64_MAX / 2, UINT64_MAX };
-        struct eng_compact_opts o = { .size_ratio_pct = 50 };
+        struct eng_compact_opts o = { .size_ratio_pct = 50, .max_space_amp_pct = NO_AMP };
         struct eng_compact_pick p;
 
-        cr_expect(eq(int, pick(ratio, 4, NULL, &p), 0), "150 > 101%% of 100");
+        cr_expect(eq(int, pick(ratio, 4, &tiers_only, &p), 0), "150 > 101%% of 100");
         expect_pick(ratio, 4, &o, 4, true);     /* 150 <= 150, 300 <= 375, 500 <= 825 */
         o.size_ratio_pct = 49;
         cr_expect(eq(int, pick(ratio, 4, &o, &p), 0));
-        o = (struct eng_compact_opts){ .min_merge = 2 };
+        o = (struct eng_compact_opts){ .min_merge = 2, .max_space_amp_pct = NO_AMP };
         expect_pick(two, 2, &o, 2, true);
         o.min_merge = 1;                        /* a merge of one table is no merge */
         expect_pick(two, 2, &o, 2, true);
         /* Sizes whose sums overflow 64 bits. */
-        expect_pick(huge, 4, NULL, 4, true);
+        expect_pick(huge, 4, &tiers_only, 4, true);
+}
+
+Test(compaction_pick, newer_tables_as_big_as_twice_the_oldest_merge_everything)
+{
+        /* 100 + 100 >= 200% of 100: all, bottommost (before any size rule). */
+        static const uint64_t three[] = { 100, 100, 100 };
+        static const uint64_t below[] = { 100, 99, 100 };
+        /* A big old table under small new ones: no. */
+        static const uint64_t small_first[] = { 1, 1, 1, 1000000 };
+        static const uint64_t big_new[] = { 1000, 10, 400 };
+        struct eng_compact_opts o = { .max_space_amp_pct = 50 };
+        struct eng_compact_pick p;
+
+        expect_pick(three, 3, NULL, 3, true);
+        cr_expect(eq(int, pick(below, 3, NULL, &p), 0), "199%% of the oldest");
+        cr_expect(eq(int, pick(small_first, 4, NULL, &p), 0));
+        expect_pick(big_new, 3, NULL, 3, true);
+        expect_pick(below, 3, &o, 3, true);
+        cr_expect(eq(int, pick(three, 3, &tiers_only, &p), 0), "off: 3 < min_merge");
+        /* Sizes whose sums overflow 64 bits. */
+        {
+                uint64_t huge[] = { UINT64_MAX - 1, UINT64_MAX - 1, UINT64_MAX / 2 };
+
+                expect_pick(huge, 3, NULL, 3, true);
+        }
 }
 
 Test(compaction_pick, a_major_compaction_takes_every_table_and_is_bottommost)
