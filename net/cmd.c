@@ -19,6 +19,7 @@
 #include "net/cmd.h"
 #include "net/conn.h"
 #include "net/server.h"
+#include "net/txn.h"
 
 #define W NET_CMD_WRITE
 #define R NET_CMD_READONLY
@@ -26,6 +27,7 @@
 #define LD NET_CMD_LOADING
 #define LC NET_CMD_LOCAL
 #define NE NET_CMD_NOENGINE
+#define TX NET_CMD_TXN
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const config_sub[] = { "get", "set", "resetstat", NULL };
@@ -85,6 +87,11 @@ static const struct net_cmd_def table[] = {
         { "time", 1, LD | LC | NE, 0, 0, 0, net_cmd_time, NULL },
         { "info", -1, LD | LC | NE, 0, 0, 0, net_cmd_info, NULL },
         { "slowlog", -2, LD | LC | NE, 0, 0, 0, net_cmd_slowlog, slowlog_sub },
+        { "multi", 1, LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
+        { "exec", 1, LC | TX, 0, 0, 0, net_cmd_exec, NULL },
+        { "discard", 1, LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
+        { "watch", -2, R | LC | TX, 1, -1, 1, net_cmd_watch, NULL },
+        { "unwatch", 1, LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
 };
 
 /* Internal per-key and per-shard steps of the fan-out commands. */
@@ -92,6 +99,7 @@ const struct net_cmd_def net_cmd_def_get = { "get", 2, R, 1, 1, 1, net_cmd_get, 
 const struct net_cmd_def net_cmd_def_set = { "set", -3, W, 1, 1, 1, net_cmd_set, NULL };
 const struct net_cmd_def net_cmd_def_del1 = { "del", 2, W, 1, 1, 1, net_cmd_del1, NULL };
 const struct net_cmd_def net_cmd_def_exists1 = { "exists", 2, R, 1, 1, 1, net_cmd_exists1, NULL };
+const struct net_cmd_def net_cmd_def_watch1 = { "watch", 2, R, 1, 1, 1, net_cmd_watch1, NULL };
 const struct net_cmd_def net_cmd_def_shard_count = { "dbsize", 1, R, 0, 0, 0, net_cmd_shard_count,
                                                      NULL };
 const struct net_cmd_def net_cmd_def_shard_flush = { "flushall", 1, W, 0, 0, 0, net_cmd_shard_flush,
@@ -177,6 +185,7 @@ struct net_req *net_req_child(struct net_req *parent, const struct net_cmd_def *
         c->argc = argc;
         c->target = target;
         c->out = &c->own;
+        c->locked = parent->locked;     /* the parent's lock set covers its keys */
         return c;
 }
 
@@ -189,6 +198,7 @@ void net_req_free(struct net_req *req)
         free(req->children);
         free(req->info);
         free(req->scratch);
+        net_watch_free(req->watch, req->n_watch);
         net_resp_out_fini(&req->own);
         free(req);
 }
@@ -214,7 +224,7 @@ static int req_run(struct net_req *req)
                 net_resp_add_error(req->out, "LOADING Redis is loading the dataset in memory", 46);
                 return NET_CMD_DONE;
         }
-        return d->fn(req);
+        return net_req_run_isolated(req);
 }
 
 /* The end of req, on the origin: to its parent or its connection. */
@@ -229,7 +239,8 @@ static void req_finished(struct net_req *req)
         }
         if (--p->children_left == 0) {
                 p->gather(p);
-                net_req_complete(p);
+                if (p->children_left == 0)
+                        net_req_complete(p);
         }
 }
 
@@ -267,6 +278,8 @@ static void req_msg_done(struct rx_loop *src, struct rx_msg *m)
 
 void net_req_complete(struct net_req *req)
 {
+        if (net_req_unlock(req))
+                return;                 /* called again once released */
         free(req->scratch);             /* on the shard that allocated it */
         req->scratch = NULL;
         if (req->remote)
@@ -421,6 +434,16 @@ int net_req_rmw(struct net_req *req, const void *key, size_t len, eng_rmw_fn fn,
                 return NET_CMD_PENDING;
         then(req, r);
         return NET_CMD_DONE;
+}
+
+int net_req_keep_old(struct net_req *req, const struct eng_get *cur)
+{
+        if (!cur)
+                return 0;
+        if (net_req_keep(req, cur->value, cur->value_len) < 0)
+                return -ENOMEM;
+        req->have_old = true;
+        return 1;
 }
 
 int net_req_keep(struct net_req *req, const void *p, size_t n)

@@ -37,6 +37,7 @@
 
 #include "engine/shard.h"
 #include "net/args.h"
+#include "net/intent.h"
 #include "net/resp_parse.h"
 #include "net/resp_write.h"
 #include "reactor/smp.h"
@@ -44,6 +45,8 @@
 struct net_conn;
 struct net_shard;
 struct net_req;
+struct net_lockset;
+struct net_watch;
 
 enum net_cmd_flag {
         NET_CMD_WRITE = 1u << 0,
@@ -52,6 +55,7 @@ enum net_cmd_flag {
         NET_CMD_LOADING = 1u << 3,      /* allowed while the engine loads */
         NET_CMD_LOCAL = 1u << 4,        /* runs on the origin: keyless, fan-out, connection state */
         NET_CMD_NOENGINE = 1u << 5,     /* never touches the engine */
+        NET_CMD_TXN = 1u << 6,          /* MULTI/EXEC/DISCARD/WATCH/UNWATCH: see cmd_multi.c */
 };
 
 enum net_cmd_res {
@@ -90,7 +94,9 @@ struct net_req {
         uint8_t proto;
         /* handler state */
         net_req_then_fn then;
-        void (*gather)(struct net_req *req);    /* a parent's, once its children are back */
+        /* A parent's, once its children are back; it may start another
+         * round (children_left > 0 again): the parent then goes on. */
+        void (*gather)(struct net_req *req);
         int64_t ival;                   /* a child's result; scratch */
         uint32_t flags;                 /* parsed options */
         uint64_t expiry_ms;
@@ -112,6 +118,15 @@ struct net_req {
         size_t scratch_cap;
         struct rx_task task;
         uint64_t start_ns;              /* dispatch time (SLOWLOG) */
+        /* isolation (txn.h) */
+        bool locked;                    /* runs under its (or its parent's) lock set */
+        bool intent_held;               /* iw is held on req->exec */
+        struct net_intent_waiter iw;    /* a single-key command's lock */
+        struct net_lockset *ls;         /* held while the operation runs */
+        net_cmd_fn locked_fn;           /* what runs under ls */
+        /* EXEC: the WATCHed keys (owned), and the next command to run */
+        struct net_watch *watch;
+        uint32_t n_watch, next_cmd;
 };
 
 /* The command named a (any case), or NULL. Pure. */
@@ -204,6 +219,11 @@ int net_cmd_time(struct net_req *req);
 int net_cmd_info(struct net_req *req);
 int net_cmd_shard_info(struct net_req *req);
 
+int net_cmd_multi(struct net_req *req);
+int net_cmd_exec(struct net_req *req);
+int net_cmd_watch(struct net_req *req);
+int net_cmd_watch1(struct net_req *req);
+
 /* Fan-out helpers (cmd_keys.c). Starts n children (made by the caller
  * into parent->children) and returns NET_CMD_PENDING; gather runs on the
  * origin once all are back, writes the parent's reply and completes it. */
@@ -234,6 +254,7 @@ extern const struct net_cmd_def net_cmd_def_get;
 extern const struct net_cmd_def net_cmd_def_set;
 extern const struct net_cmd_def net_cmd_def_del1;
 extern const struct net_cmd_def net_cmd_def_exists1;
+extern const struct net_cmd_def net_cmd_def_watch1;
 
 /* Wall-clock ms now. */
 uint64_t net_now_ms(void);
@@ -260,7 +281,38 @@ bool net_child_error(struct net_req *req, struct net_req *child);
  * argv[1] is its key (its argv[0] is not its name). 0 or -ENOMEM. */
 int net_req_per_key(struct net_req *req, const struct net_cmd_def *def, size_t step, size_t argc);
 
+/* ---- transactions (cmd_multi.c) ---- */
+
+/* A WATCHed key and the version it had: its seq, or absent. */
+struct net_watch {
+        char *key;                      /* heap */
+        uint32_t len;
+        bool exists;
+        uint64_t seq;
+};
+
+/* Frees n watches and the array. Accepts NULL. */
+void net_watch_free(struct net_watch *w, uint32_t n);
+
+/*
+ * The dispatch-time part of MULTI/EXEC on connection c for command def
+ * (arity, auth and key sizes already checked): MULTI, DISCARD, UNWATCH,
+ * the EXEC request, WATCH inside MULTI, and queuing (+QUEUED) inside
+ * MULTI. Returns true when it handled cmd (replied or started a
+ * request), false when cmd goes on as a plain request. Connection's shard.
+ */
+bool net_multi_dispatch(struct net_conn *c, const struct net_cmd_def *def,
+                        const struct net_arg *argv, size_t argc);
+
+/* A command rejected at dispatch inside MULTI makes EXEC abort. */
+void net_multi_flag(struct net_conn *c);
+
 /* Copies n bytes into req->scratch (replacing what it held). 0 or -ENOMEM. */
 int net_req_keep(struct net_req *req, const void *p, size_t n);
+
+/* In a read-modify-write: keeps the current value (the reply of GETSET,
+ * GETDEL, GETEX, SET ... GET) and sets req->have_old. Returns 1 when
+ * kept, 0 when cur is NULL (absent), -ENOMEM. */
+int net_req_keep_old(struct net_req *req, const struct eng_get *cur);
 
 #endif

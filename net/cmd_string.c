@@ -87,11 +87,8 @@ static int set_rmw(void *arg, const struct eng_get *cur, struct eng_mutation *ou
         struct net_req *req = arg;
         uint32_t f = req->flags;
 
-        if ((f & NET_SET_GET) && cur) {
-                if (net_req_keep(req, cur->value, cur->value_len) < 0)
-                        return -ENOMEM;
-                req->have_old = true;
-        }
+        if ((f & NET_SET_GET) && net_req_keep_old(req, cur) < 0)
+                return -ENOMEM;
         if (((f & NET_SET_NX) && cur) || ((f & NET_SET_XX) && !cur))
                 return 0;
         out->kind = ENG_MUT_PUT;
@@ -189,12 +186,10 @@ int net_cmd_setex(struct net_req *req)
 static int getdel_rmw(void *arg, const struct eng_get *cur, struct eng_mutation *out)
 {
         struct net_req *req = arg;
+        int r = net_req_keep_old(req, cur);
 
-        if (!cur)
-                return 0;
-        if (net_req_keep(req, cur->value, cur->value_len) < 0)
-                return -ENOMEM;
-        req->have_old = true;
+        if (r <= 0)
+                return r;
         out->kind = ENG_MUT_DEL;
         return 1;
 }

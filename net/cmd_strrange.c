@@ -168,12 +168,10 @@ static const char *getex_opts(struct net_req *req)
 static int getex_rmw(void *arg, const struct eng_get *cur, struct eng_mutation *out)
 {
         struct net_req *req = arg;
+        int r = net_req_keep_old(req, cur);
 
-        if (!cur)
-                return 0;
-        if (net_req_keep(req, cur->value, cur->value_len) < 0)
-                return -ENOMEM;
-        req->have_old = true;
+        if (r <= 0)
+                return r;
         if (req->expiry_ms == cur->expiry_ms)
                 return 0;
         if (req->expiry_ms != 0 && req->expiry_ms <= net_now_ms()) {

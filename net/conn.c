@@ -43,7 +43,7 @@ static void conn_kill(struct net_conn *c)
 static bool conn_paused(const struct net_conn *c)
 {
         return net_resp_out_pending_bytes(&c->out) > NET_CONN_MAX_OUT_BYTES ||
-               c->n_queued >= NET_CONN_MAX_QUEUED;
+               c->n_queued >= NET_CONN_MAX_QUEUED || c->barrier;
 }
 
 static void conn_free(struct net_conn *c)
@@ -58,6 +58,13 @@ static void conn_free(struct net_conn *c)
         free(c->name);
         free(c->lib_name);
         free(c->lib_ver);
+        net_watch_free(c->watch, c->n_watch);
+        while (c->mq_head) {
+                struct net_req *q = c->mq_head;
+
+                c->mq_head = q->next;
+                net_req_free(q);
+        }
         free(c);
         atomic_fetch_sub_explicit(&sh->srv->clients, 1, memory_order_relaxed);
         if (sh->stopping && !sh->conns)
@@ -200,6 +207,8 @@ void net_conn_req_done(struct net_conn *c, struct net_req *req)
 
         req->done = true;
         conn_slowlog(c, req);
+        if (req == c->barrier)
+                c->barrier = NULL;
         if (req->def && c->sh->metrics)
                 net_cmd_metrics_observe(c->sh->metrics, req->def, time_now_ns() - req->start_ns);
         while ((h = c->q_head) && h->done) {
@@ -214,9 +223,9 @@ void net_conn_req_done(struct net_conn *c, struct net_req *req)
         conn_after(c);
 }
 
-/* Where a reply decided at dispatch goes: straight out if nothing is
- * queued, else into a finished request of its own. NULL on ENOMEM. */
-static struct net_resp_out *conn_reply_slot(struct net_conn *c, struct net_req **ret_req)
+/* Straight out if nothing is queued, else into a finished request of its
+ * own. */
+struct net_resp_out *net_conn_reply_slot(struct net_conn *c, struct net_req **ret_req)
 {
         struct net_req *req;
 
@@ -224,15 +233,17 @@ static struct net_resp_out *conn_reply_slot(struct net_conn *c, struct net_req *
         if (!c->q_head)
                 return &c->out;
         req = net_req_new(c->sh, NULL, NULL, 0, c->proto);
-        if (!req)
+        if (!req) {
+                conn_kill(c);
                 return NULL;
+        }
         conn_enqueue(c, req);
         req->out = &req->own;
         *ret_req = req;
         return &req->own;
 }
 
-static void conn_reply_errorf_end(struct net_conn *c, struct net_req *req)
+void net_conn_reply_end(struct net_conn *c, struct net_req *req)
 {
         if (req)
                 net_conn_req_done(c, req);
@@ -241,13 +252,11 @@ static void conn_reply_errorf_end(struct net_conn *c, struct net_req *req)
 #define CONN_ERRORF(c, ...)                                                 \
         do {                                                                \
                 struct net_req *r_;                                         \
-                struct net_resp_out *o_ = conn_reply_slot(c, &r_);          \
-                if (!o_) {                                                  \
-                        conn_kill(c);                                       \
+                struct net_resp_out *o_ = net_conn_reply_slot(c, &r_);      \
+                if (!o_)                                                    \
                         break;                                              \
-                }                                                           \
                 net_resp_add_errorf(o_, __VA_ARGS__);                       \
-                conn_reply_errorf_end(c, r_);                               \
+                net_conn_reply_end(c, r_);                                  \
         } while (0)
 
 /* Copies up to 128 bytes of a into buf (129 bytes) as text: NULs become
@@ -323,39 +332,66 @@ static void conn_note_cmd(struct net_conn *c, const struct net_cmd_def *d,
         c->last_cmd[n] = 0;
 }
 
-static void conn_dispatch(struct net_conn *c, const struct net_cmd *cmd)
+static bool is_barrier(const struct net_cmd_def *d)
+{
+        return (d->flags & NET_CMD_TXN) || ((d->flags & NET_CMD_LOCAL) && d->first_key > 0);
+}
+
+void net_conn_start(struct net_conn *c, struct net_req *req)
+{
+        req->start_ns = time_now_ns();
+        conn_enqueue(c, req);
+        req->out = c->q_head == req && net_req_shard(req) == c->sh->id ? &c->out : &req->own;
+        if (is_barrier(req->def))
+                c->barrier = req;       /* cleared when done: maybe inside the start */
+        net_req_start(req);
+}
+
+/* Checks cmd; returns its definition, or NULL after replying an error. */
+static const struct net_cmd_def *conn_check(struct net_conn *c, const struct net_cmd *cmd)
 {
         const struct net_cmd_def *d = net_cmd_find(&cmd->argv[0]);
         uint64_t max_key = c->sh->srv->max_key_bytes;
-        struct net_req *req;
 
-        c->sh->n_commands++;
         conn_note_cmd(c, d, cmd);
         if (!d) {
                 reply_unknown(c, cmd);
-                return;
+                return NULL;
         }
         if (!arity_ok(d, cmd->argc)) {
                 CONN_ERRORF(c, "ERR wrong number of arguments for '%s' command", d->name);
-                return;
+                return NULL;
         }
         if (!c->authed && !(d->flags & NET_CMD_NOAUTH)) {
                 CONN_ERRORF(c, "NOAUTH Authentication required.");
-                return;
+                return NULL;
         }
         if (long_key(d, cmd, max_key) >= 0) {
                 CONN_ERRORF(c, "ERR key too long (max %llu bytes)", (unsigned long long)max_key);
+                return NULL;
+        }
+        return d;
+}
+
+static void conn_dispatch(struct net_conn *c, const struct net_cmd *cmd)
+{
+        const struct net_cmd_def *d;
+        struct net_req *req;
+
+        c->sh->n_commands++;
+        d = conn_check(c, cmd);
+        if (!d) {
+                net_multi_flag(c);
                 return;
         }
+        if (net_multi_dispatch(c, d, cmd->argv, cmd->argc))
+                return;
         req = net_req_new(c->sh, d, cmd->argv, cmd->argc, c->proto);
         if (!req) {
                 conn_kill(c);
                 return;
         }
-        req->start_ns = time_now_ns();
-        conn_enqueue(c, req);
-        req->out = c->q_head == req && net_req_shard(req) == c->sh->id ? &c->out : &req->own;
-        net_req_start(req);
+        net_conn_start(c, req);
 }
 
 static void conn_input(struct net_conn *c)

@@ -66,6 +66,13 @@ struct net_conn {
         uint64_t last_ms;               /* last input (CLIENT LIST idle=, --timeout) */
         char addr[56], laddr[56];       /* "ip:port" of the peer and of our side */
         char last_cmd[40];              /* CLIENT LIST cmd=: "get", "client|list" */
+        /* transactions (cmd_multi.c) */
+        struct net_req *barrier;        /* running; nothing after it is parsed until done */
+        bool in_multi, multi_dirty;
+        struct net_req *mq_head, *mq_tail;      /* commands queued by MULTI */
+        uint32_t n_mq;
+        struct net_watch *watch;        /* WATCHed keys */
+        uint32_t n_watch, cap_watch;
 };
 
 #define NET_CONN_LINE_MAX 1024
@@ -90,6 +97,19 @@ void net_conn_req_done(struct net_conn *c, struct net_req *req);
 /* QUIT or a fatal error: no more commands; close once the replies so far
  * are sent. Shard-local. */
 void net_conn_close_after_reply(struct net_conn *c);
+
+/* Queues req (made for c) behind c's earlier requests and starts it. A
+ * request that takes a lock set (multi-key commands, WATCH, EXEC) is a
+ * barrier: no later command is parsed until it is done, so later commands
+ * see its effects (pipeline order). Shard-local. */
+void net_conn_start(struct net_conn *c, struct net_req *req);
+
+/* Where a reply decided at dispatch goes: returns the output to write it
+ * into and *ret_req (NULL, or a finished request to pass to
+ * net_conn_reply_end once written), or NULL on ENOMEM (c is then killed).
+ * Shard-local. */
+struct net_resp_out *net_conn_reply_slot(struct net_conn *c, struct net_req **ret_req);
+void net_conn_reply_end(struct net_conn *c, struct net_req *req);
 
 /* Switches c and its later replies to protocol 2 or 3. Shard-local. */
 void net_conn_set_proto(struct net_conn *c, uint8_t proto);

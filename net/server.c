@@ -117,6 +117,7 @@ static int shards_new(struct net_server *srv, char *err, size_t err_len)
                 sh->srv = srv;
                 sh->id = i;
                 sh->listen_fd = -1;
+                net_intent_init(&sh->intents);
                 snprintf(sh->dir, sizeof(sh->dir), "%s/shard-%u", cfg->dir, i);
                 r = make_dir(sh->dir, err, err_len);
                 if (r < 0)
@@ -187,6 +188,7 @@ void net_server_free(struct net_server *srv)
                         close(sh->listen_fd);
                 free(sh->accept_op);
                 net_slowlog_free(sh->slowlog);
+                net_intent_fini(&sh->intents);
                 net_cmd_metrics_fini(sh->metrics);
                 free(sh->metrics);
                 free(sh);

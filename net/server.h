@@ -35,6 +35,7 @@
 #include "engine/tablet.h"
 #include "reactor/timer.h"
 #include "net/config.h"
+#include "net/intent.h"
 
 struct eng_fs;
 struct eng_shard;
@@ -99,6 +100,7 @@ struct net_shard {
         struct net_cmd_metrics *metrics;        /* commands of this shard's connections */
         void *stop_req;                 /* the foreign request waiting for phase 1 or 2 */
         bool close_wanted;              /* phase 2 asked while the engine was opening */
+        struct net_intent_table intents;        /* keys locked here (txn.h) */
         char dir[4096];
 };
 

@@ -187,18 +187,28 @@ static inline void on_get(struct eng_get *g, int res)
         x->res = res;
 }
 
+/* Looks (t, k) up, waiting for the disk if it has to. Returns 0 (x->g
+ * holds the value: eng_get_release it), -SCREE_ENOTFOUND or an error. */
+static inline int get_wait(enum eng_table t, const void *k, uint32_t len, struct rd *x)
+{
+        int r;
+
+        *x = (struct rd){ .g = { .done = on_get } };
+        x->g.ctx = x;
+        r = eng_shard_get(sh, t, k, len, &x->g);
+        if (r == 1) {
+                cr_assert(eq(int, rx_loop_run_until(loop, &x->done), 0));
+                r = x->res;
+        }
+        return r;
+}
+
 /* Reads k into out (NUL-terminated). Returns 0, -SCREE_ENOTFOUND or an error. */
 static inline int get_sync(const char *k, char *out, size_t cap)
 {
-        struct rd x = { .g = { .done = on_get } };
-        int r;
+        struct rd x;
+        int r = get_wait(ENG_TABLE_DEFAULT, k, (uint32_t)strlen(k), &x);
 
-        x.g.ctx = &x;
-        r = eng_shard_get(sh, ENG_TABLE_DEFAULT, k, (uint32_t)strlen(k), &x.g);
-        if (r == 1) {
-                cr_assert(eq(int, rx_loop_run_until(loop, &x.done), 0));
-                r = x.res;
-        }
         if (r == 0) {
                 size_t n = x.g.value_len < cap - 1 ? x.g.value_len : cap - 1;
 

@@ -183,16 +183,9 @@ Test(shard, a_big_write_is_logged_alone_in_order)
         cr_assert(eq(int, power_cut_reopen(false, 2), 0));
         expect_value("j", "1");
         {
-                struct rd x = { .g = { .done = on_get } };
-                int r;
+                struct rd x;
 
-                x.g.ctx = &x;
-                r = eng_shard_get(sh, ENG_TABLE_DEFAULT, "k", 1, &x.g);
-                if (r == 1) {
-                        cr_assert(eq(int, rx_loop_run_until(loop, &x.done), 0));
-                        r = x.res;
-                }
-                cr_assert(eq(int, r, 0));
+                cr_assert(eq(int, get_wait(ENG_TABLE_DEFAULT, "k", 1, &x), 0));
                 cr_assert(eq(u32, x.g.value_len, sizeof(big) - 1), "the big write is not the newest");
                 eng_get_release(&x.g);
         }
@@ -279,16 +272,10 @@ static int expire_sync(const char *k, uint64_t expiry_ms)
 /* The expiry of k as a get sees it (k must be live). */
 static uint64_t expiry_of(const char *k)
 {
-        struct rd x = { .g = { .done = on_get } };
+        struct rd x;
         uint64_t e;
-        int r;
+        int r = get_wait(ENG_TABLE_DEFAULT, k, (uint32_t)strlen(k), &x);
 
-        x.g.ctx = &x;
-        r = eng_shard_get(sh, ENG_TABLE_DEFAULT, k, (uint32_t)strlen(k), &x.g);
-        if (r == 1) {
-                cr_assert(eq(int, rx_loop_run_until(loop, &x.done), 0));
-                r = x.res;
-        }
         cr_assert(eq(int, r, 0), "%s: %d", k, r);
         e = x.g.expiry_ms;
         eng_get_release(&x.g);

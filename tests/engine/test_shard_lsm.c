@@ -353,17 +353,12 @@ static void expect_ordered_gets(void)
         uint64_t now = time_wall_ns() / 1000000;
 
         for (uint32_t i = 0; i < NKEYS; i++) {
-                struct rd x = { .g = { .done = on_get } };
+                struct rd x;
                 char k[16], want[128];
                 int r;
 
                 key_of(i, k);
-                x.g.ctx = &x;
-                r = eng_shard_get(sh, ENG_TABLE_ORDERED, k, (uint32_t)strlen(k), &x.g);
-                if (r == 1) {
-                        cr_assert(eq(int, rx_loop_run_until(loop, &x.done), 0));
-                        r = x.res;
-                }
+                r = get_wait(ENG_TABLE_ORDERED, k, (uint32_t)strlen(k), &x);
                 if (!model_live(i, now)) {
                         cr_assert(eq(int, r, -SCREE_ENOTFOUND), "%s should be absent: %d", k, r);
                         continue;

@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH (protocol:
+ * docs/transactions.md).
+ *
+ * Dispatch time (on the connection, in pipeline order): MULTI starts
+ * queuing; each later command is checked (unknown, arity, auth, key size,
+ * not allowed in a transaction: an error reply that makes EXEC abort) and
+ * kept as an unstarted request, answered +QUEUED. EXEC takes the queued
+ * requests and the WATCHed keys into one request and starts it.
+ *
+ * EXEC (on the origin): locks the keys of every queued command (WRITE for
+ * a writing command, READ otherwise) and every watched key (READ) through
+ * one lock set (txn.h); under the locks checks each watched key's version
+ * (a changed one: a null array, nothing runs); then runs the commands one
+ * after the other as its children, each on its key's shard (one ends
+ * before the next starts, so each sees the earlier ones' writes), and
+ * replies with the array of their replies. A command's runtime error is
+ * its own element; the others still run. In batch mode each write is
+ * durable before the next command starts, so EXEC's reply follows the
+ * durability of all its writes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <scree/scree_errors.h>
+
+#include "net/cmd.h"
+#include "net/conn.h"
+#include "net/server.h"
+#include "net/txn.h"
+
+#define WATCH_EXISTS 1u
+#define WATCH_FAILED 2u
+
+/* Keyless commands allowed inside MULTI: the others are global (FLUSHALL,
+ * DBSIZE: not isolated yet) or touch the connection. */
+static const char *const multi_keyless_ok[] = { "ping", "echo", "time", "select", NULL };
+
+void net_watch_free(struct net_watch *w, uint32_t n)
+{
+        for (uint32_t i = 0; w && i < n; i++)
+                free(w[i].key);
+        free(w);
+}
+
+void net_multi_flag(struct net_conn *c)
+{
+        if (c->in_multi)
+                c->multi_dirty = true;
+}
+
+static void reply_simple(struct net_conn *c, const char *s)
+{
+        struct net_req *r;
+        struct net_resp_out *o = net_conn_reply_slot(c, &r);
+
+        if (!o)
+                return;
+        if (s[0] == '-')
+                net_resp_add_error(o, s + 1, strlen(s + 1));
+        else
+                net_resp_add_simple(o, s, strlen(s));
+        net_conn_reply_end(c, r);
+}
+
+static void multi_reset(struct net_conn *c)
+{
+        while (c->mq_head) {
+                struct net_req *q = c->mq_head;
+
+                c->mq_head = q->next;
+                net_req_free(q);
+        }
+        c->mq_tail = NULL;
+        c->n_mq = 0;
+        c->in_multi = c->multi_dirty = false;
+        net_watch_free(c->watch, c->n_watch);
+        c->watch = NULL;
+        c->n_watch = c->cap_watch = 0;
+}
+
+static bool allowed_in_multi(const struct net_cmd_def *d)
+{
+        if (!(d->flags & NET_CMD_LOCAL) || d->first_key > 0 || (d->flags & NET_CMD_TXN))
+                return true;
+        for (size_t i = 0; multi_keyless_ok[i]; i++)
+                if (strcmp(d->name, multi_keyless_ok[i]) == 0)
+                        return true;
+        return false;
+}
+
+static void multi_queue(struct net_conn *c, const struct net_cmd_def *d, const struct net_arg *argv,
+                        size_t argc)
+{
+        struct net_req *q;
+        struct net_req *r;
+        struct net_resp_out *o;
+
+        if (!allowed_in_multi(d)) {
+                c->multi_dirty = true;
+                o = net_conn_reply_slot(c, &r);
+                if (o) {
+                        net_resp_add_errorf(o, "ERR '%s' inside MULTI is not supported", d->name);
+                        net_conn_reply_end(c, r);
+                }
+                return;
+        }
+        q = net_req_new(c->sh, d, argv, argc, c->proto);
+        if (!q) {
+                c->multi_dirty = true;
+                reply_simple(c, "-ERR out of memory");
+                return;
+        }
+        if (c->mq_tail)
+                c->mq_tail->next = q;
+        else
+                c->mq_head = q;
+        c->mq_tail = q;
+        c->n_mq++;
+        reply_simple(c, "QUEUED");
+}
+
+/* EXEC at dispatch: the request takes the queue and the watches. */
+static void multi_exec(struct net_conn *c, const struct net_cmd_def *d, const struct net_arg *argv)
+{
+        struct net_req *req = net_req_new(c->sh, d, argv, 1, c->proto);
+        uint32_t i = 0;
+
+        if (req && c->n_mq && !(req->children = calloc(c->n_mq, sizeof(*req->children)))) {
+                net_req_free(req);
+                req = NULL;
+        }
+        if (!req) {
+                multi_reset(c);
+                reply_simple(c, "-ERR out of memory");
+                return;
+        }
+        for (struct net_req *q = c->mq_head, *next; q; q = next) {
+                next = q->next;
+                q->next = NULL;
+                q->parent = req;
+                q->out = &q->own;
+                req->children[i++] = q;
+        }
+        req->n_children = i;
+        c->mq_head = c->mq_tail = NULL;
+        req->watch = c->watch;
+        req->n_watch = c->n_watch;
+        c->watch = NULL;
+        multi_reset(c);
+        net_conn_start(c, req);
+}
+
+/* MULTI, DISCARD, UNWATCH, EXEC, WATCH: true when handled here. */
+static bool txn_dispatch(struct net_conn *c, const struct net_cmd_def *d, const struct net_arg *argv)
+{
+        const char *n = d->name;
+
+        if (strcmp(n, "multi") == 0) {
+                if (c->in_multi) {
+                        reply_simple(c, "-ERR MULTI calls can not be nested");
+                        return true;
+                }
+                c->in_multi = true;
+                reply_simple(c, "OK");
+        } else if (strcmp(n, "discard") == 0) {
+                if (!c->in_multi) {
+                        reply_simple(c, "-ERR DISCARD without MULTI");
+                        return true;
+                }
+                multi_reset(c);
+                reply_simple(c, "OK");
+        } else if (strcmp(n, "exec") == 0) {
+                if (!c->in_multi) {
+                        reply_simple(c, "-ERR EXEC without MULTI");
+                } else if (c->multi_dirty) {
+                        multi_reset(c);
+                        reply_simple(c, "-EXECABORT Transaction discarded because of previous errors.");
+                } else {
+                        multi_exec(c, d, argv);
+                }
+        } else if (strcmp(n, "watch") == 0) {
+                if (!c->in_multi)
+                        return false;   /* a request: reads the versions */
+                reply_simple(c, "-ERR WATCH inside MULTI is not allowed");
+        } else {                        /* unwatch: queued inside MULTI (a no-op then) */
+                if (c->in_multi)
+                        return false;
+                net_watch_free(c->watch, c->n_watch);
+                c->watch = NULL;
+                c->n_watch = c->cap_watch = 0;
+                reply_simple(c, "OK");
+        }
+        return true;
+}
+
+bool net_multi_dispatch(struct net_conn *c, const struct net_cmd_def *d, const struct net_arg *argv,
+                        size_t argc)
+{
+        if (d->flags & NET_CMD_TXN) {
+                if (txn_dispatch(c, d, argv))
+                        return true;
+                if (!c->in_multi)
+                        return false;
+        }
+        if (!c->in_multi || strcmp(d->name, "quit") == 0)
+                return false;
+        multi_queue(c, d, argv, argc);
+        return true;
+}
+
+/* UNWATCH queued in a transaction (MULTI and DISCARD never run). */
+int net_cmd_multi(struct net_req *req)
+{
+        net_resp_add_simple(req->out, "OK", 2);
+        return NET_CMD_DONE;
+}
+
+/* ---- WATCH ---- */
+
+static void watch1_then(struct net_req *req, int res)
+{
+        req->ival = res == 0 ? (int64_t)req->u.g.seq : 0;
+        req->flags = res == 0 ? WATCH_EXISTS : res == -SCREE_ENOTFOUND ? 0 : WATCH_FAILED;
+        if (res < 0 && res != -SCREE_ENOTFOUND)
+                net_reply_engine_err(req, res);
+        else
+                net_resp_add_simple(req->out, "OK", 2);
+}
+
+int net_cmd_watch1(struct net_req *req)
+{
+        return net_req_get(req, req->argv[1].ptr, req->argv[1].len, watch1_then);
+}
+
+static int watch_add(struct net_conn *c, const struct net_arg *k, const struct net_req *child)
+{
+        struct net_watch *w;
+
+        if (c->n_watch == c->cap_watch) {
+                uint32_t cap = c->cap_watch ? c->cap_watch * 2 : 8;
+
+                w = realloc(c->watch, cap * sizeof(*w));
+                if (!w)
+                        return -ENOMEM;
+                c->watch = w;
+                c->cap_watch = cap;
+        }
+        w = &c->watch[c->n_watch];
+        w->key = malloc(k->len ? k->len : 1);
+        if (!w->key)
+                return -ENOMEM;
+        if (k->len)
+                memcpy(w->key, k->ptr, k->len);
+        w->len = (uint32_t)k->len;
+        w->exists = child->flags & WATCH_EXISTS;
+        w->seq = (uint64_t)child->ival;
+        c->n_watch++;
+        return 0;
+}
+
+static void watch_gather(struct net_req *req)
+{
+        for (uint32_t i = 0; i < req->n_children; i++)
+                if (net_child_error(req, req->children[i]))
+                        return;
+        for (uint32_t i = 0; i < req->n_children; i++) {
+                if (watch_add(req->conn, &req->argv[i + 1], req->children[i]) < 0) {
+                        net_resp_add_error(req->out, "ERR out of memory", 17);
+                        return;
+                }
+        }
+        net_resp_add_simple(req->out, "OK", 2);
+}
+
+/* Runs under READ locks on its keys: the versions read are consistent. */
+int net_cmd_watch(struct net_req *req)
+{
+        if (net_req_per_key(req, &net_cmd_def_watch1, 1, 2) < 0) {
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                return NET_CMD_DONE;
+        }
+        return net_req_fan_out(req, watch_gather);
+}
+
+/* ---- EXEC ---- */
+
+static uint32_t exec_n_cmds(const struct net_req *req)
+{
+        return req->n_children - (req->scratch ? req->n_watch : 0);     /* watch children last */
+}
+
+static void exec_reply(struct net_req *req)
+{
+        uint32_t n = exec_n_cmds(req);
+
+        net_resp_add_array(req->out, n);
+        for (uint32_t i = 0; i < n; i++)
+                net_out_move(req->out, &req->children[i]->own);
+}
+
+static void exec_next(struct net_req *req);
+
+/* Runs the commands from next_cmd on, one at a time. Leaves
+ * children_left 1 while one is under way (exec_next goes on), 0 once
+ * the reply is written. */
+static void exec_next(struct net_req *req)
+{
+        uint32_t n = exec_n_cmds(req);
+
+        req->gather = exec_next;
+        while (req->next_cmd < n) {
+                struct net_req *c = req->children[req->next_cmd++];
+
+                c->locked = true;
+                req->children_left = 2; /* one extra: a command done at once */
+                net_req_start(c);
+                if (--req->children_left > 0)
+                        return;
+        }
+        req->children_left = 0;
+        exec_reply(req);
+}
+
+static void exec_watched(struct net_req *req)
+{
+        uint32_t n = exec_n_cmds(req);
+
+        for (uint32_t i = 0; i < req->n_watch; i++) {
+                const struct net_req *c = req->children[n + i];
+                const struct net_watch *w = &req->watch[i];
+
+                if (c->flags & WATCH_FAILED) {
+                        net_out_move(req->out, &req->children[n + i]->own);
+                        return;
+                }
+                if (w->exists != (bool)(c->flags & WATCH_EXISTS) ||
+                    (w->exists && w->seq != (uint64_t)c->ival)) {
+                        net_resp_add_null_array(req->out);
+                        return;
+                }
+        }
+        exec_next(req);
+}
+
+/* Adds one child per watched key after the commands; their argv lives
+ * in req->scratch. 0 or -ENOMEM. */
+static int exec_watch_children(struct net_req *req)
+{
+        uint32_t n = req->n_children, nw = req->n_watch;
+        struct net_req **ch = realloc(req->children, (n + nw) * sizeof(*ch));
+        struct net_arg *av = calloc(2 * (size_t)nw, sizeof(*av));
+
+        if (ch)
+                req->children = ch;
+        if (!ch || !av) {
+                free(av);
+                return -ENOMEM;
+        }
+        req->scratch = (uint8_t *)av;
+        for (uint32_t i = 0; i < nw; i++) {
+                av[2 * i + 1] = (struct net_arg){ req->watch[i].key, req->watch[i].len };
+                ch[n + i] = net_req_child(req, &net_cmd_def_watch1, &av[2 * i], 2, -1);
+                if (!ch[n + i])
+                        return -ENOMEM;
+                req->n_children++;
+        }
+        return 0;
+}
+
+/* Under the locks: the watched versions, then the commands. */
+static int exec_locked(struct net_req *req)
+{
+        uint32_t n = req->n_children;
+
+        if (req->n_watch == 0) {
+                exec_next(req);
+                return req->children_left ? NET_CMD_PENDING : NET_CMD_DONE;
+        }
+        if (exec_watch_children(req) < 0) {
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                return NET_CMD_DONE;
+        }
+        req->gather = exec_watched;
+        req->children_left = req->n_watch + 1;
+        for (uint32_t i = 0; i < req->n_watch; i++)
+                net_req_start(req->children[n + i]);
+        if (--req->children_left > 0)
+                return NET_CMD_PENDING;
+        exec_watched(req);
+        return req->children_left ? NET_CMD_PENDING : NET_CMD_DONE;
+}
+
+int net_cmd_exec(struct net_req *req)
+{
+        const struct net_server *srv = req->origin->srv;
+        struct net_lock_key *keys = NULL;
+        size_t n = 0, cap = 0;
+        int r = 0;
+
+        for (uint32_t i = 0; i < req->n_children && r == 0; i++) {
+                const struct net_req *c = req->children[i];
+
+                r = net_lock_keys_add(&keys, &n, &cap, srv, c->def, c->argv, c->argc, false);
+        }
+        for (uint32_t i = 0; i < req->n_watch && r == 0; i++) {
+                struct net_arg av[2] = { { "watch", 5 }, { req->watch[i].key, req->watch[i].len } };
+
+                r = net_lock_keys_add(&keys, &n, &cap, srv, &net_cmd_def_watch1, av, 2, true);
+        }
+        if (r < 0) {
+                free(keys);
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                return NET_CMD_DONE;
+        }
+        r = net_req_lock_run(req, keys, n, exec_locked);
+        free(keys);
+        return r;
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A shard's intent-lock table (design: docs/transactions.md): per key
+ * fingerprint (64-bit hash of the key; a collision only costs waiting),
+ * the count of holders in each mode and a FIFO of waiters. Pure: no I/O,
+ * no loop; the caller decides what a wake-up does.
+ *
+ * Modes and compatibility (rows: requested, columns: held):
+ *             READ  WRITE  SOLO  PEEK
+ *   READ       yes   no     no    yes     a multi-key op or EXEC reading
+ *   WRITE      no    no     no    no      a multi-key op or EXEC writing
+ *   SOLO       no    no     yes   yes     a single-key write in flight
+ *   PEEK       yes   no     yes   yes     a single-key read (held briefly)
+ * Single-key writes are mutually compatible because the engine already
+ * orders writes to one key (read-modify-write); they only have to stay
+ * out of a transaction's way.
+ *
+ * Fairness: a request is granted at once only if it is compatible with
+ * every holder and nobody waits on that key (so a queued WRITE blocks
+ * later READs: no writer starves). A release grants waiters from the
+ * head of the FIFO for as long as each is compatible with the holders,
+ * and calls their wake functions, in order, from inside the release.
+ *
+ * Shard-local: one table per shard, touched only by its thread.
+ */
+#ifndef SCREE_NET_INTENT_H
+#define SCREE_NET_INTENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum net_intent_mode {
+        NET_INTENT_READ = 0,
+        NET_INTENT_WRITE = 1,
+        NET_INTENT_SOLO = 2,
+        NET_INTENT_PEEK = 3,
+        NET_INTENT_MODE_MAX,
+};
+
+/* A request that may wait. Caller-provided; valid until granted (wake
+ * ran) or, if granted at once, until net_intent_acquire returned. */
+struct net_intent_waiter {
+        struct net_intent_waiter *next;         /* internal: FIFO link */
+        uint64_t fp;
+        enum net_intent_mode mode;
+        /* Runs once the lock is granted (from inside a release). */
+        void (*wake)(struct net_intent_waiter *w);
+};
+
+struct net_intent_entry;
+
+struct net_intent_table {
+        struct net_intent_entry **buckets;      /* n_buckets, power of 2; NULL until used */
+        size_t n_buckets, n_entries;
+        struct net_intent_entry *free_list;     /* recycled entries */
+        size_t n_free;
+};
+
+/* Empty table (no allocation). */
+void net_intent_init(struct net_intent_table *t);
+
+/* Frees the table. REQUIRES: nothing held or waiting. */
+void net_intent_fini(struct net_intent_table *t);
+
+/* True when no key is held or waited on: the fast path. */
+static inline bool net_intent_is_idle(const struct net_intent_table *t)
+{
+        return t->n_entries == 0;
+}
+
+/* The fingerprint of a key. Pure. */
+uint64_t net_intent_fp(const void *key, size_t len);
+
+/* Would (fp, mode) be granted now? No side effect. */
+bool net_intent_can_grant(const struct net_intent_table *t, uint64_t fp,
+                          enum net_intent_mode mode);
+
+/*
+ * Asks for w->fp in w->mode (w borrowed; see struct). Returns 1: granted
+ * now (w->wake will not run); 0: queued, w->wake(w) runs once granted;
+ * -ENOMEM (nothing held or queued).
+ */
+int net_intent_acquire(struct net_intent_table *t, struct net_intent_waiter *w);
+
+/* Releases one hold of (fp, mode) and grants the waiters that now can
+ * run (their wake functions run before this returns). REQUIRES: held. */
+void net_intent_release(struct net_intent_table *t, uint64_t fp, enum net_intent_mode mode);
+
+/* Holders of (fp, mode) now, and waiters queued on fp (tests). */
+uint32_t net_intent_holders(const struct net_intent_table *t, uint64_t fp,
+                            enum net_intent_mode mode);
+uint32_t net_intent_waiters(const struct net_intent_table *t, uint64_t fp);
+
+#endif
