@@ -36,6 +36,8 @@ int net_cmd_metrics_init(struct net_cmd_metrics *m)
 
 void net_cmd_metrics_fini(struct net_cmd_metrics *m)
 {
+        if (!m)
+                return;
         free(m->calls);
         m->calls = NULL;
 }

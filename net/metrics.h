@@ -42,7 +42,7 @@ struct net_cmd_metrics {
 };
 
 /* Sets m up for the command table, all zero. Returns 0 or -ENOMEM. Free
- * with net_cmd_metrics_fini (which accepts a zeroed m). */
+ * with net_cmd_metrics_fini (which accepts NULL and a zeroed m). */
 int net_cmd_metrics_init(struct net_cmd_metrics *m);
 void net_cmd_metrics_fini(struct net_cmd_metrics *m);
 

@@ -128,3 +128,14 @@ Test(metrics, the_text_has_commands_cumulative_buckets_and_engine_numbers_of_rea
         for (unsigned i = 0; i < 2; i++)
                 net_metrics_snap_fini(&s[i]);
 }
+
+/* Regression: net_server_free of a server whose shards never started
+ * (io_uring blocked) passed a NULL per-shard metrics to fini: SIGSEGV. */
+Test(metrics, fini_accepts_null_and_a_zeroed_struct)
+{
+        struct net_cmd_metrics zero = { 0 };
+
+        net_cmd_metrics_fini(NULL);
+        net_cmd_metrics_fini(&zero);
+        cr_assert(eq(ptr, zero.calls, NULL));
+}
