@@ -33,6 +33,36 @@ int eng_shard_error(const struct eng_shard *s)
         return s->error;
 }
 
+/* Counted when asked rather than kept in step by flushes and compactions:
+ * the published table sets are the truth, and a walk over the tablets is
+ * cheap next to a stats request. */
+static void stats_refresh_parts(struct eng_shard *s)
+{
+        uint64_t n = 0, bytes = 0;
+
+        for (uint32_t i = 0; i < s->n_tablets; i++) {
+                const struct eng_tset *ts = s->tablets[i].tset;
+
+                for (uint32_t j = 0; ts && j < ts->n; j++) {
+                        n++;
+                        bytes += ts->e[j].meta.file_size;
+                }
+        }
+        s->stats.sstables = n;
+        s->stats.sstable_bytes = bytes;
+        if (s->wal) {
+                s->stats.log_bytes_written = eng_wal_stats(s->wal)->written_bytes;
+                s->stats.log_syncs = eng_wal_stats(s->wal)->syncs;
+        }
+        if (s->cache) {
+                const struct eng_block_cache_stats *c = eng_block_cache_stats(s->cache);
+
+                s->stats.cache_hits = c->hits;
+                s->stats.cache_misses = c->misses;
+                s->stats.cache_bytes = c->bytes;
+        }
+}
+
 const struct eng_shard_stats *eng_shard_stats(struct eng_shard *s)
 {
         /* The log's bytes are added as they grow, so this stays a counter
@@ -45,6 +75,7 @@ const struct eng_shard_stats *eng_shard_stats(struct eng_shard *s)
         }
         s->stats.memtable_bytes = s->active_bytes;
         s->stats.imm_bytes = s->imm_bytes;
+        stats_refresh_parts(s);
         return &s->stats;
 }
 

@@ -76,6 +76,11 @@ struct eng_shard_stats {
         uint64_t segments_removed;
         uint64_t memtable_bytes, imm_bytes;             /* now */
         uint64_t replayed_records;                      /* records with an entry not yet flushed */
+        /* Refreshed by eng_shard_stats from the live parts (gauges, and
+         * counters the log and cache keep themselves). */
+        uint64_t sstables, sstable_bytes;               /* now: the published tables */
+        uint64_t log_bytes_written, log_syncs;          /* this run's commit log */
+        uint64_t cache_hits, cache_misses, cache_bytes; /* block cache */
 };
 
 typedef void (*eng_shard_open_cb)(void *arg, int res, struct eng_shard *s);
@@ -337,7 +342,9 @@ int eng_shard_flush(struct eng_shard *s, void (*done)(void *arg, int res), void 
  */
 int eng_shard_compact(struct eng_shard *s, void (*done)(void *arg, int res), void *arg);
 
-/* Refreshes the gauges (memtable bytes) and returns the counters. */
+/* Refreshes the gauges (memtable bytes, SSTables and their bytes, the log's
+ * and the cache's counters) and returns the counters. Borrowed, valid until
+ * the next call. Shard-local. */
 const struct eng_shard_stats *eng_shard_stats(struct eng_shard *s);
 
 /* The error that stopped writes, or 0. */

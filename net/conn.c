@@ -25,6 +25,7 @@
 #include "net/cmd.h"
 #include "net/conn.h"
 #include "net/server.h"
+#include "net/metrics.h"
 #include "net/slowlog.h"
 
 static void conn_after(struct net_conn *c);
@@ -208,6 +209,8 @@ void net_conn_req_done(struct net_conn *c, struct net_req *req)
         conn_slowlog(c, req);
         if (req == c->barrier)
                 c->barrier = NULL;
+        if (req->def && c->sh->metrics)
+                net_cmd_metrics_observe(c->sh->metrics, req->def, time_now_ns() - req->start_ns);
         while ((h = c->q_head) && h->done) {
                 if (h->out != &c->out && !c->closing)
                         net_out_move(&c->out, &h->own);

@@ -22,6 +22,8 @@
 #include "engine/shard.h"
 #include "net/cmd.h"
 #include "net/conn.h"
+#include "net/metrics.h"
+#include "net/metrics_http.h"
 #include "net/slowlog.h"
 #include "net/server.h"
 #include "reactor/io.h"
@@ -124,6 +126,15 @@ static int shards_new(struct net_server *srv, char *err, size_t err_len)
                 if (sh->listen_fd < 0)
                         return sh->listen_fd;
         }
+        if (cfg->metrics_port) {
+                r = listen_on(cfg->bind, (uint16_t)cfg->metrics_port, true, err, err_len);
+                if (r < 0)
+                        return r;
+                srv->metrics_fd = listen_on(cfg->bind, (uint16_t)cfg->metrics_port, false, err,
+                                            err_len);
+                if (srv->metrics_fd < 0)
+                        return srv->metrics_fd;
+        }
         return 0;
 }
 
@@ -137,6 +148,7 @@ int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_serve
                 goto fail;
         srv->cfg = cfg;
         srv->n_shards = n_shards;
+        srv->metrics_fd = -1;
         pthread_mutex_init(&srv->cfg_lock, NULL);
         srv->start_ns = time_now_ns();
         srv->start_wall_ms = time_wall_ns() / NS_PER_MS;
@@ -177,8 +189,13 @@ void net_server_free(struct net_server *srv)
                 free(sh->accept_op);
                 net_slowlog_free(sh->slowlog);
                 net_intent_fini(&sh->intents);
+                net_cmd_metrics_fini(sh->metrics);
+                free(sh->metrics);
                 free(sh);
         }
+        net_metrics_http_free(srv->metrics_http);
+        if (srv->metrics_fd >= 0)
+                close(srv->metrics_fd);
         free(srv->shards);
         pthread_mutex_destroy(&srv->cfg_lock);
         free(srv);
@@ -275,6 +292,7 @@ static void on_accept(struct rx_loop *loop, struct rx_op *op, int res)
                 if (client_admit(sh, res)) {
                         atomic_fetch_add_explicit(&sh->srv->total_connections, 1,
                                                   memory_order_relaxed);
+                        sh->n_accepted++;
                         net_conn_open(sh, res);
                 }
                 accept_arm(sh);
@@ -356,6 +374,13 @@ void net_shard_start(struct rx_loop *loop, void *arg)
         rx_timer_init(&sh->accept_retry, accept_retry, "net:accept_retry");
         rx_timer_init(&sh->tick, shard_tick, "net:tick");
         sh->slowlog = net_slowlog_new();
+        sh->metrics = calloc(1, sizeof(*sh->metrics));
+        if (sh->metrics && net_cmd_metrics_init(sh->metrics) < 0) {
+                free(sh->metrics);
+                sh->metrics = NULL;
+        }
+        if (sh->id == 0 && srv->metrics_fd >= 0)
+                (void)net_metrics_http_start(sh, srv->metrics_fd, &srv->metrics_http);
         rx_timer_arm_after(loop, &sh->tick, NS_PER_SEC);
         sh->accept_op = calloc(1, sizeof(*sh->accept_op));
         if (sh->accept_op)
@@ -374,6 +399,8 @@ static void stop_conns_run(struct rx_loop *loop, struct rx_alien_req *req)
         rx_timer_cancel(loop, &sh->accept_retry);
         rx_timer_cancel(loop, &sh->tick);
         shutdown(sh->listen_fd, SHUT_RDWR);     /* ends the accept in flight */
+        if (sh->id == 0)
+                net_metrics_http_stop(sh->srv->metrics_http);
         sh->stop_req = req;
         for (c = sh->conns; c; c = next) {
                 next = c->next;

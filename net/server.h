@@ -39,7 +39,9 @@
 
 struct eng_fs;
 struct eng_shard;
+struct net_cmd_metrics;
 struct net_conn;
+struct net_metrics_http;
 struct net_slowlog;
 struct rx_loop;
 struct rx_smp;
@@ -70,6 +72,8 @@ struct net_server {
         _Atomic int64_t slowlog_slower_than_us;        /* <0: off */
         _Atomic uint64_t slowlog_max_len;
         _Atomic uint64_t slowlog_next_id;               /* ids unique over the shards */
+        int metrics_fd;                 /* --metrics-port listener, or -1 */
+        struct net_metrics_http *metrics_http;  /* shard 0's (metrics_http.h) */
 };
 
 struct net_shard {
@@ -92,6 +96,8 @@ struct net_shard {
         uint64_t keyspace_hits, keyspace_misses;        /* reads run here */
         struct net_slowlog *slowlog;    /* commands of this shard's connections */
         uint64_t n_conns;
+        uint64_t n_accepted;            /* connections accepted here */
+        struct net_cmd_metrics *metrics;        /* commands of this shard's connections */
         void *stop_req;                 /* the foreign request waiting for phase 1 or 2 */
         bool close_wanted;              /* phase 2 asked while the engine was opening */
         struct net_intent_table intents;        /* keys locked here (txn.h) */
@@ -101,7 +107,8 @@ struct net_shard {
 /*
  * Makes the server for cfg (borrowed; must outlive the server): checks
  * and creates cfg->dir and its shard directories, binds n_shards
- * listening sockets on cfg->bind:cfg->port with SO_REUSEPORT. Returns 0
+ * listening sockets on cfg->bind:cfg->port with SO_REUSEPORT, and one on
+ * cfg->bind:cfg->metrics_port if that is not 0. Returns 0
  * and *ret (free with net_server_free), or -errno with a message in err.
  * Main thread.
  */

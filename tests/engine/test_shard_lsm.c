@@ -12,6 +12,8 @@
  */
 #include "tests/engine/shard_helpers.h"
 
+#include <sys/stat.h>
+
 #include "base/time.h"
 #include "engine/compaction.h"
 
@@ -525,4 +527,60 @@ Test(shard_lsm, power_cuts_during_compactions_lose_nothing)
                 expect_ordered_scan(0, NKEYS, 200);
                 shard_close_sync();
         }
+}
+
+/* The bytes of every file in the shard directory ending in ext. */
+static uint64_t files_bytes(const char *ext)
+{
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        uint64_t bytes = 0;
+
+        cr_assert(not(eq(ptr, d, NULL)));
+        while ((de = readdir(d))) {
+                size_t len = strlen(de->d_name);
+                char path[PATH_MAX + 300];
+                struct stat st;
+
+                if (len <= 4 || strcmp(de->d_name + len - 4, ext) != 0)
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+                cr_assert(eq(int, stat(path, &st), 0));
+                bytes += (uint64_t)st.st_size;
+        }
+        closedir(d);
+        return bytes;
+}
+
+static void expect_table_stats_match_the_files(void)
+{
+        const struct eng_shard_stats *st = eng_shard_stats(sh);
+
+        cr_assert(eq(u64, st->sstables, count_files(".sst")));
+        cr_assert(eq(u64, st->sstable_bytes, files_bytes(".sst")));
+}
+
+Test(shard_lsm, table_stats_follow_flushes_compactions_and_reopen)
+{
+        opts.no_compaction = true;
+        opts.compaction_rate = UINT64_MAX;
+        cr_assert(eq(int, shard_open_sync(), 0));
+        cr_assert(eq(u64, eng_shard_stats(sh)->sstables, 0));
+        cr_assert(eq(u64, eng_shard_stats(sh)->sstable_bytes, 0));
+        for (uint32_t round = 0; round < 3; round++) {
+                for (uint32_t i = 0; i < 100; i++)
+                        put_t(ENG_TABLE_ORDERED, i, round + 1, 0);
+                cr_assert(eq(int, flush_sync(), 0));
+                expect_table_stats_match_the_files();
+        }
+        cr_assert(ge(u64, eng_shard_stats(sh)->sstables, 3));
+        cr_assert(eq(int, compact_sync(), 0));
+        expect_table_stats_match_the_files();
+        cr_assert(eq(u64, eng_shard_stats(sh)->sstables, 1));
+        /* The log and the cache report through the same stats. */
+        cr_assert(gt(u64, eng_shard_stats(sh)->log_bytes_written, 0));
+        cr_assert(eq(int, reopen(), 0));
+        expect_table_stats_match_the_files();
+        expect_ordered_gets();
+        cr_assert(gt(u64, eng_shard_stats(sh)->cache_hits + eng_shard_stats(sh)->cache_misses, 0));
 }

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The metrics (metrics.h): command counters, shard snapshots, and the
+ * Prometheus text. Names follow Prometheus's rules (base units:
+ * *_seconds, *_bytes; counters end in _total). The simple per-shard
+ * families come from one table of offsets into the snapshot, so adding a
+ * number is one line here and one in docs/server.md.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/compiler.h"
+#include "base/time.h"
+#include "net/cmd.h"
+#include "net/metrics.h"
+#include "net/server.h"
+
+uint64_t net_metrics_bucket_ns(unsigned i)
+{
+        static const uint64_t step[3] = { 10, 25, 50 };        /* 1, 2.5, 5 x 10 us x 10^k */
+        uint64_t ns = step[i % 3] * NS_PER_US;
+
+        for (unsigned k = 0; k < i / 3; k++)
+                ns *= 10;
+        return ns;
+}
+
+int net_cmd_metrics_init(struct net_cmd_metrics *m)
+{
+        memset(m, 0, sizeof(*m));
+        net_cmd_table(&m->n_cmds);
+        m->calls = calloc(m->n_cmds, sizeof(*m->calls));
+        return m->calls ? 0 : -ENOMEM;
+}
+
+void net_cmd_metrics_fini(struct net_cmd_metrics *m)
+{
+        if (!m)
+                return;
+        free(m->calls);
+        m->calls = NULL;
+}
+
+void net_cmd_metrics_observe(struct net_cmd_metrics *m, const struct net_cmd_def *def, uint64_t ns)
+{
+        size_t n;
+        const struct net_cmd_def *table = net_cmd_table(&n);
+        unsigned b = 0;
+
+        if (def >= table && def < table + n && (size_t)(def - table) < m->n_cmds)
+                m->calls[def - table]++;
+        while (b < NET_METRICS_BUCKETS && ns > net_metrics_bucket_ns(b))
+                b++;
+        m->buckets[b]++;
+        m->count++;
+        m->sum_ns += ns;
+}
+
+int net_metrics_snap_init(struct net_metrics_snap *s)
+{
+        memset(s, 0, sizeof(*s));
+        return net_cmd_metrics_init(&s->cmd);
+}
+
+void net_metrics_snap_fini(struct net_metrics_snap *s)
+{
+        net_cmd_metrics_fini(&s->cmd);
+}
+
+void net_metrics_snap_fill(struct net_metrics_snap *s, struct net_shard *sh)
+{
+        uint64_t *calls = s->cmd.calls;
+        size_t n = s->cmd.n_cmds;
+
+        s->shard = sh->id;
+        s->loop = *rx_loop_stats(sh->loop);
+        s->smp = *rx_smp_stats(sh->loop);
+        s->engine_ready = sh->eng != NULL;
+        if (sh->eng)
+                s->eng = *eng_shard_stats(sh->eng);
+        s->conns = sh->n_conns;
+        s->accepted = sh->n_accepted;
+        if (sh->metrics) {
+                s->cmd = *sh->metrics;
+                if (n > sh->metrics->n_cmds)
+                        n = sh->metrics->n_cmds;
+                memcpy(calls, sh->metrics->calls, n * sizeof(*calls));
+        }
+        s->cmd.calls = calls;   /* the snapshot's own array, not the shard's */
+        s->cmd.n_cmds = n;
+}
+
+/* ---- the text ---- */
+
+enum { GAUGE, COUNTER };
+
+/* A per-shard family: one number of the snapshot. */
+struct family {
+        const char *name, *help;
+        uint8_t type;
+        bool engine;                    /* only for shards whose engine is open */
+        bool ns;                        /* the number is ns, reported in seconds */
+        size_t off;                     /* of a uint64_t in struct net_metrics_snap */
+};
+
+#define SNAP(field) offsetof(struct net_metrics_snap, field)
+
+static const struct family families[] = {
+        { "scree_connections", "Client connections open on the shard.", GAUGE, false, false,
+          SNAP(conns) },
+        { "scree_connections_accepted_total", "Client connections the shard accepted.", COUNTER,
+          false, false, SNAP(accepted) },
+        { "scree_reactor_busy_seconds_total", "Time the shard's loop spent in iterations that did work.",
+          COUNTER, false, true, SNAP(loop.busy_ns) },
+        { "scree_reactor_idle_seconds_total", "Time the shard's loop spent idle (spinning or asleep).",
+          COUNTER, false, true, SNAP(loop.idle_ns) },
+        { "scree_reactor_stalls_total", "Tasks, timers or completions that held the loop too long.",
+          COUNTER, false, false, SNAP(loop.stalls) },
+        { "scree_reactor_io_completed_total", "I/O operations the shard's ring completed.", COUNTER,
+          false, false, SNAP(loop.io_completed) },
+        { "scree_cross_shard_messages_total", "Cross-shard messages the shard sent.", COUNTER, false,
+          false, SNAP(smp.sent) },
+        { "scree_cross_shard_messages_received_total", "Cross-shard messages the shard ran.",
+          COUNTER, false, false, SNAP(smp.received) },
+        { "scree_memtable_bytes", "Bytes in the shard's active memtables.", GAUGE, true, false,
+          SNAP(eng.memtable_bytes) },
+        { "scree_memtable_sealed_bytes", "Bytes in sealed memtables waiting for their flush.", GAUGE,
+          true, false, SNAP(eng.imm_bytes) },
+        { "scree_sstables", "Live SSTables of the shard.", GAUGE, true, false, SNAP(eng.sstables) },
+        { "scree_sstable_bytes", "Bytes of the shard's live SSTables.", GAUGE, true, false,
+          SNAP(eng.sstable_bytes) },
+        { "scree_commitlog_bytes_written_total", "Bytes written to commit-log segments since start.",
+          COUNTER, true, false, SNAP(eng.log_bytes_written) },
+        { "scree_commitlog_syncs_total", "Commit-log syncs since start.", COUNTER, true, false,
+          SNAP(eng.log_syncs) },
+        { "scree_block_cache_hits_total", "Block-cache lookups that found the block.", COUNTER, true,
+          false, SNAP(eng.cache_hits) },
+        { "scree_block_cache_misses_total", "Block-cache lookups that read the block from disk.",
+          COUNTER, true, false, SNAP(eng.cache_misses) },
+        { "scree_block_cache_bytes", "Bytes held by the block cache.", GAUGE, true, false,
+          SNAP(eng.cache_bytes) },
+        { "scree_flushes_total", "Memtables flushed to SSTables.", COUNTER, true, false,
+          SNAP(eng.flushes) },
+        { "scree_flush_bytes_total", "Bytes of SSTables written by flushes.", COUNTER, true, false,
+          SNAP(eng.flush_bytes) },
+        { "scree_compactions_total", "Compactions finished.", COUNTER, true, false,
+          SNAP(eng.compactions) },
+        { "scree_compaction_bytes_read_total", "SSTable bytes read by compactions.", COUNTER, true,
+          false, SNAP(eng.compaction_bytes_in) },
+        { "scree_compaction_bytes_written_total", "SSTable bytes written by compactions.", COUNTER,
+          true, false, SNAP(eng.compaction_bytes_out) },
+        { "scree_write_stalls_total", "Writes that waited for memtable space.", COUNTER, true, false,
+          SNAP(eng.stalls) },
+        { "scree_write_stall_seconds_total", "Time writes waited for memtable space.", COUNTER, true,
+          true, SNAP(eng.stall_ns) },
+};
+
+static void head(FILE *f, const char *name, const char *help, const char *type)
+{
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void seconds(FILE *f, uint64_t ns)
+{
+        fprintf(f, "%llu.%09llu\n", (unsigned long long)(ns / NS_PER_SEC),
+                (unsigned long long)(ns % NS_PER_SEC));
+}
+
+static void format_family(FILE *f, const struct family *fam, const struct net_metrics_snap *snaps,
+                          unsigned n)
+{
+        head(f, fam->name, fam->help, fam->type == GAUGE ? "gauge" : "counter");
+        for (unsigned i = 0; i < n; i++) {
+                uint64_t v;
+
+                if (fam->engine && !snaps[i].engine_ready)
+                        continue;
+                memcpy(&v, (const char *)&snaps[i] + fam->off, sizeof(v));
+                fprintf(f, "%s{shard=\"%u\"} ", fam->name, snaps[i].shard);
+                if (fam->ns)
+                        seconds(f, v);
+                else
+                        fprintf(f, "%llu\n", (unsigned long long)v);
+        }
+}
+
+static void format_commands(FILE *f, const struct net_metrics_snap *snaps, unsigned n)
+{
+        size_t n_table;
+        const struct net_cmd_def *table = net_cmd_table(&n_table);
+
+        head(f, "scree_commands_total", "Commands finished, by the shard of their connection.",
+             "counter");
+        for (unsigned i = 0; i < n; i++)
+                for (size_t c = 0; c < snaps[i].cmd.n_cmds && c < n_table; c++)
+                        if (snaps[i].cmd.calls[c])
+                                fprintf(f, "scree_commands_total{shard=\"%u\",cmd=\"%s\"} %llu\n",
+                                        snaps[i].shard, table[c].name,
+                                        (unsigned long long)snaps[i].cmd.calls[c]);
+}
+
+static void format_latency(FILE *f, const struct net_metrics_snap *snaps, unsigned n)
+{
+        static const char name[] = "scree_command_duration_seconds";
+
+        head(f, name, "Time from a command's dispatch to its reply.", "histogram");
+        for (unsigned i = 0; i < n; i++) {
+                const struct net_cmd_metrics *m = &snaps[i].cmd;
+                uint64_t cum = 0;
+
+                for (unsigned b = 0; b < NET_METRICS_BUCKETS; b++) {
+                        cum += m->buckets[b];
+                        fprintf(f, "%s_bucket{shard=\"%u\",le=\"%g\"} %llu\n", name, snaps[i].shard,
+                                (double)net_metrics_bucket_ns(b) / (double)NS_PER_SEC,
+                                (unsigned long long)cum);
+                }
+                fprintf(f, "%s_bucket{shard=\"%u\",le=\"+Inf\"} %llu\n", name, snaps[i].shard,
+                        (unsigned long long)m->count);
+                fprintf(f, "%s_sum{shard=\"%u\"} ", name, snaps[i].shard);
+                seconds(f, m->sum_ns);
+                fprintf(f, "%s_count{shard=\"%u\"} %llu\n", name, snaps[i].shard,
+                        (unsigned long long)m->count);
+        }
+}
+
+int net_metrics_format(FILE *f, const struct net_metrics_snap *snaps, unsigned n)
+{
+        head(f, "scree_engine_ready", "1 once the shard's engine is open.", "gauge");
+        for (unsigned i = 0; i < n; i++)
+                fprintf(f, "scree_engine_ready{shard=\"%u\"} %d\n", snaps[i].shard,
+                        snaps[i].engine_ready);
+        format_commands(f, snaps, n);
+        format_latency(f, snaps, n);
+        for (size_t k = 0; k < ARRAY_SIZE(families); k++)
+                format_family(f, &families[k], snaps, n);
+        return ferror(f) ? -EIO : 0;
+}
+
+/* ---- the request ---- */
+
+/* The end of the head ("\r\n\r\n" or a bare "\n\n"), or NULL. */
+static const char *head_end(const char *buf, size_t len)
+{
+        for (size_t i = 0; i + 1 < len; i++) {
+                if (buf[i] != '\n')
+                        continue;
+                if (buf[i + 1] == '\n')
+                        return buf + i + 2;
+                if (i + 2 < len && buf[i + 1] == '\r' && buf[i + 2] == '\n')
+                        return buf + i + 3;
+        }
+        return NULL;
+}
+
+static bool is_version(const char *v, size_t len)
+{
+        if (len && v[len - 1] == '\r')
+                len--;
+        return len == 8 && (memcmp(v, "HTTP/1.0", 8) == 0 || memcmp(v, "HTTP/1.1", 8) == 0);
+}
+
+int net_metrics_check_request(const char *buf, size_t len)
+{
+        const char *line_end, *sp1, *sp2, *path_end;
+
+        if (!head_end(buf, len))
+                return len >= NET_METRICS_MAX_REQUEST ? 431 : 0;
+        line_end = memchr(buf, '\n', len);
+        sp1 = memchr(buf, ' ', (size_t)(line_end - buf));
+        if (!sp1 || sp1 == buf)
+                return 400;
+        sp2 = memchr(sp1 + 1, ' ', (size_t)(line_end - sp1 - 1));
+        if (!sp2 || sp2 == sp1 + 1 || sp1[1] != '/' ||
+            !is_version(sp2 + 1, (size_t)(line_end - sp2 - 1)))
+                return 400;
+        if ((size_t)(sp1 - buf) != 3 || memcmp(buf, "GET", 3) != 0)
+                return 405;
+        path_end = memchr(sp1 + 1, '?', (size_t)(sp2 - sp1 - 1));
+        if (!path_end)
+                path_end = sp2;
+        if ((size_t)(path_end - sp1 - 1) != 8 || memcmp(sp1 + 1, "/metrics", 8) != 0)
+                return 404;
+        return 200;
+}

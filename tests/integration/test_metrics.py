@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Prometheus endpoint on --metrics-port: the text parses (every
+sample `name{labels} value`, every family with HELP and TYPE, histograms
+cumulative up to +Inf and consistent with _count), command counters grow,
+engine numbers are there for both shards; other paths, methods and
+oversized heads are refused; a silent client does not block a fetch."""
+import re
+import shutil
+import socket
+import urllib.error
+import urllib.request
+
+import pytest
+
+from server_util import Server, free_port
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
+
+
+@pytest.fixture
+def msrv():
+    s = Server(args=["--metrics-port", str(free_port())])
+    s.mport = int(s.args[1])
+    s.start()
+    yield s
+    s.stop()
+    shutil.rmtree(s.dir, ignore_errors=True)
+
+
+def fetch(s, path="/metrics"):
+    with urllib.request.urlopen(f"http://127.0.0.1:{s.mport}{path}", timeout=10) as resp:
+        assert resp.status == 200
+        assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        return resp.read().decode()
+
+
+def parse(text):
+    """{name: [(labels dict, value)]}, checking the text's shape."""
+    helps, types, samples = set(), {}, {}
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            helps.add(line.split(" ")[2])
+            continue
+        if line.startswith("# TYPE "):
+            _, _, name, typ = line.split(" ")
+            assert name not in types, f"family {name} twice"
+            types[name] = typ
+            continue
+        m = SAMPLE.match(line)
+        assert m, f"bad sample line {line!r}"
+        labels = dict(LABEL.findall(m.group(2) or ""))
+        value = float(m.group(3))
+        samples.setdefault(m.group(1), []).append((labels, value))
+    for name in samples:
+        fam = re.sub(r"_(bucket|sum|count)$", "", name) if name not in types else name
+        assert fam in types and fam in helps, f"{name} without HELP/TYPE"
+    return types, samples
+
+
+def by_shard(samples, name):
+    return {lab["shard"]: v for lab, v in samples.get(name, [])}
+
+
+def check_histograms(types, samples):
+    for fam, typ in types.items():
+        if typ != "histogram":
+            continue
+        per_shard = {}
+        for lab, v in samples[fam + "_bucket"]:
+            per_shard.setdefault(lab["shard"], []).append((lab["le"], v))
+        counts = by_shard(samples, fam + "_count")
+        for shard, buckets in per_shard.items():
+            assert buckets[-1][0] == "+Inf"
+            bounds = [float(le) for le, _ in buckets[:-1]]
+            assert bounds == sorted(bounds)
+            values = [v for _, v in buckets]
+            assert values == sorted(values), "buckets not cumulative"
+            assert values[-1] == counts[shard]
+            assert shard in by_shard(samples, fam + "_sum")
+
+
+def fetch_ready(s):
+    """The text once both engines are open (they open after the listeners)."""
+    for _ in range(200):
+        types, samples = parse(fetch(s))
+        if sorted(by_shard(samples, "scree_engine_ready").values()) == [1, 1]:
+            return types, samples
+    raise AssertionError("engines never ready")
+
+
+def test_metrics_text_counts_commands_and_reports_every_shard(msrv):
+    types0, samples0 = fetch_ready(msrv)
+    r = msrv.client()
+    for i in range(20):
+        r.set(f"k{i}", "v" * i)
+        assert r.get(f"k{i}") == b"v" * i
+    r.close()
+    types, samples = parse(fetch(msrv))
+    check_histograms(types, samples)
+
+    def cmd_total(samples, cmd):
+        return sum(v for lab, v in samples.get("scree_commands_total", []) if lab["cmd"] == cmd)
+
+    assert cmd_total(samples, "set") >= cmd_total(samples0, "set") + 20
+    assert cmd_total(samples, "get") >= cmd_total(samples0, "get") + 20
+    total = sum(v for _, v in samples["scree_commands_total"])
+    assert total == sum(by_shard(samples, "scree_command_duration_seconds_count").values())
+    for name in ["scree_memtable_bytes", "scree_sstables", "scree_sstable_bytes",
+                 "scree_commitlog_bytes_written_total", "scree_commitlog_syncs_total",
+                 "scree_block_cache_hits_total", "scree_block_cache_misses_total",
+                 "scree_block_cache_bytes", "scree_compaction_bytes_read_total",
+                 "scree_compaction_bytes_written_total", "scree_flushes_total",
+                 "scree_write_stalls_total", "scree_reactor_busy_seconds_total",
+                 "scree_reactor_stalls_total", "scree_cross_shard_messages_total",
+                 "scree_connections", "scree_connections_accepted_total"]:
+        assert set(by_shard(samples, name)) == {"0", "1"}, name
+        assert name.endswith("_total") == (types[name] == "counter"), name
+    assert sum(by_shard(samples, "scree_memtable_bytes").values()) > 0
+    assert sum(by_shard(samples, "scree_commitlog_bytes_written_total").values()) > 0
+    assert sum(by_shard(samples, "scree_connections_accepted_total").values()) >= 1
+    # Gathering the page is itself cross-shard messaging.
+    assert sum(by_shard(samples, "scree_cross_shard_messages_total").values()) > 0
+
+
+def raw(s, data, timeout=10):
+    """Sends data and returns what comes back until the server closes."""
+    with socket.create_connection(("127.0.0.1", s.mport), timeout=timeout) as c:
+        try:
+            c.sendall(data)
+            out = b""
+            while len(out) < 1 << 20:
+                part = c.recv(65536)
+                if not part:
+                    break
+                out += part
+        except (ConnectionResetError, BrokenPipeError):
+            return None
+    return out
+
+
+def test_other_paths_methods_and_bad_requests_are_refused(msrv):
+    with pytest.raises(urllib.error.HTTPError) as e:
+        fetch(msrv, "/other")
+    assert e.value.code == 404
+    assert raw(msrv, b"POST /metrics HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 405 ")
+    assert raw(msrv, b"nonsense\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+    assert raw(msrv, b"GET /metrics HTTP/9.9\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+    ok = raw(msrv, b"GET /metrics?x=1 HTTP/1.0\r\n\r\n")
+    assert ok.startswith(b"HTTP/1.1 200 ") and b"scree_commands_total" in ok
+
+
+def test_a_huge_request_head_is_refused(msrv):
+    head = b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n"
+    out = raw(msrv, head)
+    # 431, unless the reset for the unread rest of the head overtook it.
+    assert out is None or out.startswith(b"HTTP/1.1 431 ")
+    fetch(msrv)
+
+
+def test_a_silent_client_does_not_block_a_fetch(msrv):
+    silent = [socket.create_connection(("127.0.0.1", msrv.mport)) for _ in range(3)]
+    half = socket.create_connection(("127.0.0.1", msrv.mport))
+    half.sendall(b"GET /metr")
+    try:
+        types, samples = parse(fetch(msrv))
+        assert "scree_commands_total" in types
+    finally:
+        for c in silent + [half]:
+            c.close()
+
+
+def test_a_silent_client_is_closed_at_its_deadline_and_stop_ends_the_rest(msrv):
+    with socket.create_connection(("127.0.0.1", msrv.mport), timeout=30) as c:
+        assert c.recv(100) == b""       # closed by the server (5 s deadline)
+    # Left open across the stop: the server ends it and exits cleanly.
+    stay = socket.create_connection(("127.0.0.1", msrv.mport))
+    stay.sendall(b"GET /metrics HTTP/1.1\r\n")
+    fetch(msrv)
+    assert msrv.stop() == 0
+    stay.close()
