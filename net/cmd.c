@@ -43,6 +43,7 @@ static const struct net_cmd_def table[] = {
         { "ping", -1, NA | LD | LC | NE, 0, 0, 0, net_cmd_ping, NULL },
         { "mget", -2, R | LC, 1, -1, 1, net_cmd_mget, NULL },
         { "mset", -3, W | LC, 1, -1, 2, net_cmd_mset, NULL },
+        { "msetnx", -3, W | LC, 1, -1, 2, net_cmd_msetnx, NULL },
         { "del", -2, W | LC, 1, -1, 1, net_cmd_del, NULL },
         { "unlink", -2, W | LC, 1, -1, 1, net_cmd_del, NULL },
         { "exists", -2, R | LC, 1, -1, 1, net_cmd_exists, NULL },
@@ -301,7 +302,8 @@ int net_req_fan_out(struct net_req *parent, void (*gather)(struct net_req *paren
         if (--parent->children_left > 0)
                 return NET_CMD_PENDING;
         gather(parent);
-        return NET_CMD_DONE;
+        /* A gather may start another round of children (MSETNX). */
+        return parent->children_left ? NET_CMD_PENDING : NET_CMD_DONE;
 }
 
 int net_req_each_shard(struct net_req *parent, const struct net_cmd_def *def, size_t info_bytes,

@@ -181,6 +181,7 @@ int net_cmd_append(struct net_req *req);
 int net_cmd_strlen(struct net_req *req);
 int net_cmd_mget(struct net_req *req);
 int net_cmd_mset(struct net_req *req);
+int net_cmd_msetnx(struct net_req *req);
 
 int net_cmd_del(struct net_req *req);
 int net_cmd_exists(struct net_req *req);

@@ -313,18 +313,76 @@ static void mset_gather(struct net_req *req)
         net_resp_add_simple(req->out, "OK", 2);
 }
 
-int net_cmd_mset(struct net_req *req)
+/* MSET's and MSETNX's pairs are whole and their values within the limit;
+ * otherwise replies the error and returns false. */
+static bool pairs_ok(struct net_req *req, const char *name)
 {
         if (req->argc % 2 == 0) {
-                net_resp_add_errorf(req->out, "ERR wrong number of arguments for 'mset' command");
-                return NET_CMD_DONE;
+                net_resp_add_errorf(req->out, "ERR wrong number of arguments for '%s' command", name);
+                return false;
         }
         for (size_t i = 2; i < req->argc; i += 2)
                 if (!value_ok(req, &req->argv[i]))
-                        return NET_CMD_DONE;
+                        return false;
+        return true;
+}
+
+/* Starts one SET child per pair, gathered by gather. */
+static int set_pairs(struct net_req *req, void (*gather)(struct net_req *req))
+{
         if (net_req_per_key(req, &net_cmd_def_set, 2, 3) < 0) {
                 net_resp_add_error(req->out, "ERR out of memory", 17);
                 return NET_CMD_DONE;
         }
-        return net_req_fan_out(req, mset_gather);
+        return net_req_fan_out(req, gather);
+}
+
+int net_cmd_mset(struct net_req *req)
+{
+        if (!pairs_ok(req, "mset"))
+                return NET_CMD_DONE;
+        return set_pairs(req, mset_gather);
+}
+
+/* MSETNX: every key is checked, then every pair written, all under the
+ * command's lock set (txn.h), so no other command sees or writes a key
+ * in between. */
+static void msetnx_set_gather(struct net_req *req)
+{
+        for (uint32_t i = 0; i < req->n_children; i++)
+                if (net_child_error(req, req->children[i]))
+                        return;
+        net_resp_add_int(req->out, 1);
+}
+
+static void msetnx_exists_gather(struct net_req *req)
+{
+        int64_t n = 0;
+
+        for (uint32_t i = 0; i < req->n_children; i++) {
+                if (net_child_error(req, req->children[i]))
+                        return;
+                n += req->children[i]->ival;
+        }
+        if (n) {
+                net_resp_add_int(req->out, 0);
+                return;
+        }
+        for (uint32_t i = 0; i < req->n_children; i++)
+                net_req_free(req->children[i]);
+        free(req->children);
+        req->children = NULL;
+        req->n_children = 0;
+        set_pairs(req, msetnx_set_gather);     /* a second round; or replies ENOMEM */
+}
+
+int net_cmd_msetnx(struct net_req *req)
+{
+        if (!pairs_ok(req, "msetnx"))
+                return NET_CMD_DONE;
+        if (net_req_per_key(req, &net_cmd_def_exists1, 2, 2) < 0) {
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                return NET_CMD_DONE;
+        }
+        return net_req_fan_out(req, msetnx_exists_gather);
 }

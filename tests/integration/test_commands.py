@@ -123,6 +123,26 @@ def test_multi_key_across_shards(r):
     assert r.get(keys[30]) is None
 
 
+def test_msetnx_sets_all_or_nothing_across_shards(r):
+    keys = ["nx:%d" % i for i in range(20)]
+    assert r.msetnx({k: "v1" for k in keys}) is True
+    assert r.mget(keys) == [b"v1"] * 20
+    # One key exists: nothing is written.
+    fresh = ["nx2:%d" % i for i in range(20)]
+    assert r.msetnx({**{k: "v2" for k in fresh}, keys[7]: "v2"}) is False
+    assert r.mget(fresh) == [None] * 20
+    assert r.get(keys[7]) == b"v1"
+    assert err(r.execute_command, "MSETNX", "x", "1", "y") == \
+        "wrong number of arguments for 'msetnx' command"
+    assert r.exists("x") == 0
+    # Inside a transaction.
+    p = r.pipeline()
+    p.msetnx({"t1": "a", "t2": "b"})
+    p.msetnx({"t2": "c", "t3": "d"})
+    assert p.execute() == [True, False]
+    assert r.mget(["t1", "t2", "t3"]) == [b"a", b"b", None]
+
+
 def test_expire_family_and_ttl(r):
     assert r.ttl("x") == -2 and r.pttl("x") == -2
     assert r.expire("x", 10) is False
