@@ -32,6 +32,7 @@
 #include "base/mem.h"
 #include "base/time.h"
 #include "perf/hist.h"
+#include "perf/args.h"
 #include "perf/rng.h"
 #include "reactor/io.h"
 #include "reactor/loop.h"
@@ -87,19 +88,6 @@ static void usage(FILE *f)
                    "  --ops caps the op count (default: seconds * 10M); --poll busy-polls.\n");
 }
 
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
-{
-        char *end;
-        unsigned long long v;
-
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno || end == s || *end || v < min || v > max)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 static int parse_mode(const char *s, bool *ret_write)
 {
         if (strcmp(s, "randwrite") == 0)
@@ -118,10 +106,10 @@ static int parse_opt(struct bench_opts *o, int c, const char *arg, bool *have_mo
 
         switch (c) {
         case 'f': o->path = arg; break;
-        case 's': r = parse_u64(arg, 1, UINT64_C(1) << 24, &v); o->size_bytes = v << 20; break;
-        case 'q': r = parse_u64(arg, 1, MAX_QD, &v); o->qd = (unsigned)v; break;
-        case 't': r = parse_u64(arg, 1, 86400, &v); o->seconds = (unsigned)v; break;
-        case 'n': r = parse_u64(arg, 1, UINT64_MAX, &v); o->max_ops = v; break;
+        case 's': r = perf_parse_u64(arg, 1, UINT64_C(1) << 24, &v); o->size_bytes = v << 20; break;
+        case 'q': r = perf_parse_u64(arg, 1, MAX_QD, &v); o->qd = (unsigned)v; break;
+        case 't': r = perf_parse_u64(arg, 1, 86400, &v); o->seconds = (unsigned)v; break;
+        case 'n': r = perf_parse_u64(arg, 1, UINT64_MAX, &v); o->max_ops = v; break;
         case 'm': r = parse_mode(arg, &o->write); *have_mode = r == 0; break;
         case 'j': o->json = true; break;
         case 'p': o->poll = true; break;

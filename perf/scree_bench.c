@@ -27,6 +27,7 @@
 #include <scree/scree_errors.h>
 
 #include "base/time.h"
+#include "perf/args.h"
 #include "perf/bench_shard.h"
 #include "reactor/smp.h"
 
@@ -72,23 +73,10 @@ static void usage(FILE *f)
                 DEFAULT_NUM, DEFAULT_MAX_SECONDS);
 }
 
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
-{
-        char *end;
-        unsigned long long v;
-
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        if (errno || end == s || *end || v < min || v > max)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *ret)
 {
         uint64_t v;
-        int r = parse_u64(s, min, max, &v);
+        int r = perf_parse_u64(s, min, max, &v);
 
         if (r == 0)
                 *ret = (uint32_t)v;
@@ -127,7 +115,7 @@ static int parse_choice(const char *arg, const char *a, const char *b, int *ret)
 static int parse_mib(const char *arg, size_t *ret)
 {
         uint64_t v;
-        int r = parse_u64(arg, 1, UINT64_C(1) << 20, &v);
+        int r = perf_parse_u64(arg, 1, UINT64_C(1) << 20, &v);
 
         if (r == 0)
                 *ret = (size_t)v << 20;
@@ -142,8 +130,8 @@ static int parse_opt(struct cli *c, int ch, const char *arg)
 
         switch (ch) {
         case 'b': return parse_list(c, arg);
-        case 'n': return parse_u64(arg, 1, UINT32_MAX, &o->num);
-        case 'r': return parse_u64(arg, 1, UINT64_MAX / UINT32_MAX, &o->reads);
+        case 'n': return perf_parse_u64(arg, 1, UINT32_MAX, &o->num);
+        case 'r': return perf_parse_u64(arg, 1, UINT64_MAX / UINT32_MAX, &o->reads);
         case 'k': return parse_u32(arg, 4, BENCH_MAX_KEY_BYTES, &o->key_size);
         case 'v': return parse_u32(arg, 0, ENG_MAX_VALUE_BYTES, &o->value_size);
         case 's': return parse_u32(arg, 1, ENG_MAX_SHARDS, &o->shards);
@@ -154,8 +142,8 @@ static int parse_opt(struct cli *c, int ch, const char *arg)
         case 'e': o->use_existing = true; return 0;
         case 'M': return parse_mib(arg, &o->memtable_budget);
         case 'C': return parse_mib(arg, &o->cache_bytes);
-        case 'S': return parse_u64(arg, 1, UINT64_MAX, &o->seed);
-        case 'I': return parse_u64(arg, 0, 1000000, &c->idle_poll_us);
+        case 'S': return perf_parse_u64(arg, 1, UINT64_MAX, &o->seed);
+        case 'I': return perf_parse_u64(arg, 0, 1000000, &c->idle_poll_us);
         case 'j': c->json = true; return 0;
         case 'P':
                 r = parse_u32(arg, 1, 60000, &ms);
