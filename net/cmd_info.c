@@ -73,7 +73,7 @@ static void info_clients_stats(FILE *f, const struct net_req *req, struct net_se
         if (want(req, "clients"))
                 fprintf(f, "# Clients\r\nconnected_clients:%llu\r\nmaxclients:%llu\r\n\r\n",
                         (unsigned long long)atomic_load(&srv->clients),
-                        (unsigned long long)srv->cfg->maxclients);
+                        (unsigned long long)req->exec->cfg.maxclients);
         if (!want(req, "stats"))
                 return;
         for (uint32_t i = 0; i < req->n_children; i++) {

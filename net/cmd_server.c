@@ -3,9 +3,12 @@
  * Connection and server commands: PING, ECHO, QUIT, HELLO, AUTH, SELECT,
  * COMMAND, CLIENT, CONFIG, TIME. All run on the connection's shard
  * (NET_CMD_LOCAL) and never touch the engine; AUTH, HELLO and CONFIG read
- * the shared settings under cfg_lock. INFO is in cmd_info.c.
+ * the shard's own copy of the settings, and CONFIG SET changes every
+ * shard's copy through messages. INFO is in cmd_info.c.
  */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +19,7 @@
 #include "net/conn.h"
 #include "net/glob.h"
 #include "net/server.h"
+#include "reactor/smp.h"
 
 #define REDIS_COMPAT_VERSION "7.0.0"
 
@@ -74,30 +78,16 @@ int net_cmd_time(struct net_req *req)
 /* ---- AUTH, HELLO ---- */
 
 /* Checks (user, pass) against requirepass: 0, or -EPERM. user may be NULL. */
-static int check_pass(struct net_server *srv, const struct net_arg *user, const struct net_arg *pass)
+static int check_pass(const struct scree_config *cfg, const struct net_arg *user,
+                      const struct net_arg *pass)
 {
-        const char *want;
-        int r;
+        const char *want = cfg->requirepass;
 
         if (user && !net_arg_is(user, "default"))
                 return -EPERM;
-        pthread_mutex_lock(&srv->cfg_lock);
-        want = srv->cfg->requirepass;
         /* No password set: the default user takes any password. */
-        r = !want[0] || (strlen(want) == pass->len && !memcmp(want, pass->ptr, pass->len)) ? 0
-                                                                                      : -EPERM;
-        pthread_mutex_unlock(&srv->cfg_lock);
-        return r;
-}
-
-static bool pass_set(struct net_server *srv)
-{
-        bool set;
-
-        pthread_mutex_lock(&srv->cfg_lock);
-        set = srv->cfg->requirepass[0] != 0;
-        pthread_mutex_unlock(&srv->cfg_lock);
-        return set;
+        return !want[0] || (strlen(want) == pass->len && !memcmp(want, pass->ptr, pass->len)) ? 0
+                                                                                           : -EPERM;
 }
 
 static void conn_authed(struct net_conn *c)
@@ -108,16 +98,16 @@ static void conn_authed(struct net_conn *c)
 
 int net_cmd_auth(struct net_req *req)
 {
-        struct net_server *srv = req->exec->srv;
+        const struct scree_config *cfg = &req->exec->cfg;
         bool with_user = req->argc == 3;
 
         if (req->argc > 3) {
                 net_resp_add_errorf(req->out, "ERR %s", NET_ERR_SYNTAX);
-        } else if (!with_user && !pass_set(srv)) {
+        } else if (!with_user && !cfg->requirepass[0]) {
                 net_resp_add_errorf(req->out, "ERR AUTH <password> called without any password "
                                               "configured for the default user. Are you sure "
                                               "your configuration is correct?");
-        } else if (check_pass(srv, with_user ? &req->argv[1] : NULL,
+        } else if (check_pass(cfg, with_user ? &req->argv[1] : NULL,
                               &req->argv[req->argc - 1]) < 0) {
                 net_resp_add_errorf(req->out, "%s", E_WRONGPASS);
         } else {
@@ -214,7 +204,7 @@ int net_cmd_hello(struct net_req *req)
                 net_resp_add_errorf(req->out, "ERR %s", err);
                 return NET_CMD_DONE;
         }
-        if (auth && check_pass(req->exec->srv, &auth[0], &auth[1]) < 0) {
+        if (auth && check_pass(&req->exec->cfg, &auth[0], &auth[1]) < 0) {
                 net_resp_add_errorf(req->out, "%s", E_WRONGPASS);
                 return NET_CMD_DONE;
         }
@@ -318,7 +308,7 @@ int net_cmd_client(struct net_req *req)
 
 static void config_get(struct net_req *req)
 {
-        struct net_server *srv = req->exec->srv;
+        const struct scree_config *cfg = &req->exec->cfg;
         bool hit[CFG_MAX_SETTINGS] = { false };
         const char *name;
         uint64_t n = 0;
@@ -330,43 +320,136 @@ static void config_get(struct net_req *req)
                                            true))
                                 hit[i] = true, n++;
         net_resp_add_map(req->out, n);
-        pthread_mutex_lock(&srv->cfg_lock);
         for (size_t i = 0; (name = cfg_name(i)) && i < CFG_MAX_SETTINGS; i++) {
                 if (!hit[i])
                         continue;
-                if (cfg_get(srv->cfg, name, val, sizeof(val)) < 0)
+                if (cfg_get(cfg, name, val, sizeof(val)) < 0)
                         val[0] = 0;
                 net_resp_add_bulk(req->out, name, strlen(name));
                 net_resp_add_bulk(req->out, val, strlen(val));
         }
-        pthread_mutex_unlock(&srv->cfg_lock);
 }
 
-static void config_set(struct net_req *req)
-{
-        struct net_server *srv = req->exec->srv;
-        char err[256] = "", *name = NULL, *val = NULL;
-        int r = 0;
+/*
+ * CONFIG SET: the pairs are applied in order to the calling shard's copy
+ * of the settings, stopping at the first that fails; those applied then
+ * go to every shard's copy in one message each (rx_smp_map_reduce), and
+ * the reply waits for all of them, so a later command on any connection
+ * sees the change. A version taken per CONFIG SET (an atomic counter on
+ * this cold path) makes the shards agree when two race: each keeps, per
+ * setting, the value with the highest version.
+ */
+struct cfg_bcast {
+        struct net_req *req;
+        uint64_t ver;
+        size_t n;
+        char *err;                      /* the reply's error, or NULL for +OK */
+        char *names[NET_CFG_MAX_SETTINGS], *vals[NET_CFG_MAX_SETTINGS];
+};
 
-        pthread_mutex_lock(&srv->cfg_lock);
-        for (size_t a = 2; a + 1 < req->argc && r == 0; a += 2) {
-                name = strndup(req->argv[a].ptr, req->argv[a].len);
-                val = strndup(req->argv[a + 1].ptr, req->argv[a + 1].len);
-                r = name && val ? cfg_set(srv->cfg, name, val, true, err, sizeof(err)) : -ENOMEM;
-                if (r == 0 && !strcmp(name, "log-level"))
-                        log_level = (enum log_level)srv->cfg->log_level;
-                if (r == 0)
-                        net_server_cfg_changed(srv);
-                if (r < 0)
-                        net_resp_add_errorf(req->out, "ERR CONFIG SET failed (possibly related to "
-                                                      "argument '%s') - %s", name ? name : "",
-                                            r == -ENOMEM ? "out of memory" : err);
+static void cfg_bcast_free(struct cfg_bcast *b)
+{
+        for (size_t i = 0; i < b->n; i++) {
+                free(b->names[i]);
+                free(b->vals[i]);
+        }
+        free(b->err);
+        free(b);
+}
+
+/* On every shard: applies the pairs newer than what it holds. */
+static int64_t cfg_apply(struct rx_loop *dst, void *arg)
+{
+        const struct cfg_bcast *b = arg;
+        struct net_shard *sh = net_shard_of(dst);
+
+        for (size_t i = 0; i < b->n; i++) {
+                int k = cfg_index(b->names[i]);
+
+                if (k < 0 || k >= NET_CFG_MAX_SETTINGS || sh->cfg_ver[k] >= b->ver)
+                        continue;
+                if (cfg_set(&sh->cfg, b->names[i], b->vals[i], true, NULL, 0) == 0)
+                        sh->cfg_ver[k] = b->ver;
+        }
+        return 0;
+}
+
+static int64_t cfg_reduce(int64_t acc, int64_t value, void *arg)
+{
+        (void)value;
+        (void)arg;
+        return acc;
+}
+
+static void cfg_applied(struct rx_loop *src, int64_t acc, void *arg)
+{
+        struct cfg_bcast *b = arg;
+        struct net_req *req = b->req;
+
+        (void)src;
+        (void)acc;
+        if (b->err)
+                net_resp_add_error(req->out, b->err, strlen(b->err));
+        else
+                net_resp_add_simple(req->out, "OK", 2);
+        cfg_bcast_free(b);
+        net_req_complete(req);
+}
+
+/* Applies the pairs here, in order, until one fails; records the applied
+ * ones in b and the failure's reply in b->err. */
+static void config_set_local(struct net_req *req, struct cfg_bcast *b)
+{
+        struct net_shard *sh = req->exec;
+        char err[256] = "";
+
+        for (size_t a = 2; a + 1 < req->argc && !b->err; a += 2) {
+                char *name = strndup(req->argv[a].ptr, req->argv[a].len);
+                char *val = strndup(req->argv[a + 1].ptr, req->argv[a + 1].len);
+                int r = name && val ? cfg_set(&sh->cfg, name, val, true, err, sizeof(err)) : -ENOMEM;
+                int k = r == 0 ? cfg_index(name) : -1;
+
+                if (r == 0 && k >= 0 && k < NET_CFG_MAX_SETTINGS && b->n < NET_CFG_MAX_SETTINGS) {
+                        sh->cfg_ver[k] = b->ver;
+                        if (!strcmp(name, "log-level"))
+                                log_level = (enum log_level)sh->cfg.log_level;
+                        b->names[b->n] = name;
+                        b->vals[b->n++] = val;
+                        continue;
+                }
+                if (asprintf(&b->err, "ERR CONFIG SET failed (possibly related to argument '%s') "
+                                      "- %s", name ? name : "",
+                             r == -ENOMEM ? "out of memory" : err) < 0)
+                        b->err = NULL;
+                if (!b->err)
+                        b->err = strdup("ERR out of memory");
                 free(name);
                 free(val);
         }
-        pthread_mutex_unlock(&srv->cfg_lock);
-        if (r == 0)
-                net_resp_add_simple(req->out, "OK", 2);
+}
+
+static int config_set(struct net_req *req)
+{
+        struct net_shard *sh = req->exec;
+        struct cfg_bcast *b = calloc(1, sizeof(*b));
+
+        if (!b) {
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                return NET_CMD_DONE;
+        }
+        b->req = req;
+        b->ver = atomic_fetch_add_explicit(&sh->srv->cfg_version, 1, memory_order_relaxed) + 1;
+        config_set_local(req, b);
+        if (b->n && rx_smp_map_reduce(sh->loop, cfg_apply, cfg_reduce, 0, cfg_applied, b) == 0)
+                return NET_CMD_PENDING;
+        /* Nothing applied (or no memory to tell the others: this shard
+         * has the change, the others keep the old values). */
+        if (b->err)
+                net_resp_add_error(req->out, b->err, strlen(b->err));
+        else if (b->n)
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+        cfg_bcast_free(b);
+        return NET_CMD_DONE;
 }
 
 int net_cmd_config(struct net_req *req)
@@ -377,7 +460,7 @@ int net_cmd_config(struct net_req *req)
         if (net_arg_is(sub, "get") && n >= 3)
                 config_get(req);
         else if (net_arg_is(sub, "set") && n >= 4 && n % 2 == 0)
-                config_set(req);
+                return config_set(req);
         else if (net_arg_is(sub, "resetstat") && n == 2)
                 net_resp_add_simple(req->out, "OK", 2);
         else if (net_arg_is(sub, "get") || net_arg_is(sub, "set") || net_arg_is(sub, "resetstat"))

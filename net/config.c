@@ -354,6 +354,35 @@ void cfg_fini(struct scree_config *c)
         }
 }
 
+int cfg_copy(struct scree_config *dst, const struct scree_config *src)
+{
+        *dst = *src;
+        for (size_t i = 0; i < N_DEFS; i++) {
+                if (defs[i].type == CFG_STRING)
+                        *(char **)((char *)dst + defs[i].off) = NULL;
+        }
+        for (size_t i = 0; i < N_DEFS; i++) {
+                char **d = (char **)((char *)dst + defs[i].off);
+
+                if (defs[i].type != CFG_STRING)
+                        continue;
+                *d = strdup(*(char *const *)((const char *)src + defs[i].off));
+                if (!*d) {
+                        cfg_fini(dst);
+                        memset(dst, 0, sizeof(*dst));
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+int cfg_index(const char *name)
+{
+        const struct cfg_def *d = find(name);
+
+        return d ? (int)(d - defs) : -ENOENT;
+}
+
 int cfg_get(const struct scree_config *c, const char *name, char *buf, size_t len)
 {
         const struct cfg_def *d = find(name);

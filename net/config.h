@@ -60,6 +60,13 @@ int cfg_init(struct scree_config *c);
 /* Frees the strings of c. Accepts a zeroed config. */
 void cfg_fini(struct scree_config *c);
 
+/* Makes dst (not initialized) a deep copy of src. Returns 0 or -ENOMEM
+ * (dst then zeroed). Free with cfg_fini. */
+int cfg_copy(struct scree_config *dst, const struct scree_config *src);
+
+/* The table index of setting name (as cfg_name counts), or -ENOENT. */
+int cfg_index(const char *name);
+
 /*
  * Sets name to value (parsed by the setting's type). runtime: refuse
  * settings that cannot change while serving. Returns 0, or -EINVAL with a

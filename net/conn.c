@@ -187,7 +187,7 @@ static void conn_enqueue(struct net_conn *c, struct net_req *req)
 static void conn_slowlog(struct net_conn *c, const struct net_req *req)
 {
         struct net_server *srv = c->sh->srv;
-        int64_t min_us = atomic_load_explicit(&srv->slowlog_slower_than_us, memory_order_relaxed);
+        int64_t min_us = c->sh->cfg.slowlog_slower_than_us;
         uint64_t us;
 
         if (min_us < 0 || !req->def || !c->sh->slowlog || req->def->fn == net_cmd_auth ||
@@ -196,7 +196,7 @@ static void conn_slowlog(struct net_conn *c, const struct net_req *req)
         us = (time_now_ns() - req->start_ns) / NS_PER_US;
         if (us < (uint64_t)min_us)
                 return;
-        net_slowlog_push(c->sh->slowlog, atomic_load(&srv->slowlog_max_len),
+        net_slowlog_push(c->sh->slowlog, c->sh->cfg.slowlog_max_len,
                          atomic_fetch_add(&srv->slowlog_next_id, 1), net_now_ms() / 1000, us,
                          req->argv, req->argc, c->addr, c->name);
 }
@@ -487,9 +487,7 @@ int net_conn_open(struct net_shard *sh, int fd)
         c->id = atomic_fetch_add_explicit(&srv->next_client_id, 1, memory_order_relaxed) + 1;
         c->created_ms = c->last_ms = net_now_ms();
         conn_addrs(c);
-        pthread_mutex_lock(&srv->cfg_lock);
-        c->authed = srv->cfg->requirepass[0] == 0;
-        pthread_mutex_unlock(&srv->cfg_lock);
+        c->authed = sh->cfg.requirepass[0] == 0;
         net_resp_parser_init(&c->parser, &lim);
         net_resp_parser_set_authenticated(&c->parser, c->authed);
         net_resp_out_init(&c->out, 0);

@@ -118,6 +118,8 @@ static int shards_new(struct net_server *srv, char *err, size_t err_len)
                 sh->id = i;
                 sh->listen_fd = -1;
                 net_intent_init(&sh->intents);
+                if (cfg_copy(&sh->cfg, cfg) < 0)
+                        return -ENOMEM;
                 snprintf(sh->dir, sizeof(sh->dir), "%s/shard-%u", cfg->dir, i);
                 r = make_dir(sh->dir, err, err_len);
                 if (r < 0)
@@ -149,12 +151,10 @@ int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_serve
         srv->cfg = cfg;
         srv->n_shards = n_shards;
         srv->metrics_fd = -1;
-        pthread_mutex_init(&srv->cfg_lock, NULL);
         srv->start_ns = time_now_ns();
         srv->start_wall_ms = time_wall_ns() / NS_PER_MS;
         srv->max_key_bytes = cfg->max_key_bytes;
         srv->max_value_bytes = cfg->max_value_bytes;
-        net_server_cfg_changed(srv);
         r = eng_tablet_map_init(&srv->map, n_shards, ENG_SHARD_DEFAULT_TABLETS);
         if (r < 0) {
                 snprintf(err, err_len, "bad shard count %u", n_shards);
@@ -189,6 +189,7 @@ void net_server_free(struct net_server *srv)
                 free(sh->accept_op);
                 net_slowlog_free(sh->slowlog);
                 net_intent_fini(&sh->intents);
+                cfg_fini(&sh->cfg);
                 net_cmd_metrics_fini(sh->metrics);
                 free(sh->metrics);
                 free(sh);
@@ -197,7 +198,6 @@ void net_server_free(struct net_server *srv)
         if (srv->metrics_fd >= 0)
                 close(srv->metrics_fd);
         free(srv->shards);
-        pthread_mutex_destroy(&srv->cfg_lock);
         free(srv);
 }
 
@@ -236,21 +236,12 @@ void net_shard_conn_unlink(struct net_shard *sh, struct net_conn *c)
 
 static void accept_arm(struct net_shard *sh);
 
-void net_server_cfg_changed(struct net_server *srv)
-{
-        atomic_store(&srv->slowlog_slower_than_us, srv->cfg->slowlog_slower_than_us);
-        atomic_store(&srv->slowlog_max_len, srv->cfg->slowlog_max_len);
-}
-
 /* Once a second: close idle connections (--timeout), sample ops/sec. */
 static void shard_tick(struct rx_loop *loop, struct rx_timer *t)
 {
         struct net_shard *sh = container_of(t, struct net_shard, tick);
-        uint64_t timeout_s;
+        uint64_t timeout_s = sh->cfg.timeout_s;
 
-        pthread_mutex_lock(&sh->srv->cfg_lock);
-        timeout_s = sh->srv->cfg->timeout_s;
-        pthread_mutex_unlock(&sh->srv->cfg_lock);
         if (timeout_s)
                 net_conn_sweep_idle(sh, net_now_ms(), timeout_s * 1000);
         sh->ops_per_sec = sh->n_commands - sh->tick_commands;
@@ -263,11 +254,8 @@ static bool client_admit(struct net_shard *sh, int fd)
 {
         static const char full[] = "-ERR max number of clients reached\r\n";
         struct net_server *srv = sh->srv;
-        uint64_t max, n;
+        uint64_t max = sh->cfg.maxclients, n;
 
-        pthread_mutex_lock(&srv->cfg_lock);
-        max = srv->cfg->maxclients;
-        pthread_mutex_unlock(&srv->cfg_lock);
         n = atomic_fetch_add_explicit(&srv->clients, 1, memory_order_relaxed);
         if (n < max)
                 return true;

@@ -7,13 +7,12 @@
  *
  * Objects and threads:
  *   - struct net_server: made by the main thread before the shards start
- *     (settings, tablet map, listening sockets) and shared read-only by the
- *     shards, except the settings that CONFIG SET changes at run time,
- *     which are read and written under cfg_lock (cold paths only: accept,
- *     AUTH, HELLO, CONFIG), and the atomic counters.
+ *     (start-up settings, tablet map, listening sockets) and shared
+ *     read-only by the shards, except a few atomic counters.
  *   - struct net_shard: one per shard, touched only by its shard (the
  *     main thread reads its `state` atomically and talks to it through
- *     foreign requests).
+ *     foreign requests). Each keeps its own copy of the settings; CONFIG
+ *     SET reaches every shard's copy through messages.
  *
  * Life cycle: net_server_new (main) -> rx_smp_new with net_shard_start as
  * on_start (each shard starts accepting and opens its engine; commands
@@ -27,7 +26,6 @@
 #ifndef SCREE_NET_SERVER_H
 #define SCREE_NET_SERVER_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -46,6 +44,9 @@ struct net_slowlog;
 struct rx_loop;
 struct rx_smp;
 
+/* Settings a shard versions (at least as many as config.c's table). */
+#define NET_CFG_MAX_SETTINGS 64
+
 enum net_shard_state {
         NET_SHARD_LOADING = 0,          /* engine opening (replaying its log) */
         NET_SHARD_READY = 1,
@@ -54,8 +55,7 @@ enum net_shard_state {
 };
 
 struct net_server {
-        struct scree_config *cfg;       /* borrowed from main; see cfg_lock */
-        pthread_mutex_t cfg_lock;       /* guards cfg's runtime settings */
+        const struct scree_config *cfg; /* borrowed from main: the start-up settings */
         struct eng_tablet_map map;
         unsigned n_shards;
         struct net_shard **shards;      /* [n_shards] */
@@ -67,11 +67,8 @@ struct net_server {
         _Atomic uint64_t next_client_id;
         _Atomic uint64_t total_connections, rejected_connections;
         _Atomic uint64_t total_commands;
-        /* Cached runtime settings read on hot paths (CONFIG SET updates
-         * them through net_server_cfg_changed). */
-        _Atomic int64_t slowlog_slower_than_us;        /* <0: off */
-        _Atomic uint64_t slowlog_max_len;
         _Atomic uint64_t slowlog_next_id;               /* ids unique over the shards */
+        _Atomic uint64_t cfg_version;   /* orders CONFIG SETs (cold path only) */
         int metrics_fd;                 /* --metrics-port listener, or -1 */
         struct net_metrics_http *metrics_http;  /* shard 0's (metrics_http.h) */
 };
@@ -101,6 +98,10 @@ struct net_shard {
         void *stop_req;                 /* the foreign request waiting for phase 1 or 2 */
         bool close_wanted;              /* phase 2 asked while the engine was opening */
         struct net_intent_table intents;        /* keys locked here (txn.h) */
+        /* This shard's copy of the settings: read here only, changed by
+         * CONFIG SET through a message to every shard (cmd_server.c). */
+        struct scree_config cfg;
+        uint64_t cfg_ver[NET_CFG_MAX_SETTINGS]; /* version of each setting's value */
         char dir[4096];
 };
 
@@ -133,10 +134,6 @@ int net_server_close_engine(struct net_server *srv, unsigned i);
 
 /* The calling shard's net_shard. Shard-local. */
 struct net_shard *net_shard_of(struct rx_loop *loop);
-
-/* Copies the runtime settings read on hot paths from srv->cfg into
- * their atomics. REQUIRES: cfg_lock held (or the shards not started). */
-void net_server_cfg_changed(struct net_server *srv);
 
 /* Which shard owns key. Any thread. */
 unsigned net_server_owner(const struct net_server *srv, const void *key, size_t len);

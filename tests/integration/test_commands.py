@@ -266,3 +266,25 @@ def test_redis_cli_works(server):
     out = subprocess.run(["redis-cli", "-p", str(server.port)], input="get cli\ninfo server\n",
                          capture_output=True, text=True, timeout=20)
     assert "yes" in out.stdout and "redis_version:7.0.0" in out.stdout, out
+
+
+def test_config_set_reaches_every_shard(server, r):
+    """Each shard keeps its own copy of the settings; CONFIG SET replies
+    only once every shard has the change, so connections accepted by any
+    shard see it at once."""
+    assert r.config_set("maxclients", "777", "timeout", "0") is True
+    clients = [server.client() for _ in range(12)]     # spread over both shards
+    try:
+        for c in clients:
+            assert c.config_get("maxclients") == {"maxclients": "777"}
+            assert c.info("clients")["maxclients"] == 777
+        assert r.config_set("requirepass", "sekret") is True
+        for _ in range(12):
+            fresh = server.client()
+            with pytest.raises(redis.AuthenticationError):
+                fresh.get("x")
+            assert fresh.execute_command("AUTH", "sekret") in (b"OK", True)
+            fresh.close()
+    finally:
+        for c in clients:
+            c.close()
