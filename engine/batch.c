@@ -31,22 +31,29 @@ void eng_batch_clear(struct eng_batch *b)
         b->count = 0;
 }
 
+/* Room for extra more bytes after the header and the entries so far;
+ * returns where they go (the header is reserved on first use), or NULL. */
+static uint8_t *batch_reserve(struct eng_batch *b, size_t extra)
+{
+        size_t need = (b->len ? b->len : ENG_BATCH_HEADER_BYTES) + extra;
+        uint8_t *buf = mem_grow(b->buf, &b->cap, need, 1);
+
+        if (!buf)
+                return NULL;
+        b->buf = buf;
+        if (!b->len)
+                b->len = ENG_BATCH_HEADER_BYTES;
+        return b->buf + b->len;
+}
+
 int eng_batch_add(struct eng_batch *b, const struct eng_entry *e)
 {
         if (e->kind != ENG_ENTRY_VALUE && e->kind != ENG_ENTRY_TOMBSTONE)
                 return -EINVAL;
-        size_t need = (b->len ? b->len : ENG_BATCH_HEADER_BYTES) + 1 + 3 * VARINT_MAX_BYTES +
-                      e->key_len + e->value_len;
+        uint8_t *p = batch_reserve(b, 1 + 3 * VARINT_MAX_BYTES + (size_t)e->key_len + e->value_len);
 
-        uint8_t *buf = mem_grow(b->buf, &b->cap, need, 1);
-
-        if (!buf)
+        if (!p)
                 return -ENOMEM;
-        b->buf = buf;
-        if (!b->len)
-                b->len = ENG_BATCH_HEADER_BYTES;
-        uint8_t *p = b->buf + b->len;
-
         *p = (uint8_t)e->kind;
         if (e->expiry_ms)
                 *p |= HAS_EXPIRY;
@@ -70,15 +77,11 @@ int eng_batch_add(struct eng_batch *b, const struct eng_entry *e)
 int eng_batch_append(struct eng_batch *b, const void *payload, size_t len)
 {
         size_t body = len - ENG_BATCH_HEADER_BYTES;
-        size_t need = (b->len ? b->len : ENG_BATCH_HEADER_BYTES) + body;
-        uint8_t *buf = mem_grow(b->buf, &b->cap, need, 1);
+        uint8_t *p = batch_reserve(b, body);
 
-        if (!buf)
+        if (!p)
                 return -ENOMEM;
-        b->buf = buf;
-        if (!b->len)
-                b->len = ENG_BATCH_HEADER_BYTES;
-        memcpy(b->buf + b->len, (const uint8_t *)payload + ENG_BATCH_HEADER_BYTES, body);
+        memcpy(p, (const uint8_t *)payload + ENG_BATCH_HEADER_BYTES, body);
         b->len += body;
         b->count += le32_get(payload);
         le32_put(b->buf, b->count);
