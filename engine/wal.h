@@ -13,7 +13,11 @@
  *     a timer writes and syncs every period. A crash may lose the last period.
  * Segments: the next segment is prepared in the background (open, fallocate,
  * header block, fdatasync, fsync of the directory so the new name is
- * durable); a record that does not fit rolls to it. A segment takes writes
+ * durable) -- or from a recycled old segment's file (eng_wal_recycle:
+ * header and a zero block, fdatasync, rename, directory fsync); a record
+ * that does not fit rolls to it, and the segment it leaves ends with a zero
+ * record header after its last record (docs/format/wal.md, "Recycled
+ * segments"). A segment takes writes
  * only once prepared, so no record is acknowledged before its segment's name
  * is durable.
  * Failure: a failed write, fdatasync or directory fsync (or open of the
@@ -78,7 +82,8 @@ struct eng_wal_stats {
  * Starts a log; the first segment is prepared in the background (appends
  * may come at once). The log opens o->dir (O_RDONLY | O_DIRECTORY) and
  * keeps it open until closed, to fsync it after creating each segment. Segments are created, never reopened: a file that
- * already has the id of a new segment stops the log with -EEXIST. At
+ * already has the id of a new segment stops the log with -EEXIST (a
+ * recycled file is renamed to ids above every file, by the same rule). At
  * start-up the shard replays the old log (wal_replay.h), trims the
  * directory with eng_wal_replay_trim(), and starts the new log at the
  * replay's last_segment + 1 -- above every segment file in the directory,
