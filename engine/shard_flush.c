@@ -132,10 +132,17 @@ static void unlink_done(struct eng_fs_op *op, int res)
         shard_job_done(s);
 }
 
-/* Deletes segments below s->log_cut, one at a time, in the background. */
+/* Hands segments below s->log_cut to the log for reuse (wal.h,
+ * eng_wal_recycle: a few, of this log's size) and deletes the rest, one at
+ * a time, in the background. The manifest edit that moved log_cut is
+ * durable, so no replay reads them again. */
 static void unlink_next(struct eng_shard *s)
 {
-        if (s->unlinking || s->log_oldest >= s->log_cut)
+        if (s->unlinking)
+                return;
+        while (s->log_oldest < s->log_cut && s->wal && eng_wal_recycle(s->wal, s->log_oldest))
+                s->log_oldest++;
+        if (s->log_oldest >= s->log_cut)
                 return;
         snprintf(s->unlink_path, sizeof(s->unlink_path), "%s/%016llx.log", s->dir,
                  (unsigned long long)s->log_oldest);

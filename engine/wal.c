@@ -50,6 +50,7 @@ struct wal_seg {
         uint64_t id;
         int fd;
         int prep_step;                  /* preparation stage; see prep_done */
+        uint64_t recycled_id;           /* reuses the file of this old segment; 0: a new file */
         bool ready, sealed, busy;       /* busy: an op of its own is in flight */
         struct eng_fs_op op;
         uint8_t *header;
@@ -81,6 +82,8 @@ struct eng_wal {
         void (*close_done)(void *arg, int res);
         void *close_arg;
         struct eng_wal_stats stats;
+        uint64_t pool[ENG_WAL_RECYCLE_MAX];     /* old segments' files kept for reuse */
+        unsigned n_pool;
 };
 
 static void kick(struct eng_wal *wal);
@@ -162,14 +165,52 @@ static void fail(struct eng_wal *wal, int err)
 
 /* ---- segment preparation: open, fallocate, header, fdatasync, dir fsync ---- */
 
-enum { PREP_OPEN, PREP_FALLOCATE, PREP_HEADER, PREP_SYNC, PREP_DIR_SYNC, PREP_DONE };
+enum { PREP_OPEN, PREP_FALLOCATE, PREP_HEADER, PREP_SYNC, PREP_RENAME, PREP_DIR_SYNC, PREP_DONE };
+
+/* A recycled file gets its header and a zero block (so the segment reads
+ * as empty, not as a torn tail of stale bytes) before its rename. */
+#define RECYCLED_HEAD_BYTES (ENG_WAL_SEGMENT_HEADER_BYTES + BLOCK)
 
 static void prep_done(struct eng_fs_op *op, int res);
+
+static void old_path(const struct eng_wal *wal, char *dst, size_t len, uint64_t id)
+{
+        snprintf(dst, len, "%s/%016llx.log", wal->o.dir, (unsigned long long)id);
+}
+
+static uint32_t head_bytes(const struct wal_seg *s)
+{
+        return s->recycled_id ? RECYCLED_HEAD_BYTES : ENG_WAL_SEGMENT_HEADER_BYTES;
+}
+
+/* A recycled file: open under its old name, header, zero block, fdatasync,
+ * rename, directory fsync. The header names the new id before the file
+ * takes that name, so a file named like a segment never carries another
+ * id; a cut before the rename leaves the old name, below the manifest's
+ * log segment, which start-up ignores and deletes. */
+static int prep_submit_recycled(struct wal_seg *s)
+{
+        struct eng_wal *wal = s->wal;
+        /* Paths stay with the op until it completes: the old name is kept
+         * in the segment, after its own. */
+        const char *from = s->path + strlen(s->path) + 1;
+
+        switch (s->prep_step) {
+        case PREP_OPEN:
+                return eng_fs_open(wal->fs, &s->op, from, O_RDWR | O_DIRECT, 0, prep_done);
+        case PREP_RENAME:
+                return eng_fs_rename(wal->fs, &s->op, from, s->path, prep_done);
+        default:
+                return -EINVAL;
+        }
+}
 
 static int prep_submit(struct wal_seg *s)
 {
         struct eng_wal *wal = s->wal;
 
+        if (s->recycled_id && (s->prep_step == PREP_OPEN || s->prep_step == PREP_RENAME))
+                return prep_submit_recycled(s);
         switch (s->prep_step) {
         case PREP_OPEN:
                 /* O_EXCL: a leftover file of that id would mix its records,
@@ -180,8 +221,7 @@ static int prep_submit(struct wal_seg *s)
                 return eng_fs_fallocate(wal->fs, &s->op, s->fd, 0, 0, wal->o.segment_bytes, prep_done);
         case PREP_HEADER:
                 eng_wal_segment_header_encode(s->header, wal->o.shard, s->id);
-                return eng_fs_write(wal->fs, &s->op, s->fd, s->header, ENG_WAL_SEGMENT_HEADER_BYTES, 0,
-                                    prep_done);
+                return eng_fs_write(wal->fs, &s->op, s->fd, s->header, head_bytes(s), 0, prep_done);
         case PREP_SYNC:
                 return eng_fs_fdatasync(wal->fs, &s->op, s->fd, prep_done);
         case PREP_DIR_SYNC:
@@ -199,15 +239,22 @@ static void prep_done(struct eng_fs_op *op, int res)
         int r;
 
         s->busy = false;
-        if (res < 0 || (s->prep_step == PREP_HEADER && res != (int)ENG_WAL_SEGMENT_HEADER_BYTES)) {
+        if (res < 0 || (s->prep_step == PREP_HEADER && res != (int)head_bytes(s))) {
                 fail(wal, res < 0 ? res : -EIO);
                 return;
         }
         if (s->prep_step == PREP_OPEN)
                 s->fd = res;
         if (s->prep_step == PREP_HEADER)
-                wal->stats.written_bytes += ENG_WAL_SEGMENT_HEADER_BYTES;
-        if (++s->prep_step == PREP_DONE) {
+                wal->stats.written_bytes += head_bytes(s);
+        ++s->prep_step;
+        if (s->recycled_id && s->prep_step == PREP_FALLOCATE)
+                s->prep_step = PREP_HEADER;     /* already written: no extents to convert */
+        if (!s->recycled_id && s->prep_step == PREP_RENAME)
+                s->prep_step = PREP_DIR_SYNC;
+        if (s->prep_step == PREP_DONE) {
+                if (s->recycled_id)
+                        wal->stats.recycled++;
                 s->ready = true;
                 wal->stats.segments++;
                 kick(wal);
@@ -237,7 +284,7 @@ static int prep_start(struct wal_seg *s)
 static struct wal_seg *seg_new(struct eng_wal *wal, uint64_t id)
 {
         size_t plen = strlen(wal->o.dir) + 32;
-        struct wal_seg *s = calloc(1, sizeof(*s) + plen), **tail;
+        struct wal_seg *s = calloc(1, sizeof(*s) + 2 * plen), **tail;
 
         if (!s)
                 return NULL;
@@ -246,9 +293,17 @@ static struct wal_seg *seg_new(struct eng_wal *wal, uint64_t id)
         s->fd = -1;
         s->durable_off = ENG_WAL_SEGMENT_HEADER_BYTES;
         snprintf(s->path, plen, "%s/%016llx.log", wal->o.dir, (unsigned long long)id);
-        s->header = mem_alloc_aligned(BLOCK, ENG_WAL_SEGMENT_HEADER_BYTES);
+        if (wal->n_pool) {
+                s->recycled_id = wal->pool[--wal->n_pool];
+                old_path(wal, s->path + strlen(s->path) + 1, plen, s->recycled_id);
+        }
+        s->header = mem_alloc_aligned(BLOCK, RECYCLED_HEAD_BYTES);
+        if (s->header)
+                memset(s->header, 0, RECYCLED_HEAD_BYTES);
         if (!s->header || wbuf_init(&s->active, MIN_BUF, ENG_WAL_SEGMENT_HEADER_BYTES) < 0 ||
             (wal->dir_fd >= 0 && prep_start(s) < 0)) {
+                if (s->recycled_id)
+                        wal->pool[wal->n_pool++] = s->recycled_id;
                 mem_free_aligned(s->header);
                 wbuf_fini(&s->active);
                 free(s);
@@ -272,9 +327,23 @@ static int roll(struct eng_wal *wal)
 {
         struct wal_seg *next = wal->cur->next;
 
+        struct wal_seg *cur = wal->cur;
+        uint64_t end = seg_end(cur);
+
         if (!next)
                 return -ENOMEM;
-        wal->cur->sealed = true;
+        /* A clean end for the reader: a zero record header right after the
+         * last record. A flush pads its last block with zeros, so only a
+         * record ending on a block boundary needs one more (zero) block --
+         * written, like any record of this segment, before the next
+         * segment gets a write. Without it a recycled file's stale bytes
+         * would follow, read as a torn tail in a middle segment. */
+        if (end % BLOCK == 0 && end < wal->o.segment_bytes) {
+                if (wbuf_reserve(&cur->active, ENG_WAL_RECORD_HEADER_BYTES) < 0)
+                        return -ENOMEM;
+                cur->active.len += ENG_WAL_RECORD_HEADER_BYTES;
+        }
+        cur->sealed = true;
         wal->cur = next;
         if (!seg_new(wal, next->id + 1))
                 return -ENOMEM;
@@ -612,6 +681,18 @@ int eng_wal_close(struct eng_wal *wal, void (*done)(void *arg, int res), void *a
 const struct eng_wal_stats *eng_wal_stats(const struct eng_wal *wal)
 {
         return &wal->stats;
+}
+
+int eng_wal_recycle(struct eng_wal *wal, uint64_t segment)
+{
+        SCREE_ASSERT_SHARD(wal);
+        /* Only files this log created have the current segment size (the old
+         * log's may not); and none of the log's live segments. */
+        if (wal->error || wal->closing || wal->n_pool >= ENG_WAL_RECYCLE_MAX ||
+            segment < wal->o.first_segment || !wal->segs || segment >= wal->segs->id)
+                return 0;
+        wal->pool[wal->n_pool++] = segment;
+        return 1;
 }
 
 uint64_t eng_wal_segment(const struct eng_wal *wal)
