@@ -12,6 +12,7 @@
  *   - ENG_WAL_SYNC_PERIODIC: eng_wal_append returns 1: acknowledged at once;
  *     a timer writes and syncs every period. A crash may lose the last period.
  * Segments: the next segment is prepared in the background (open, fallocate,
+ * in batch mode zeros over the whole file but for the log's first segment,
  * header block, fdatasync, fsync of the directory so the new name is
  * durable) -- or from a recycled old segment's file (eng_wal_recycle:
  * header and a zero block, fdatasync, rename, directory fsync); a record
@@ -73,6 +74,8 @@ struct eng_wal_stats {
          * it (what the disk sees, not the records' size). */
         uint64_t written_bytes;
         uint64_t recycled;              /* segments prepared from a recycled file */
+        uint64_t zeroed_bytes;          /* zeros written over new segments (batch mode);
+                                         * counted in written_bytes too */
 };
 
 /* Old segment files a log keeps for reuse (eng_wal_recycle). */
