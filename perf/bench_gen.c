@@ -314,63 +314,66 @@ static void on_item(struct bench_gen *g, uint64_t item, enum bench_opk kind, enu
                 mark(g, item, false);
 }
 
-static int next_ycsb(struct bench_gen *g, struct bench_op_desc *op)
-{
-        enum ycsb_op y = ycsb_next_op(g->mix, &g->rng);
+/* An engine op and its class. */
+struct op_kind {
+        enum bench_opk kind;
+        enum bench_opc cls;
+};
 
-        switch (y) {
-        case YCSB_INSERT:
-                op->kind = BENCH_OPK_PUT;
-                op->cls = BENCH_OPC_INSERT;
-                return pick_insert(g, op);
-        case YCSB_UPDATE:
-                on_item(g, draw(g), BENCH_OPK_PUT, BENCH_OPC_UPDATE, op);
-                return 0;
-        case YCSB_SCAN:
-                op->scan_len = 1 + (uint32_t)(xorshift64s(&g->rng) % g->o->scan_max);
-                on_item(g, draw(g), BENCH_OPK_SCAN, BENCH_OPC_SCAN, op);
-                return 0;
-        case YCSB_RMW:
-                on_item(g, draw(g), BENCH_OPK_RMW, BENCH_OPC_RMW, op);
-                return 0;
-        case YCSB_READ:
-        default:
-                on_item(g, draw(g), BENCH_OPK_GET, BENCH_OPC_READ, op);
-                return 0;
-        }
+/* The workloads whose every op is one kind of op on a drawn key. */
+static const struct op_kind drawn_ops[BENCH_WORKLOAD_MAX] = {
+        [BENCH_FILLRANDOM] = { BENCH_OPK_PUT, BENCH_OPC_UPDATE },
+        [BENCH_OVERWRITE] = { BENCH_OPK_PUT, BENCH_OPC_UPDATE },
+        [BENCH_READRANDOM] = { BENCH_OPK_GET, BENCH_OPC_READ },
+        [BENCH_READWHILEWRITING] = { BENCH_OPK_GET, BENCH_OPC_READ },
+        [BENCH_SEEKRANDOM] = { BENCH_OPK_SCAN, BENCH_OPC_SCAN },
+        [BENCH_DELETERANDOM] = { BENCH_OPK_DEL, BENCH_OPC_DELETE },
+};
+
+/* YCSB's ops as engine ops: update = put of an existing key, insert = put
+ * of a new one, read-modify-write = the engine's own (or get + put). */
+static const struct op_kind ycsb_ops[YCSB_OP_MAX] = {
+        [YCSB_READ] = { BENCH_OPK_GET, BENCH_OPC_READ },
+        [YCSB_UPDATE] = { BENCH_OPK_PUT, BENCH_OPC_UPDATE },
+        [YCSB_INSERT] = { BENCH_OPK_PUT, BENCH_OPC_INSERT },
+        [YCSB_SCAN] = { BENCH_OPK_SCAN, BENCH_OPC_SCAN },
+        [YCSB_RMW] = { BENCH_OPK_RMW, BENCH_OPC_RMW },
+};
+
+/* op on a key other than a drawn one, kind k. */
+static int off_draw(struct op_kind k, int (*pick)(struct bench_gen *, struct bench_op_desc *),
+                    struct bench_gen *g, struct bench_op_desc *op)
+{
+        op->kind = k.kind;
+        op->cls = k.cls;
+        return pick(g, op);
 }
 
 int bench_gen_next(struct bench_gen *g, uint64_t seq, struct bench_op_desc *op)
 {
+        struct op_kind k = drawn_ops[g->w];
+
         op->key_len = g->o->key_size;
         op->value = value(g);
         op->value_len = g->o->value_size;
         op->scan_len = g->o->seek_nexts + 1;
-        switch (g->w) {
-        case BENCH_FILLSEQ:
+        if (g->w == BENCH_FILLSEQ) {
                 on_item(g, g->n_keys ? seq % g->n_keys : 0, BENCH_OPK_PUT, BENCH_OPC_UPDATE, op);
                 return 0;
-        case BENCH_FILLRANDOM:
-        case BENCH_OVERWRITE:
-                on_item(g, draw(g), BENCH_OPK_PUT, BENCH_OPC_UPDATE, op);
-                return 0;
-        case BENCH_DELETERANDOM:
-                on_item(g, draw(g), BENCH_OPK_DEL, BENCH_OPC_DELETE, op);
-                return 0;
-        case BENCH_READMISSING:
-                op->kind = BENCH_OPK_GET;
-                op->cls = BENCH_OPC_READ;
-                return pick_missing(g, op);
-        case BENCH_SEEKRANDOM:
-                on_item(g, draw(g), BENCH_OPK_SCAN, BENCH_OPC_SCAN, op);
-                return 0;
-        case BENCH_READRANDOM:
-        case BENCH_READWHILEWRITING:
-                on_item(g, draw(g), BENCH_OPK_GET, BENCH_OPC_READ, op);
-                return 0;
-        default:
-                return next_ycsb(g, op);
         }
+        if (g->w == BENCH_READMISSING)
+                return off_draw(drawn_ops[BENCH_READRANDOM], pick_missing, g, op);
+        if (g->mix) {
+                enum ycsb_op y = ycsb_next_op(g->mix, &g->rng);
+
+                k = ycsb_ops[y];
+                if (y == YCSB_INSERT)
+                        return off_draw(k, pick_insert, g, op);
+                if (y == YCSB_SCAN)
+                        op->scan_len = 1 + (uint32_t)(xorshift64s(&g->rng) % g->o->scan_max);
+        }
+        on_item(g, draw(g), k.kind, k.cls, op);
+        return 0;
 }
 
 void bench_gen_write(struct bench_gen *g, struct bench_op_desc *op)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/shard.h"
 #include "perf/bench_gen.h"
 
 #define NUM 3000u
@@ -31,6 +32,15 @@ static long key_number(const struct bench_keys_opts *o, const uint8_t *key)
                         return (long)i;
         }
         return -1;
+}
+
+/* The worker of n that owns key (as the engine places it). */
+static unsigned owner(const struct bench_keys_opts *o, const uint8_t *key)
+{
+        struct eng_tablet_map m;
+
+        cr_assert_eq(eng_tablet_map_init(&m, o->workers, ENG_SHARD_DEFAULT_TABLETS), 0);
+        return eng_tablet_of_key(&m, o->table, key, o->key_size).shard;
 }
 
 static struct bench_gen *started(const struct bench_keys_opts *o, unsigned id, enum bench_workload w,
@@ -87,6 +97,7 @@ Test(bench_gen, readmissing_keys_are_missing_and_owned)
                 cr_assert_eq(bench_gen_next(g, i, &op), 0);
                 cr_assert_eq(op.kind, BENCH_OPK_GET);
                 cr_assert_eq(key_number(&o, op.key), -1);
+                cr_assert_eq(owner(&o, op.key), 1);
         }
         bench_gen_free(g);
 }
@@ -103,6 +114,7 @@ Test(bench_gen, ycsb_d_inserts_fresh_keys_and_reads_the_latest)
         cr_assert_not_null(ins);
         for (uint64_t i = 0; i < OPS; i++) {
                 cr_assert_eq(bench_gen_next(g, i, &op), 0);
+                cr_assert_eq(owner(&o, op.key), 0);
                 if (op.cls == BENCH_OPC_INSERT) {
                         cr_assert_eq(key_number(&o, op.key), -1);
                         for (unsigned j = 0; j < n_ins; j++)
