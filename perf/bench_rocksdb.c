@@ -354,10 +354,11 @@ static const struct bench_engine_ops rdb_ops = {
 /*
  * The settings that make RocksDB comparable to scree's (docs/PERFORMANCE.md):
  * direct I/O for reads and for flush and compaction (scree only does
- * O_DIRECT), the same block cache, memtables as big as scree's budget over
- * all shards (two buffers of half of it: scree flushes at half its budget
- * and stalls at all of it), no compression, a full bloom filter of 10 bits
- * per key, the WAL on and synced per write only in batch mode.
+ * O_DIRECT), a block cache and memtables as big as scree's over all its
+ * shards (each shard has its own cache and budget; the memtables as two
+ * buffers of half of it: scree flushes at half its budget and stalls at
+ * all of it), no compression, a full bloom filter of 10 bits per key, the
+ * WAL on and synced per write only in batch mode.
  */
 static int rdb_configure(struct bench_rocksdb *r)
 {
@@ -366,7 +367,7 @@ static int rdb_configure(struct bench_rocksdb *r)
 
         r->opts = rocksdb_options_create();
         r->table = rocksdb_block_based_options_create();
-        r->cache = rocksdb_cache_create_lru(o->cache_bytes);
+        r->cache = rocksdb_cache_create_lru(o->cache_bytes * o->k.workers);
         r->wo = rocksdb_writeoptions_create();
         r->ro = rocksdb_readoptions_create();
         if (!r->opts || !r->table || !r->cache || !r->wo || !r->ro)
