@@ -180,6 +180,8 @@ def test_progress_line_on_a_terminal():
     (["--rate", "0"], "--rate"),
     (["--scan-length", "0"], "--scan-length"),
     (["--key-size", "4", "--num", "3000000000"], "keys"),
+    (["--timeseries", "/nonexistent-dir/ts.csv"], "/nonexistent-dir/ts.csv"),
+    (["--num", "10", "extra"], "unexpected argument"),
 ])
 def test_bad_options_are_refused(args, word):
     p = subprocess.run([BENCH, *args], capture_output=True, text=True, timeout=30)
@@ -198,6 +200,17 @@ def test_rocksdb_runs_the_same_workloads():
     assert by["readmissing"]["found"] == 0
     assert by["fillseq"]["user_bytes"] == NUM * (16 + 100)
     assert set(by["ycsbf"]["classes"]) == {"read", "rmw"}
+
+
+@pytest.mark.skipif(not HAVE_ROCKSDB, reason="built without RocksDB (meson -Drocksdb)")
+def test_rocksdb_open_loop_and_the_same_keys_as_scree():
+    args = ["--shards", "2", "--benchmarks", "fillrandom,readrandom,ycsbd", "--rate", "20000",
+            "--write-rate", "1000"]
+    rdb, scree = json_rows("--engine", "rocksdb", *args), json_rows(*args)
+    # one generator for both: the same keys, so the same reads find the same
+    for w in ("readrandom", "ycsbd"):
+        assert rdb[w]["found"] == scree[w]["found"], w
+        assert rdb[w]["ops"] == scree[w]["ops"] == NUM
 
 
 @pytest.mark.skipif(HAVE_ROCKSDB, reason="built with RocksDB")
