@@ -71,6 +71,7 @@ struct bench_shard {
         bool running, pump_posted;
         bool bg, bg_busy;               /* readwhilewriting's writer: on, in flight */
         uint64_t issued, bg_issued;
+        uint64_t bg_ns;                 /* time spent issuing the writer's writes */
         struct bench_op *ops;           /* inflight, then the writer's */
         uint32_t *free_slots, n_free, in_flight;
         struct rx_task pump_task;
@@ -300,7 +301,10 @@ static void wake_at(uint64_t *wake, uint64_t due)
                 *wake = due;
 }
 
-/* readwhilewriting: issues the writer's next write if it is free and due. */
+/* readwhilewriting: issues the writer's next write if it is free and due.
+ * A flat-out writer gets at most half the shard's time, as a writer thread
+ * sharing a core with the readers would: otherwise, while reads wait for
+ * the disk, it would take the whole core and the readers would starve. */
 static bool step_writer(struct bench_shard *b, uint64_t now, uint64_t *wake)
 {
         struct bench_op *op = &b->ops[b->o->inflight];
@@ -309,6 +313,8 @@ static bool step_writer(struct bench_shard *b, uint64_t now, uint64_t *wake)
         int r;
 
         if (!b->bg || b->bg_busy || !can_issue(b, now))
+                return false;
+        if (!b->pace.bg_interval_ns && 2 * b->bg_ns > now - b->pace.t0_ns)
                 return false;
         due = b->pace.bg_interval_ns ? b->pace.t0_ns + b->bg_issued * b->pace.bg_interval_ns : now;
         if (due > now) {
@@ -322,6 +328,7 @@ static bool step_writer(struct bench_shard *b, uint64_t now, uint64_t *wake)
         r = issue(b, op, &d);
         if (r != 1)
                 op_account(b, op, r);
+        b->bg_ns += time_now_ns() - now;
         return true;
 }
 
@@ -400,7 +407,7 @@ static void run_start(struct bench_shard *b)
                 b->free_slots[i] = n - 1 - i;
         b->n_free = n;
         b->in_flight = 0;
-        b->issued = b->bg_issued = 0;
+        b->issued = b->bg_issued = b->bg_ns = 0;
         b->bg = b->w == BENCH_READWHILEWRITING && bench_gen_keys(b->gen) > 0;
         b->bg_busy = false;
         b->before = *eng_shard_stats(b->sh);
