@@ -115,8 +115,6 @@ uint64_t shard_log_needed(const struct eng_shard *s)
 
 /* ---- commit-log truncation ---- */
 
-static void unlink_next(struct eng_shard *s);
-
 static void unlink_done(struct eng_fs_op *op, int res)
 {
         struct eng_shard *s = op->ctx;
@@ -128,15 +126,11 @@ static void unlink_done(struct eng_fs_op *op, int res)
                 s->stats.segments_removed++;
         s->log_oldest++;
         s->unlinking = false;
-        unlink_next(s);
+        shard_release_log(s);
         shard_job_done(s);
 }
 
-/* Hands segments below s->log_cut to the log for reuse (wal.h,
- * eng_wal_recycle: a few, of this log's size) and deletes the rest, one at
- * a time, in the background. The manifest edit that moved log_cut is
- * durable, so no replay reads them again. */
-static void unlink_next(struct eng_shard *s)
+void shard_release_log(struct eng_shard *s)
 {
         if (s->unlinking)
                 return;
@@ -297,7 +291,7 @@ static void flush_recorded(struct eng_manifest_write *mw, int res)
         if (f->mw_log_segment > s->log_cut)
                 s->log_cut = f->mw_log_segment;
         flush_free(f);
-        unlink_next(s);
+        shard_release_log(s);
         wake_waiters(s);
         shard_unstall(s);
         shard_maybe_flush(s);
