@@ -396,7 +396,8 @@ static char *make_value(uint32_t n)
 
 int main(int argc, char **argv)
 {
-        struct stress_shared sh = { .err_set = ATOMIC_FLAG_INIT, .error_reply_set = ATOMIC_FLAG_INIT };
+        static struct stress_shared sh = { .err_set = ATOMIC_FLAG_INIT, .error_reply_set = ATOMIC_FLAG_INIT,
+                                           .ack_lock = PTHREAD_MUTEX_INITIALIZER };
         struct stress_worker *w = NULL;
         struct stress_summary *s = NULL;
         char *value = NULL;

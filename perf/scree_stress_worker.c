@@ -210,7 +210,29 @@ static void send_scan(struct ctx *x, struct conn *c, uint64_t first, uint64_t li
 
 static uint64_t live_keys(struct ctx *x)
 {
-        return x->cfg->keyspace + atomic_load_explicit(&x->sh->inserted, memory_order_relaxed);
+        return x->cfg->keyspace + atomic_load_explicit(&x->sh->acked, memory_order_acquire);
+}
+
+/* Insert i was answered: advance acked over every answered insert. */
+static void insert_acked(struct stress_shared *sh, uint64_t i)
+{
+        uint64_t a;
+
+        pthread_mutex_lock(&sh->ack_lock);
+        a = atomic_load_explicit(&sh->acked, memory_order_relaxed);
+        if (i >= a + STRESS_ACK_WINDOW) {
+                /* an insert unanswered for 64k others: stop waiting for it */
+                memset(sh->ack_ring, 0, sizeof(sh->ack_ring));
+                a = i + 1;
+        } else if (i >= a) {
+                sh->ack_ring[i % STRESS_ACK_WINDOW] = 1;
+                while (sh->ack_ring[a % STRESS_ACK_WINDOW]) {
+                        sh->ack_ring[a % STRESS_ACK_WINDOW] = 0;
+                        a++;
+                }
+        }
+        atomic_store_explicit(&sh->acked, a, memory_order_release);
+        pthread_mutex_unlock(&sh->ack_lock);
 }
 
 /* One YCSB operation on c. */
@@ -334,6 +356,8 @@ static int on_reply(struct ctx *x, struct conn *c, const struct stress_reply *rp
                 push_pend(c, x, p.t_ns, p.key, PEND_OP, p.op);
                 return 0;
         }
+        if (x->cfg->mix && p.op == YCSB_INSERT && p.kind == PEND_OP)
+                insert_acked(x->sh, p.key - x->cfg->keyspace);
         c->ops--;
         x->done++;
         x->errors += rp->is_error;

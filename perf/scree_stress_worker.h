@@ -41,6 +41,8 @@
 #define STRESS_OPS_MAX YCSB_OP_MAX
 #define STRESS_OP_SET 0
 #define STRESS_OP_GET 1
+/* Inserts answered out of order that are tracked; past it acked jumps. */
+#define STRESS_ACK_WINDOW 65536u
 
 struct stress_cfg {
         struct sockaddr_storage addr;
@@ -85,7 +87,13 @@ struct stress_shared {
         uint64_t start_ns;              /* the run's start: written by main before the last barrier */
         atomic_bool abort;              /* a fatal error: every worker quits */
         atomic_bool stop;               /* stop issuing, collect what is in flight (SIGINT) */
-        atomic_uint_fast64_t inserted;  /* YCSB inserts so far: keys keyspace.. */
+        /* YCSB inserts: insert i writes key keyspace + i. Reads and scans
+         * stay below keyspace + acked, the inserts 0..acked-1 all answered
+         * (YCSB's acknowledged counter), so they do not race their insert. */
+        atomic_uint_fast64_t inserted;  /* inserts issued */
+        atomic_uint_fast64_t acked;     /* written under ack_lock */
+        pthread_mutex_t ack_lock;
+        unsigned char ack_ring[STRESS_ACK_WINDOW];      /* answered, above acked */
         atomic_flag err_set;
         char err[512];                  /* the first fatal error */
         char first_error_reply[160];    /* the first error reply's text (not fatal) */
