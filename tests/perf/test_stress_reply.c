@@ -172,9 +172,9 @@ Test(stress_reply, a_partial_line_is_left_for_the_next_call)
 
         stress_reply_init(&s);
         cr_assert_eq(stress_reply_scan(&s, "$5\r\nhel", 7, &done, &rp), 7);
-        cr_assert(!done);
+        cr_assert_not(done);
         cr_assert_eq(stress_reply_scan(&s, "lo\r\n+O", 6, &done, &rp), 4);
         cr_assert(done);
         cr_assert_eq(stress_reply_scan(&s, "+O", 2, &done, &rp), 0, "the line is not whole yet");
-        cr_assert(!done);
+        cr_assert_not(done);
 }
