@@ -366,9 +366,10 @@ static int run(struct cli *c, struct stress_shared *sh, struct stress_worker *w,
                 pthread_barrier_wait(&sh->barrier);     /* loaded */
                 s->loaded = true;
                 s->load_secs = (double)(time_now_ns() - t0) / 1e9;
-                s->load_keys = cfg->keyspace;
-                for (unsigned i = 0; i < cfg->threads; i++)
+                for (unsigned i = 0; i < cfg->threads; i++) {
+                        s->load_keys += w[i].loaded;
                         s->load_errors += w[i].load_errors;
+                }
                 if (s->load_errors)
                         stress_fail(sh, "pre-load: %" PRIu64 " SETs failed, the first with: %s", s->load_errors,
                                     sh->first_error_reply);

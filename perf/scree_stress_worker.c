@@ -361,10 +361,12 @@ static int on_reply(struct ctx *x, struct conn *c, const struct stress_reply *rp
         c->ops--;
         x->done++;
         x->errors += rp->is_error;
-        if (p.kind == PEND_LOAD)
+        if (p.kind == PEND_LOAD) {
+                x->w->loaded++;
                 x->w->load_errors += rp->is_error;
-        else
+        } else {
                 record(x, &p, rp, now);
+        }
         return 0;
 }
 
@@ -458,11 +460,12 @@ static int conn_flush(struct ctx *x, struct conn *c)
 /* May another operation start now? */
 static bool may_issue(const struct ctx *x, uint64_t now)
 {
+        if (atomic_load_explicit(&x->sh->stop, memory_order_relaxed))
+                return false;
         if (x->loading)
                 return x->load_next < x->load_end;
         /* open loop: one pass after the end still sends what was due before it */
-        return x->issued < x->quota && (now < x->deadline_ns || (x->open_loop && !x->past_end)) &&
-               !atomic_load_explicit(&x->sh->stop, memory_order_relaxed);
+        return x->issued < x->quota && (now < x->deadline_ns || (x->open_loop && !x->past_end));
 }
 
 /* The gap to c's next intended time. */

@@ -111,7 +111,7 @@ struct stress_worker {
         struct stress_op_stats op[STRESS_OPS_MAX];
         uint64_t requests;              /* requests written in the run (an rmw is two) */
         uint64_t late;                  /* open loop: ops due before the end but never sent */
-        uint64_t load_errors;
+        uint64_t loaded, load_errors;   /* pre-load SETs answered, and of them errors */
         uint64_t end_ns;                /* its last reply of the run */
         struct stress_second *secs;     /* cfg->timeseries: per second, n_secs of them */
         size_t n_secs, secs_cap;

@@ -321,3 +321,15 @@ def test_error_replies_are_counted_or_fatal(auth_server):
     assert p.returncode == 1 and "NOAUTH" in p.stderr
     p = stress(auth_server.port, "--load", "-r", "10", "-n", "10", "-c", "2", ok=False)
     assert p.returncode == 1 and "pre-load" in p.stderr
+
+
+def test_sigint_stops_and_reports(server):
+    p = subprocess.Popen([STRESS, "-p", str(server.port), "--quiet", "--json", "--duration", "60",
+                          "-c", "2", "-r", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    r = json.loads(out)
+    assert r["interrupted"] is True and r["total"]["errors"] == 0
