@@ -18,6 +18,7 @@
 #include "perf/scree_stress_worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -28,7 +29,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include "base/mem.h"
 #include "base/time.h"
