@@ -338,12 +338,16 @@ static int roll(struct eng_wal *wal)
         if (!next)
                 return -ENOMEM;
         /* A clean end for the reader: a zero record header right after the
-         * last record. A flush pads its last block with zeros, so only a
-         * record ending on a block boundary needs one more (zero) block --
-         * written, like any record of this segment, before the next
-         * segment gets a write. Without it a recycled file's stale bytes
-         * would follow, read as a torn tail in a middle segment. */
-        if (end % BLOCK == 0 && end < wal->o.segment_bytes) {
+         * last record. A flush pads its last block with zeros, so a record
+         * ending less than a header before a block boundary (on one
+         * included) needs the next block written too, as zeros -- like any
+         * record of this segment, before the next segment gets a write.
+         * Without it a recycled file's stale bytes would complete the
+         * header, read as a torn tail in a middle segment. At the
+         * segment's end the reader needs no header. */
+        uint64_t pad = (BLOCK - end % BLOCK) % BLOCK;
+
+        if (pad < ENG_WAL_RECORD_HEADER_BYTES && end + pad < wal->o.segment_bytes) {
                 if (wbuf_reserve(&cur->active, ENG_WAL_RECORD_HEADER_BYTES) < 0)
                         return -ENOMEM;
                 cur->active.len += ENG_WAL_RECORD_HEADER_BYTES;

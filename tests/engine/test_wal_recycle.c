@@ -222,11 +222,16 @@ static uint8_t byte_at(uint64_t id, uint64_t off)
  * the log rolls was followed by stale bytes of the file's previous life; the
  * segment read as a torn tail in the middle of the log, and the next
  * segment's records as corruption. */
-Test(wal_recycle, a_record_ending_on_a_block_boundary_at_a_roll_is_followed_by_a_clean_end)
+/* The segment's last record ends short_by bytes before 8192, then the log
+ * rolls into a recycled file: the segment must read as cleanly ended. */
+static void roll_after_a_record_ending_before(uint32_t short_by)
 {
         struct eng_wal *wal = open_wal_at(fs, dir, 1, SEG_BYTES, ENG_WAL_SYNC_BATCH);
         struct eng_wal_replay_opts o;
-        static uint8_t a[4096 - ENG_WAL_RECORD_HEADER_BYTES], b[SEG_BYTES - 2 * 4096 - 32];
+        /* b fills a segment so that a (up to 4096 bytes with its header) does
+         * not fit after it, and b does not fit after a. */
+        static uint8_t a[4096 - ENG_WAL_RECORD_HEADER_BYTES], b[SEG_BYTES - 2 * 4096 - 16];
+        uint32_t a_len = (uint32_t)sizeof(a) - short_by;
         struct raw x = { 0 };
         uint64_t s;
 
@@ -243,15 +248,17 @@ Test(wal_recycle, a_record_ending_on_a_block_boundary_at_a_roll_is_followed_by_a
         memset(a, 7, sizeof(a));
         apps[2] = (struct app){ .w.done = app_done };
         apps[3] = (struct app){ .w.done = app_done };
-        /* b does not fit after it: a ends at 8192, the segment's last record. */
-        cr_assert(eq(int, eng_wal_append(wal, &apps[2].w, SEQ_BASE + 1, a, sizeof(a)), 0));
+        /* b does not fit after it: a ends at 8192 - short_by, the segment's
+         * last record. */
+        cr_assert(eq(int, eng_wal_append(wal, &apps[2].w, SEQ_BASE + 1, a, a_len), 0));
         cr_assert(eq(u64, eng_wal_segment(wal), s));
         cr_assert(eq(int, eng_wal_append(wal, &apps[3].w, SEQ_BASE + 2, b, sizeof(b)), 0));
         cr_assert(eq(u64, eng_wal_segment(wal), s + 1));
         cr_assert(eq(int, rx_loop_run_until(loop, &apps[3].done), 0));
         close_wal(wal);
         cr_assert(eq(int, close_res, 0));
-        cr_assert(eq(u8, byte_at(s, 8192), 0), "no zero header after the last record");
+        for (uint32_t i = 0; i < ENG_WAL_RECORD_HEADER_BYTES; i++)
+                cr_assert(eq(u8, byte_at(s, 8192 - short_by + i), 0), "no zero header after the last record");
         cr_assert(not(eq(u8, byte_at(s, 8192 + 4096 + 100), 0)), "the file was not recycled");
         o = (struct eng_wal_replay_opts){ .dir = dir, .shard = WAL_SHARD, .from_segment = s };
         cr_assert(eq(int, eng_wal_replay(fs, &o, raw_record, raw_done, &x), 0));
@@ -263,6 +270,19 @@ Test(wal_recycle, a_record_ending_on_a_block_boundary_at_a_roll_is_followed_by_a
         cr_expect(eq(u64, x.seqs[1], SEQ_BASE + 2));
         cr_expect(eq(u64, x.segs[1], s + 1));
         cr_expect(not(x.r.torn));
+}
+
+Test(wal_recycle, a_record_ending_on_a_block_boundary_at_a_roll_is_followed_by_a_clean_end)
+{
+        roll_after_a_record_ending_before(0);
+}
+
+/* Regression (crash_kill9, seed 42): a record ending less than a record
+ * header before a block boundary left only a few zero bytes of padding;
+ * the rest of the zero header would have been the next block's stale bytes. */
+Test(wal_recycle, a_record_ending_just_short_of_a_block_boundary_at_a_roll_is_followed_by_a_clean_end)
+{
+        roll_after_a_record_ending_before(8);
 }
 
 /* A rename that fails (or a cut before it) leaves the new header under the
