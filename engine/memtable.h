@@ -62,7 +62,8 @@ int eng_memtable_put(struct eng_memtable *mt, const struct eng_entry *e);
 int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t key_len,
                      uint64_t snapshot_seq, struct eng_entry *ret);
 
-/* Bytes of memory the memtable holds (arena blocks), and versions stored. */
+/* Bytes the memtable's nodes take (headers, towers, keys, values; the
+ * arena reserves whole 2 MiB blocks beyond that), and versions stored. */
 size_t eng_memtable_bytes(const struct eng_memtable *mt);
 uint64_t eng_memtable_count(const struct eng_memtable *mt);
 
