@@ -16,12 +16,17 @@
 
 #include "base/arena.h"
 #include "base/check.h"
+#include "base/endian.h"
 #include "engine/key.h"
 #include "engine/memtable.h"
 
 #define MAX_HEIGHT 12
 
 struct eng_mt_node {
+        /* Key bytes [0, 16) as two big-endian words, zero-padded: a search
+         * compares these first and touches the key bytes (often another
+         * cache line) and memcmp only on a tie. */
+        uint64_t pfx[2];
         uint64_t seq;
         uint64_t expiry_ms;
         uint32_t key_len;
@@ -46,25 +51,65 @@ static const uint8_t *node_key(const struct eng_mt_node *n)
         return (const uint8_t *)&n->next[n->height];
 }
 
-/* Orders a node against (key, seq): key ascending, then seq descending.
- * <0: node sorts before it; 0: same key and seq; >0: after. */
-static int node_cmp(const struct eng_mt_node *n, const void *key, uint32_t key_len, uint64_t seq)
+/* What a search looks for: (key, seq) and the key's prefix words. */
+struct probe {
+        const void *key;
+        uint32_t key_len;
+        uint64_t seq;
+        uint64_t pfx[2];
+};
+
+static void key_prefix(const void *key, uint32_t key_len, uint64_t pfx[2])
 {
-        return eng_version_cmp(node_key(n), n->key_len, n->seq, key, key_len, seq);
+        uint8_t b[16] = { 0 };
+
+        memcpy(b, key, key_len < 16 ? key_len : 16);
+        pfx[0] = be64_get(b);
+        pfx[1] = be64_get(b + 8);
 }
 
-/* The first node >= (key, seq); fills prev[] with the last node before it
- * on every level when prev is not NULL. */
-static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const void *key, uint32_t key_len,
-                                   uint64_t seq, struct eng_mt_node **prev)
+static struct probe probe_of(const void *key, uint32_t key_len, uint64_t seq)
+{
+        struct probe q = { .key = key, .key_len = key_len, .seq = seq };
+
+        key_prefix(key, key_len, q.pfx);
+        return q;
+}
+
+/* Orders a node against q: key ascending, then seq descending. <0: node
+ * sorts before it; 0: same key and seq; >0: after. Zero-padded prefixes
+ * that differ order their keys the same way (a padding zero stands where
+ * the shorter key ends, and a shorter key sorts first), so only a tie
+ * needs the bytes. */
+static int node_cmp(const struct eng_mt_node *n, const struct probe *q)
+{
+        if (n->pfx[0] != q->pfx[0])
+                return n->pfx[0] < q->pfx[0] ? -1 : 1;
+        if (n->pfx[1] != q->pfx[1])
+                return n->pfx[1] < q->pfx[1] ? -1 : 1;
+        return eng_version_cmp(node_key(n), n->key_len, n->seq, q->key, q->key_len, q->seq);
+}
+
+/* The first node >= q; fills prev[] with the last node before it on every
+ * level when prev is not NULL. */
+static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const struct probe *q,
+                                   struct eng_mt_node **prev)
 {
         struct eng_mt_node *x = mt->head;
 
         for (int l = (int)mt->height - 1; l >= 0; l--) {
                 struct eng_mt_node *next;
 
-                while ((next = x->next[l]) != NULL && node_cmp(next, key, key_len, seq) < 0)
+                /* While next's header is on its way, fetch the node the
+                 * level below starts with if x turns out to be the last
+                 * before q: the two cache misses overlap. */
+                while ((next = x->next[l]) != NULL) {
+                        if (l > 0 && x->next[l - 1] != next)
+                                __builtin_prefetch(x->next[l - 1]);
+                        if (node_cmp(next, q) >= 0)
+                                break;
                         x = next;
+                }
                 if (prev)
                         prev[l] = x;
         }
@@ -93,6 +138,7 @@ static struct eng_mt_node *node_new(struct eng_memtable *mt, unsigned height, co
 
         if (!n)
                 return NULL;
+        key_prefix(e->key, e->key_len, n->pfx);
         n->seq = e->seq;
         n->expiry_ms = e->expiry_ms;
         n->key_len = e->key_len;
@@ -148,13 +194,15 @@ void eng_memtable_unref(struct eng_memtable *mt)
 int eng_memtable_put(struct eng_memtable *mt, const struct eng_entry *e)
 {
         struct eng_mt_node *prev[MAX_HEIGHT], *at, *n;
+        struct probe q;
         unsigned h;
 
         SCREE_ASSERT_SHARD(mt);
         if (e->kind <= ENG_ENTRY_KIND_INVALID || e->kind >= ENG_ENTRY_KIND_MAX)
                 return -EINVAL;
-        at = find_ge(mt, e->key, e->key_len, e->seq, prev);
-        if (at && node_cmp(at, e->key, e->key_len, e->seq) == 0)
+        q = probe_of(e->key, e->key_len, e->seq);
+        at = find_ge(mt, &q, prev);
+        if (at && node_cmp(at, &q) == 0)
                 return -EEXIST;
         h = random_height(mt);
         n = node_new(mt, h, e);
@@ -187,7 +235,8 @@ int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t ke
                      uint64_t snapshot_seq, struct eng_entry *ret)
 {
         /* (key, snapshot) sorts right before the newest version <= snapshot. */
-        const struct eng_mt_node *n = find_ge(mt, key, key_len, snapshot_seq, NULL);
+        struct probe q = probe_of(key, key_len, snapshot_seq);
+        const struct eng_mt_node *n = find_ge(mt, &q, NULL);
 
         if (!n || eng_key_cmp(node_key(n), n->key_len, key, key_len) != 0)
                 return -SCREE_ENOTFOUND;
@@ -212,8 +261,13 @@ bool eng_memtable_check(const struct eng_memtable *mt)
 
                 for (; a && a->next[l]; a = a->next[l]) {
                         const struct eng_mt_node *b = a->next[l];
+                        struct probe q = probe_of(node_key(b), b->key_len, b->seq);
 
-                        if (a->height <= l || node_cmp(a, node_key(b), b->key_len, b->seq) >= 0)
+                        /* Ordered by the bytes, and the prefix words agree. */
+                        if (a->height <= l || node_cmp(a, &q) >= 0 ||
+                            eng_version_cmp(node_key(a), a->key_len, a->seq, q.key, q.key_len,
+                                            q.seq) >= 0 ||
+                            b->pfx[0] != q.pfx[0] || b->pfx[1] != q.pfx[1])
                                 return false;
                 }
         }
@@ -228,7 +282,9 @@ void eng_memtable_iter_init(struct eng_memtable_iter *it, const struct eng_memta
 
 void eng_memtable_iter_seek(struct eng_memtable_iter *it, const void *key, uint32_t key_len)
 {
-        it->node = find_ge(it->mt, key, key_len, UINT64_MAX, NULL);
+        struct probe q = probe_of(key, key_len, UINT64_MAX);
+
+        it->node = find_ge(it->mt, &q, NULL);
 }
 
 void eng_memtable_iter_seek_first(struct eng_memtable_iter *it)
