@@ -21,9 +21,9 @@
 #include "engine/memtable.h"
 
 #define MAX_HEIGHT 12
-/* Nodes this tall (1 in 16) are the directory's entry points; the
+/* Nodes this tall (1 in 4) are the directory's entry points; the
  * directory starts once there are DIR_MIN_TALL of them. */
-#define DIR_LEVELS 3u
+#define DIR_LEVELS 2u
 #define DIR_MIN_TALL 64u
 #define DIR_OUTSIDE UINT32_MAX
 
@@ -108,12 +108,12 @@ static int node_cmp(const struct eng_mt_node *n, const struct probe *q)
  * A key's bucket is its first word (pfx[0]) placed on dir_n equal ranges
  * from the first tall node seen at the last rebuild: monotone in key
  * order, so a node in a lower bucket sorts before every key of a higher
- * one. Keys outside the ranges search from the head; once many tall nodes
- * landed outside (keys written in order), the directory is rebuilt. A search from dir[b] on the levels
- * below DIR_LEVELS visits ~8 nodes instead of ~25 from the head (each a
- * cache miss in a big memtable); an insert taller than DIR_LEVELS (1 in
- * 64) still searches from the head, since it needs its predecessors on
- * the higher levels too.
+ * one. Keys outside the ranges search from the head; once many tall
+ * nodes landed outside (keys written in order), the directory is rebuilt.
+ * A search from dir[b] on the levels below DIR_LEVELS visits ~4 nodes
+ * instead of ~25 from the head (each a cache miss in a big memtable); an
+ * insert taller than DIR_LEVELS (1 in 16) still searches from the head,
+ * since it needs its predecessors on the higher levels too.
  */
 static uint32_t dir_bucket(const struct eng_memtable *mt, uint64_t w)
 {
