@@ -2,7 +2,9 @@
 /*
  * Memtable: the in-memory, sorted write buffer of one tablet. A skiplist
  * whose nodes (entry header, key and value bytes) live in the memtable's own
- * arena and are freed in one go when the memtable is dropped after a flush.
+ * arena (2 MiB huge pages) and are freed in one go when the memtable is
+ * dropped after a flush. A directory of entry points by the key's first
+ * word lets a search start near its key (memtable.c).
  * Shard-local: no locks, no atomics; only the owning shard touches it.
  *
  * Order: keys ascending as bytes (a shorter key before its extensions), and
