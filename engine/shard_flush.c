@@ -115,8 +115,6 @@ uint64_t shard_log_needed(const struct eng_shard *s)
 
 /* ---- commit-log truncation ---- */
 
-static void unlink_next(struct eng_shard *s);
-
 static void unlink_done(struct eng_fs_op *op, int res)
 {
         struct eng_shard *s = op->ctx;
@@ -128,14 +126,17 @@ static void unlink_done(struct eng_fs_op *op, int res)
                 s->stats.segments_removed++;
         s->log_oldest++;
         s->unlinking = false;
-        unlink_next(s);
+        shard_release_log(s);
         shard_job_done(s);
 }
 
-/* Deletes segments below s->log_cut, one at a time, in the background. */
-static void unlink_next(struct eng_shard *s)
+void shard_release_log(struct eng_shard *s)
 {
-        if (s->unlinking || s->log_oldest >= s->log_cut)
+        if (s->unlinking)
+                return;
+        while (s->log_oldest < s->log_cut && s->wal && eng_wal_recycle(s->wal, s->log_oldest))
+                s->log_oldest++;
+        if (s->log_oldest >= s->log_cut)
                 return;
         snprintf(s->unlink_path, sizeof(s->unlink_path), "%s/%016llx.log", s->dir,
                  (unsigned long long)s->log_oldest);
@@ -290,7 +291,7 @@ static void flush_recorded(struct eng_manifest_write *mw, int res)
         if (f->mw_log_segment > s->log_cut)
                 s->log_cut = f->mw_log_segment;
         flush_free(f);
-        unlink_next(s);
+        shard_release_log(s);
         wake_waiters(s);
         shard_unstall(s);
         shard_maybe_flush(s);

@@ -151,6 +151,11 @@ void shard_unstall(struct eng_shard *s);
 /* shard_flush.c */
 /* Seals the tablet's active memtable (if not empty) into its queue. */
 void shard_seal(struct eng_shard *s, struct eng_tablet *t);
+/* Hands commit-log segments below s->log_cut to the log for reuse (wal.h,
+ * eng_wal_recycle: a few, of this log's size) and deletes the rest, one at
+ * a time, in the background. REQUIRES: the manifest edit that moved log_cut
+ * is durable, so no replay reads them again. */
+void shard_release_log(struct eng_shard *s);
 /* Seals the largest active memtables while over half the budget, and
  * starts a flush if none is running. */
 void shard_maybe_flush(struct eng_shard *s);

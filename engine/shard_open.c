@@ -175,6 +175,7 @@ static void manifest_created(void *arg, int res)
                 shard_seal(op->s, &op->s->tablets[i]);
         shard_maybe_flush(op->s);
         shard_maybe_compact(op->s);
+        shard_release_log(op->s);
         open_finish(op, 0);
 }
 
@@ -219,7 +220,13 @@ static void log_trimmed(void *arg, int res)
                 return;
         }
         s->log_oldest = op->st.log_segment ? op->st.log_segment : 1;
-        s->log_cut = s->log_oldest;
+        /* Nothing replayed waits for a flush: the manifest written below
+         * starts the log at the new one, and the old segments go once it
+         * is durable -- else every start-up without writes would leave
+         * another log behind. */
+        if (s->stats.replayed_records == 0)
+                op->st.log_segment = wo.first_segment;
+        s->log_cut = op->st.log_segment ? op->st.log_segment : s->log_oldest;
         res = eng_wal_open(s->fs, &wo, &s->wal);
         if (res < 0) {
                 open_finish(op, res);

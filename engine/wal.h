@@ -12,8 +12,13 @@
  *   - ENG_WAL_SYNC_PERIODIC: eng_wal_append returns 1: acknowledged at once;
  *     a timer writes and syncs every period. A crash may lose the last period.
  * Segments: the next segment is prepared in the background (open, fallocate,
+ * in batch mode zeros over the whole file but for the log's first segment,
  * header block, fdatasync, fsync of the directory so the new name is
- * durable); a record that does not fit rolls to it. A segment takes writes
+ * durable) -- or from a recycled old segment's file (eng_wal_recycle:
+ * header and a zero block, fdatasync, rename, directory fsync); a record
+ * that does not fit rolls to it, and the segment it leaves ends with a zero
+ * record header after its last record (docs/format/wal.md, "Recycled
+ * segments"). A segment takes writes
  * only once prepared, so no record is acknowledged before its segment's name
  * is durable.
  * Failure: a failed write, fdatasync or directory fsync (or open of the
@@ -68,13 +73,20 @@ struct eng_wal_stats {
          * counting a partial last block again each time a flush rewrites
          * it (what the disk sees, not the records' size). */
         uint64_t written_bytes;
+        uint64_t recycled;              /* segments prepared from a recycled file */
+        uint64_t zeroed_bytes;          /* zeros written over new segments (batch mode);
+                                         * counted in written_bytes too */
 };
+
+/* Old segment files a log keeps for reuse (eng_wal_recycle). */
+#define ENG_WAL_RECYCLE_MAX 2u
 
 /*
  * Starts a log; the first segment is prepared in the background (appends
  * may come at once). The log opens o->dir (O_RDONLY | O_DIRECTORY) and
  * keeps it open until closed, to fsync it after creating each segment. Segments are created, never reopened: a file that
- * already has the id of a new segment stops the log with -EEXIST. At
+ * already has the id of a new segment stops the log with -EEXIST (a
+ * recycled file is renamed to ids above every file, by the same rule). At
  * start-up the shard replays the old log (wal_replay.h), trims the
  * directory with eng_wal_replay_trim(), and starts the new log at the
  * replay's last_segment + 1 -- above every segment file in the directory,
@@ -104,6 +116,23 @@ int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, c
 int eng_wal_close(struct eng_wal *wal, void (*done)(void *arg, int res), void *arg);
 
 const struct eng_wal_stats *eng_wal_stats(const struct eng_wal *wal);
+
+/*
+ * Offers the file of old segment `segment` for reuse instead of deleting it:
+ * a later segment is then prepared by writing its header (and a zero block)
+ * into that file and renaming it to the new name, not by creating and
+ * fallocating a file -- so group commits write into already-written blocks
+ * and their fdatasync commits no extent conversion. The log keeps at most
+ * ENG_WAL_RECYCLE_MAX such files; one taken but never reused stays under its
+ * old name (start-up deletes names below the manifest's log segment).
+ * Returns 1: taken, the caller must leave the file alone; 0: not taken (pool
+ * full, a file of the old log -- id below opts.first_segment, possibly of
+ * another size --, a segment the log still holds, or the log is failed or
+ * closing): the caller deletes it as before.
+ * REQUIRES: no replay needs `segment` any more (the manifest's log segment
+ * is durably above it). Shard-local.
+ */
+int eng_wal_recycle(struct eng_wal *wal, uint64_t segment);
 
 /* Id of the segment that receives appends now: after an append, the one
  * holding that record. Shard-local. */

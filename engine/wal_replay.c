@@ -268,6 +268,23 @@ static int damaged(struct replay *rp, struct eng_wal_reader *r, uint64_t id)
         return eng_wal_reader_skip_damage(r);
 }
 
+/*
+ * Whether a valid record of this segment (seq above the last) lies after
+ * r->off, where the reader stopped at a zero record header. Only such
+ * records make zeros a torn tail (a multi-block write that lost an earlier
+ * block); anything else after them -- stale bytes of a recycled file, whose
+ * records are seeded with its old id -- is not part of this segment.
+ */
+static bool record_after(struct replay *rp, const struct eng_wal_reader *r)
+{
+        struct eng_wal_reader probe = *r;
+
+        if (is_zero(rp->buf + r->off, rp->len - r->off))
+                return false;
+        probe.bad_off = probe.off;
+        return eng_wal_reader_skip_damage(&probe) == 1;
+}
+
 /* Replays the records of the segment in hand; finds a torn tail. */
 static int replay_segment(struct replay *rp, uint64_t id)
 {
@@ -298,9 +315,10 @@ static int replay_segment(struct replay *rp, uint64_t id)
                 rp->res.bytes += eng_wal_record_size(rec.len);
                 rp->res.last_seq = rec.seq;
         }
-        /* Zeros after the last record: the writer rolled to the next segment
-         * (or this is the newest). Anything else: a write torn there. */
-        if (r.torn || !is_zero(rp->buf + r.off, rp->len - r.off))
+        /* A zero record header after the last record, and no record of this
+         * segment beyond: the writer rolled to the next segment (or this is
+         * the newest). Anything else: a write torn there. */
+        if (r.torn || record_after(rp, &r))
                 end_log(rp, END_TORN, id, r.off);
         return 0;
 }

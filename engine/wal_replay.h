@@ -8,7 +8,9 @@
  * The log is a prefix. Segments are read in id order, one at a time, whole,
  * with O_DIRECT reads of 1 MiB; each record goes to the caller's rec_fn.
  * The log ends at the first of: a segment whose records stop at bytes that
- * are not all zeros (a torn tail), a segment whose preparation a crash cut
+ * are not a zero record header, or at zeros followed by a valid record of
+ * that segment (a torn tail; stale bytes of an older id after the zeros, as
+ * a recycled file has, are not), a segment whose preparation a crash cut
  * (shorter than its header block, or a header block of zeros), a missing
  * segment id. Nothing after that end is replayed. The writer writes segment
  * N+1 only once all of N is durable, so a valid record after the end proves

@@ -1,196 +1,96 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * scree-bench's per-shard driver; see bench_shard.h. Open, run and close
+ * scree-bench's scree engine; see bench_shard.h. Open, run and close
  * arrive as foreign-thread requests and run on the shard's loop; a run
- * issues operations from a fixed set of slots (inflight of them), each
- * recording its latency when it is acknowledged, and completes the request
- * once the op count or the time limit is reached and the last op is back.
+ * issues operations from a fixed set of slots (inflight of them, plus
+ * the writer's for readwhilewriting), each recording its latency when it
+ * is acknowledged, and completes the request once the op count or the
+ * time limit is reached and the last op is back.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <scree/scree_errors.h>
 
 #include "base/compiler.h"
 #include "base/time.h"
 #include "engine/fs.h"
+#include "engine/shard.h"
 #include "perf/bench_shard.h"
-#include "perf/rng.h"
+#include "reactor/smp.h"
 
 /* Synchronous ops issued before yielding to the loop (flushes, syncs). */
 #define PUMP_BATCH 64u
-/* Random bytes values are cut from, at a random offset. */
-#define VALUE_SPREAD 1024u
-/* Tries at finding a missing key this shard owns (hashed table). */
-#define MISSING_TRIES 256u
+/* Open loop: an op due sooner than this is waited for by spinning (the
+ * pump re-posted) instead of a timer: a sleeping VM thread wakes ~50 us
+ * late, which would count as latency. */
+#define PACE_SPIN_NS (150 * NS_PER_US)
+
+struct bench_shard;
 
 struct bench_op {
         struct bench_shard *b;
-        uint64_t start_ns;
+        uint64_t start_ns;              /* when it was due */
+        enum bench_opc cls;
+        const uint8_t *value;           /* rmw: what to write */
+        uint32_t value_len;
+        uint8_t key[BENCH_MAX_KEY_BYTES];       /* rmw: borrowed until done */
         union {
                 struct eng_write w;
                 struct eng_get g;
                 struct eng_scan sc;
+                struct eng_rmw r;
         } u;
+};
+
+enum step {
+        STEP_OPEN,
+        STEP_RUN,
+        STEP_CLOSE,
 };
 
 struct bench_shard {
         const struct bench_opts *o;
         unsigned id;
-        struct eng_tablet_map map;
-        uint32_t *keys;                 /* the key numbers this shard owns, ascending */
-        uint64_t n_keys;
+        struct bench_gen *gen;
+        struct bench_result *res;
         char path[PATH_MAX];
-        uint8_t *values;
-        uint64_t rng;
         /* on the shard's thread */
         struct rx_loop *loop;
         struct eng_fs *fs;
         struct eng_shard *sh;
         struct rx_alien_req req;
-        enum bench_step step;
+        enum step step;
         /* the run in progress */
         enum bench_workload w;
+        const struct bench_dists *dists;
+        uint64_t t0_ns;
+        struct bench_pace pace;
         bool running, pump_posted;
-        uint64_t target, issued, deadline_ns;
-        struct bench_op *ops;
+        bool bg, bg_busy;               /* readwhilewriting's writer: on, in flight */
+        uint64_t issued, bg_issued;
+        uint64_t bg_ns;                 /* time spent issuing the writer's writes */
+        struct bench_op *ops;           /* inflight, then the writer's */
         uint32_t *free_slots, n_free, in_flight;
         struct rx_task pump_task;
+        struct rx_timer pace_timer;
         struct eng_shard_stats before;
-        struct bench_result res;
 };
 
-static const char *const workload_names[BENCH_WORKLOAD_MAX] = {
-        [BENCH_FILLSEQ] = "fillseq",         [BENCH_FILLRANDOM] = "fillrandom",
-        [BENCH_OVERWRITE] = "overwrite",     [BENCH_READRANDOM] = "readrandom",
-        [BENCH_READMISSING] = "readmissing", [BENCH_SEEKRANDOM] = "seekrandom",
-        [BENCH_DELETERANDOM] = "deleterandom",
+struct bench_scree {
+        struct bench_engine e;          /* first: the engine interface */
+        struct rx_smp *smp;
+        struct bench_shard *sh[ENG_MAX_SHARDS];
 };
 
-const char *bench_workload_name(enum bench_workload w)
+static struct bench_scree *scree_of(struct bench_engine *e)
 {
-        return (unsigned)w < BENCH_WORKLOAD_MAX ? workload_names[w] : "?";
-}
-
-enum bench_workload bench_workload_parse(const char *s)
-{
-        for (unsigned i = 0; i < BENCH_WORKLOAD_MAX; i++)
-                if (strcmp(s, workload_names[i]) == 0)
-                        return (enum bench_workload)i;
-        return BENCH_WORKLOAD_INVALID;
-}
-
-/* ---- keys ---- */
-
-/* The key of integer position v in the key space (see bench_key). */
-static void key_at(const struct bench_opts *o, uint64_t v, uint8_t *dst)
-{
-        uint32_t n = o->key_size < 8 ? o->key_size : 8;
-
-        for (uint32_t j = 0; j < n; j++)
-                dst[j] = (uint8_t)(v >> (56 - 8 * j));
-        memset(dst + n, '0', o->key_size - n);
-}
-
-static uint64_t key_stride(const struct bench_opts *o)
-{
-        return UINT64_MAX / (o->num ? o->num : 1);
-}
-
-void bench_key(const struct bench_opts *o, uint64_t i, uint8_t *dst)
-{
-        key_at(o, i * key_stride(o), dst);
-}
-
-/* A key between key i and key i + 1: absent, and sorted among the rest. */
-static void missing_key(const struct bench_opts *o, uint64_t i, uint8_t *dst)
-{
-        key_at(o, i * key_stride(o) + key_stride(o) / 2, dst);
-}
-
-static bool owns(const struct bench_shard *b, const uint8_t *key)
-{
-        return eng_tablet_of_key(&b->map, b->o->table, key, b->o->key_size).shard == b->id;
-}
-
-static int keys_compute(struct bench_shard *b)
-{
-        uint8_t key[BENCH_MAX_KEY_BYTES];
-        uint64_t n = 0;
-
-        b->keys = malloc(b->o->num * sizeof(*b->keys));
-        if (!b->keys)
-                return -ENOMEM;
-        for (uint64_t i = 0; i < b->o->num; i++) {
-                bench_key(b->o, i, key);
-                if (owns(b, key))
-                        b->keys[n++] = (uint32_t)i;
-        }
-        b->n_keys = n;
-        return 0;
-}
-
-struct bench_shard *bench_shard_new(const struct bench_opts *o, unsigned id)
-{
-        struct bench_shard *b = calloc(1, sizeof(*b));
-
-        if (!b)
-                return NULL;
-        b->o = o;
-        b->id = id;
-        b->rng = (o->seed ^ (UINT64_C(0x9e3779b97f4a7c15) * (id + 1))) | 1;
-        snprintf(b->path, sizeof(b->path), "%s/shard-%u", o->dir, id);
-        if (eng_tablet_map_init(&b->map, o->shards, ENG_SHARD_DEFAULT_TABLETS) < 0 ||
-            keys_compute(b) < 0)
-                goto fail;
-        b->values = malloc(o->value_size + VALUE_SPREAD);
-        b->ops = calloc(o->inflight, sizeof(*b->ops));
-        b->free_slots = calloc(o->inflight, sizeof(*b->free_slots));
-        if (!b->values || !b->ops || !b->free_slots)
-                goto fail;
-        for (uint32_t i = 0; i < o->value_size + VALUE_SPREAD; i++)
-                b->values[i] = (uint8_t)xorshift64s(&b->rng);
-        return b;
-fail:
-        bench_shard_free(b);
-        return NULL;
-}
-
-void bench_shard_free(struct bench_shard *b)
-{
-        if (!b)
-                return;
-        free(b->keys);
-        free(b->values);
-        free(b->ops);
-        free(b->free_slots);
-        free(b);
-}
-
-uint64_t bench_shard_keys(const struct bench_shard *b)
-{
-        return b->n_keys;
-}
-
-const struct bench_result *bench_shard_result(const struct bench_shard *b)
-{
-        return &b->res;
+        return container_of(e, struct bench_scree, e);
 }
 
 /* ---- issuing operations ---- */
-
-static uint64_t pick(struct bench_shard *b)
-{
-        if (b->w == BENCH_FILLSEQ)
-                return b->keys[b->issued];
-        return b->keys[xorshift64s(&b->rng) % b->n_keys];
-}
 
 static void op_finished(struct bench_shard *b, struct bench_op *op, int res);
 static void pump(struct bench_shard *b);
@@ -202,13 +102,12 @@ static void on_write(struct eng_write *w, int res)
         op_finished(op->b, op, res);
 }
 
-static int issue_write(struct bench_shard *b, struct bench_op *op, const uint8_t *key)
+static int issue_write(struct bench_shard *b, struct bench_op *op, const struct bench_op_desc *d)
 {
         struct eng_mutation m = {
-                .kind = b->w == BENCH_DELETERANDOM ? ENG_MUT_DEL : ENG_MUT_PUT,
-                .table = b->o->table, .key = key, .key_len = b->o->key_size,
-                .value = b->values + xorshift64s(&b->rng) % VALUE_SPREAD,
-                .value_len = b->o->value_size,
+                .kind = d->kind == BENCH_OPK_DEL ? ENG_MUT_DEL : ENG_MUT_PUT,
+                .table = b->o->k.table, .key = d->key, .key_len = d->key_len,
+                .value = d->value, .value_len = d->value_len,
         };
         int r;
 
@@ -222,7 +121,7 @@ static int issue_write(struct bench_shard *b, struct bench_op *op, const uint8_t
 static int get_answer(struct bench_shard *b, struct eng_get *g, int res)
 {
         if (res == 0) {
-                b->res.found++;
+                b->res->found++;
                 eng_get_release(g);
         }
         return res == -SCREE_ENOTFOUND ? 0 : res;
@@ -235,13 +134,13 @@ static void on_get(struct eng_get *g, int res)
         op_finished(op->b, op, get_answer(op->b, g, res));
 }
 
-static int issue_get(struct bench_shard *b, struct bench_op *op, const uint8_t *key)
+static int issue_get(struct bench_shard *b, struct bench_op *op, const struct bench_op_desc *d)
 {
         int r;
 
         op->u.g.done = on_get;
         op->u.g.ctx = op;
-        r = eng_shard_get(b->sh, b->o->table, key, b->o->key_size, &op->u.g);
+        r = eng_shard_get(b->sh, b->o->k.table, d->key, d->key_len, &op->u.g);
         return r == 1 ? 1 : get_answer(b, &op->u.g, r);
 }
 
@@ -255,8 +154,8 @@ static int scan_item(struct eng_scan *sc, const struct eng_scan_item *it)
 static int scan_answer(struct bench_shard *b, struct eng_scan *sc, int res)
 {
         if (res == 0) {
-                b->res.entries += sc->n;
-                b->res.found += sc->n > 0;
+                b->res->entries += sc->n;
+                b->res->found += sc->n > 0;
         }
         eng_scan_release(sc);
         return res;
@@ -269,88 +168,106 @@ static void on_scan(struct eng_scan *sc, int res)
         op_finished(op->b, op, scan_answer(op->b, sc, res));
 }
 
-static int issue_scan(struct bench_shard *b, struct bench_op *op, const uint8_t *key)
+static int issue_scan(struct bench_shard *b, struct bench_op *op, const struct bench_op_desc *d)
 {
         uint8_t pos[BENCH_MAX_KEY_BYTES + ENG_HASH_BYTES];
-        uint32_t len = eng_shard_scan_pos(b->o->table, key, b->o->key_size, pos);
+        uint32_t len = eng_shard_scan_pos(b->o->k.table, d->key, d->key_len, pos);
         int r;
 
         op->u.sc.item = scan_item;
         op->u.sc.done = on_scan;
         op->u.sc.ctx = op;
-        r = eng_shard_scan(b->sh, b->o->table, pos, len, NULL, 0, b->o->seek_nexts + 1, &op->u.sc);
+        r = eng_shard_scan(b->sh, b->o->k.table, pos, len, NULL, 0, d->scan_len, &op->u.sc);
         return r == 1 ? 1 : scan_answer(b, &op->u.sc, r);
 }
 
-/* A missing key this shard owns, near a random one of its keys. */
-static int pick_missing(struct bench_shard *b, uint8_t *key)
+/* YCSB F's read-modify-write: reads the value and writes a new one. */
+static int rmw_decide(void *arg, const struct eng_get *cur, struct eng_mutation *out)
 {
-        for (unsigned i = 0; i < MISSING_TRIES; i++) {
-                missing_key(b->o, pick(b), key);
-                if (owns(b, key))
-                        return 0;
-        }
-        return -ENOENT;
+        struct bench_op *op = arg;
+
+        if (cur)
+                op->b->res->found++;
+        out->kind = ENG_MUT_PUT;
+        out->value = op->value;
+        out->value_len = op->value_len;
+        return 1;
 }
 
-/* Issues the run's next op in op. Returns 0 (done now), 1 (pending) or <0. */
-static int issue(struct bench_shard *b, struct bench_op *op)
+static void on_rmw(struct eng_rmw *r, int res)
 {
-        uint8_t key[BENCH_MAX_KEY_BYTES];
+        struct bench_op *op = r->ctx;
+
+        op_finished(op->b, op, res < 0 ? res : 0);
+}
+
+static int issue_rmw(struct bench_shard *b, struct bench_op *op, const struct bench_op_desc *d)
+{
         int r;
 
-        if (b->w == BENCH_READMISSING) {
-                r = pick_missing(b, key);
-                return r < 0 ? r : issue_get(b, op, key);
+        memcpy(op->key, d->key, d->key_len);
+        op->value = d->value;
+        op->value_len = d->value_len;
+        op->u.r.done = on_rmw;
+        op->u.r.ctx = op;
+        r = eng_shard_rmw(b->sh, b->o->k.table, op->key, d->key_len, rmw_decide, op, &op->u.r);
+        return r < 0 ? r : 1;
+}
+
+/* Issues d in op. Returns 0 (done now), 1 (pending) or <0. */
+static int issue(struct bench_shard *b, struct bench_op *op, const struct bench_op_desc *d)
+{
+        op->cls = d->cls;
+        switch (d->kind) {
+        case BENCH_OPK_PUT:
+        case BENCH_OPK_DEL:
+                return issue_write(b, op, d);
+        case BENCH_OPK_SCAN:
+                return issue_scan(b, op, d);
+        case BENCH_OPK_RMW:
+                return issue_rmw(b, op, d);
+        case BENCH_OPK_GET:
+        default:
+                return issue_get(b, op, d);
         }
-        bench_key(b->o, pick(b), key);
-        if (bench_workload_writes(b->w))
-                return issue_write(b, op, key);
-        if (b->w == BENCH_SEEKRANDOM)
-                return issue_scan(b, op, key);
-        return issue_get(b, op, key);
 }
 
 /* ---- the run ---- */
 
-static void pump_task(struct rx_loop *loop, struct rx_task *t)
-{
-        struct bench_shard *b = container_of(t, struct bench_shard, pump_task);
-
-        (void)loop;
-        b->pump_posted = false;
-        pump(b);
-}
-
 static bool can_issue(const struct bench_shard *b, uint64_t now_ns)
 {
-        return !b->res.err && b->issued < b->target && now_ns < b->deadline_ns;
+        return !b->res->err && b->issued < b->pace.target && now_ns < b->pace.deadline_ns;
 }
 
 static void run_finish(struct bench_shard *b)
 {
         const struct eng_shard_stats *st = eng_shard_stats(b->sh);
+        struct bench_result *res = b->res;
 
         b->running = false;
-        b->res.end_ns = time_now_ns();
-        b->res.user_bytes = st->user_bytes - b->before.user_bytes;
-        b->res.disk_bytes = st->disk_bytes_written - b->before.disk_bytes_written;
-        b->res.stalls = st->stalls - b->before.stalls;
-        b->res.flushes = st->flushes - b->before.flushes;
-        b->res.sst_reads = st->get_sst_reads - b->before.get_sst_reads;
-        rx_alien_complete(&b->req, b->res.err);
+        rx_timer_cancel(b->loop, &b->pace_timer);
+        res->end_ns = time_now_ns();
+        res->user_bytes = st->user_bytes - b->before.user_bytes;
+        res->disk_bytes = st->disk_bytes_written - b->before.disk_bytes_written;
+        res->stalls = st->stalls - b->before.stalls;
+        res->flushes = st->flushes - b->before.flushes;
+        res->sst_reads = st->get_sst_reads - b->before.get_sst_reads;
+        rx_alien_complete(&b->req, res->err);
 }
 
 /* Records op's end and frees its slot. */
 static void op_account(struct bench_shard *b, struct bench_op *op, int res)
 {
-        hist_add(&b->res.lat, time_now_ns() - op->start_ns);
-        if (res < 0 && !b->res.err) {
-                b->res.err = res;
-                fprintf(stderr, "scree-bench: shard %u: %s failed: %s\n", b->id,
-                        bench_workload_name(b->w), scree_strerror(res));
+        uint64_t now = time_now_ns();
+
+        bench_result_fail(b->res, b->id, b->w, res);
+        if (op == &b->ops[b->o->inflight]) {
+                b->bg_busy = false;
+                b->res->bg_ops++;
+                return;
         }
-        b->res.ops++;
+        bench_result_fail(b->res, b->id, b->w,
+                          bench_result_add(b->res, op->cls, op->start_ns, now, b->o->timeseries));
         b->free_slots[b->n_free++] = (uint32_t)(op - b->ops);
         b->in_flight--;
 }
@@ -363,92 +280,147 @@ static void op_finished(struct bench_shard *b, struct bench_op *op, int res)
                 pump(b);
 }
 
-/* Issues ops while slots are free, PUMP_BATCH at most before yielding. */
+static void pump_task(struct rx_loop *loop, struct rx_task *t)
+{
+        struct bench_shard *b = container_of(t, struct bench_shard, pump_task);
+
+        (void)loop;
+        b->pump_posted = false;
+        pump(b);
+}
+
+static void pace_fire(struct rx_loop *loop, struct rx_timer *t)
+{
+        (void)loop;
+        pump(container_of(t, struct bench_shard, pace_timer));
+}
+
+static void wake_at(uint64_t *wake, uint64_t due)
+{
+        if (!*wake || due < *wake)
+                *wake = due;
+}
+
+/* readwhilewriting: issues the writer's next write if it is free and due.
+ * A flat-out writer gets at most half the shard's time, as a writer thread
+ * sharing a core with the readers would: otherwise, while reads wait for
+ * the disk, it would take the whole core and the readers would starve. */
+static bool step_writer(struct bench_shard *b, uint64_t now, uint64_t *wake)
+{
+        struct bench_op *op = &b->ops[b->o->inflight];
+        struct bench_op_desc d;
+        uint64_t due;
+        int r;
+
+        if (!b->bg || b->bg_busy || !can_issue(b, now))
+                return false;
+        if (!b->pace.bg_interval_ns && 2 * b->bg_ns > now - b->pace.t0_ns)
+                return false;
+        due = b->pace.bg_interval_ns ? b->pace.t0_ns + b->bg_issued * b->pace.bg_interval_ns : now;
+        if (due > now) {
+                wake_at(wake, due);
+                return false;
+        }
+        bench_gen_write(b->gen, &d);
+        b->bg_busy = true;
+        b->bg_issued++;
+        op->start_ns = due;
+        r = issue(b, op, &d);
+        if (r != 1)
+                op_account(b, op, r);
+        b->bg_ns += time_now_ns() - now;
+        return true;
+}
+
+/* Issues the workload's next op if a slot is free and the op is due. */
+static bool step_reader(struct bench_shard *b, uint64_t now, uint64_t *wake)
+{
+        struct bench_op_desc d;
+        struct bench_op *op;
+        uint64_t due;
+        int r;
+
+        if (!b->n_free || !can_issue(b, now))
+                return false;
+        due = bench_pace_due(&b->pace, b->issued, now);
+        if (due > now) {
+                wake_at(wake, due);
+                return false;
+        }
+        op = &b->ops[b->free_slots[--b->n_free]];
+        op->start_ns = due;
+        b->in_flight++;
+        r = bench_gen_next(b->gen, b->issued, &d);
+        b->issued++;
+        if (r == 0)
+                r = issue(b, op, &d);
+        if (r != 1)
+                op_account(b, op, r);
+        return true;
+}
+
+/* Issues ops while slots are free and ops are due, PUMP_BATCH at most
+ * before yielding; then sleeps till the next due op, or finishes. */
 static void pump(struct bench_shard *b)
 {
-        uint64_t now = time_now_ns();
+        uint64_t now = time_now_ns(), wake = 0;
+        bool busy = false;
 
         if (!b->running)
                 return;
-        for (unsigned n = 0; n < PUMP_BATCH && b->n_free && can_issue(b, now); n++) {
-                struct bench_op *op = &b->ops[b->free_slots[--b->n_free]];
-                int r;
+        for (unsigned n = 0; n < PUMP_BATCH; n++) {
+                bool w = step_writer(b, now, &wake);
+                bool r = step_reader(b, now, &wake);
 
-                op->start_ns = now;
-                b->in_flight++;
-                r = issue(b, op);
-                b->issued++;    /* after: fillseq takes key number `issued` */
-                if (r != 1)
-                        op_account(b, op, r);
+                busy = w || r;
+                if (!busy)
+                        break;
+                wake = 0;
                 now = time_now_ns();
         }
-        if (b->n_free && can_issue(b, now)) {
+        if (busy || (wake && wake - now < PACE_SPIN_NS)) {
                 if (!b->pump_posted) {
                         b->pump_posted = true;
                         rx_loop_post(b->loop, &b->pump_task);
                 }
-        } else if (b->in_flight == 0 && !can_issue(b, now)) {
-                run_finish(b);
+                return;
         }
-}
-
-static uint64_t run_target(const struct bench_shard *b)
-{
-        const struct bench_opts *o = b->o;
-
-        if (bench_workload_writes(b->w) || !b->n_keys)
-                return b->n_keys;
-        /* The read count shared out like the keys. */
-        return (o->reads * b->n_keys + o->num - 1) / o->num;
+        if (wake && rx_timer_arm_at(b->loop, &b->pace_timer, wake) == 0)
+                return;
+        if (wake)
+                bench_result_fail(b->res, b->id, b->w, -ENOMEM);
+        if (b->in_flight == 0 && !b->bg_busy && !can_issue(b, now))
+                run_finish(b);
 }
 
 static void run_start(struct bench_shard *b)
 {
-        memset(&b->res, 0, sizeof(b->res));
-        memset(b->ops, 0, b->o->inflight * sizeof(*b->ops));
-        for (uint32_t i = 0; i < b->o->inflight; i++) {
+        uint32_t n = b->o->inflight;
+
+        bench_result_begin(b->res, b->t0_ns);
+        bench_gen_start(b->gen, b->w, b->dists);
+        bench_pace_init(&b->pace, b->o, b->w, bench_gen_keys(b->gen), b->t0_ns);
+        memset(b->ops, 0, (n + 1) * sizeof(*b->ops));
+        for (uint32_t i = 0; i <= n; i++)
                 b->ops[i].b = b;
-                b->free_slots[i] = b->o->inflight - 1 - i;
-        }
-        b->n_free = b->o->inflight;
+        for (uint32_t i = 0; i < n; i++)
+                b->free_slots[i] = n - 1 - i;
+        b->n_free = n;
         b->in_flight = 0;
-        b->issued = 0;
-        b->target = run_target(b);
+        b->issued = b->bg_issued = b->bg_ns = 0;
+        b->bg = b->w == BENCH_READWHILEWRITING && bench_gen_keys(b->gen) > 0;
+        b->bg_busy = false;
         b->before = *eng_shard_stats(b->sh);
         b->pump_task.fn = pump_task;
         b->pump_task.name = "scree-bench pump";
-        b->res.start_ns = time_now_ns();
-        b->deadline_ns = b->res.start_ns + (uint64_t)b->o->max_seconds * NS_PER_SEC;
+        rx_timer_init(&b->pace_timer, pace_fire, "scree-bench pace");
+        if (b->pace.interval_ns || b->pace.bg_interval_ns)
+                bench_thread_precise_timers();
         b->running = true;
         pump(b);
 }
 
 /* ---- open and close, on the shard's thread ---- */
-
-/* Makes the shard's directory; empties it unless the db is to be reused. */
-static int dir_prepare(const struct bench_shard *b)
-{
-        char file[PATH_MAX + 256];
-        struct dirent *de;
-        DIR *d;
-
-        if (mkdir(b->o->dir, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        if (mkdir(b->path, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        if (b->o->use_existing)
-                return 0;
-        d = opendir(b->path);
-        if (!d)
-                return -errno;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.') {
-                        snprintf(file, sizeof(file), "%s/%s", b->path, de->d_name);
-                        unlink(file);
-                }
-        closedir(d);
-        return 0;
-}
 
 static void on_opened(void *arg, int res, struct eng_shard *s)
 {
@@ -462,12 +434,12 @@ static void on_opened(void *arg, int res, struct eng_shard *s)
 static int open_start(struct bench_shard *b)
 {
         struct eng_shard_opts so = {
-                .dir = b->path, .shard = b->id, .n_shards = b->o->shards,
+                .dir = b->path, .shard = b->id, .n_shards = b->o->k.workers,
                 .sync = b->o->sync, .period_ns = b->o->sync_period_ns,
                 .memtable_budget = b->o->memtable_budget, .cache_bytes = b->o->cache_bytes,
                 .no_compaction = !b->o->compaction,
         };
-        int r = dir_prepare(b);
+        int r = bench_dir_prepare(b->o->dir, b->path, b->o->use_existing);
 
         if (r < 0)
                 return r;
@@ -494,14 +466,16 @@ static void step_run(struct rx_loop *loop, struct rx_alien_req *req)
 
         b->loop = loop;
         switch (b->step) {
-        case BENCH_STEP_OPEN:
+        case STEP_OPEN:
                 r = open_start(b);
                 break;
-        case BENCH_STEP_RUN:
+        case STEP_RUN:
                 run_start(b);
                 break;
-        case BENCH_STEP_CLOSE:
-                r = eng_shard_close(b->sh, on_closed, b);
+        case STEP_CLOSE:
+                r = b->sh ? eng_shard_close(b->sh, on_closed, b) : 0;
+                if (r == 0 && !b->sh)
+                        rx_alien_complete(req, 0);
                 break;
         default:
                 r = -EINVAL;
@@ -510,18 +484,185 @@ static void step_run(struct rx_loop *loop, struct rx_alien_req *req)
                 rx_alien_complete(req, r);
 }
 
-int bench_shard_start(struct bench_shard *b, struct rx_smp *smp, enum bench_step step,
-                      enum bench_workload w)
+/* Starts step on every shard. Returns how many started; *ret_err the
+ * first submit error. */
+static unsigned start_all(struct bench_scree *s, enum step step, int *ret_err)
 {
-        b->step = step;
-        b->w = w;
-        memset(&b->req, 0, sizeof(b->req));
-        b->req.run = step_run;
-        b->req.ctx = b;
-        return rx_smp_alien_submit(smp, b->id, &b->req);
+        unsigned i;
+
+        *ret_err = 0;
+        for (i = 0; i < s->e.n; i++) {
+                struct bench_shard *b = s->sh[i];
+                int r;
+
+                b->step = step;
+                memset(&b->req, 0, sizeof(b->req));
+                b->req.run = step_run;
+                b->req.ctx = b;
+                r = rx_smp_alien_submit(s->smp, b->id, &b->req);
+                if (r < 0) {
+                        *ret_err = r;
+                        break;
+                }
+        }
+        return i;
 }
 
-int bench_shard_wait(struct bench_shard *b)
+/* Waits for the first `started` shards' step; returns the first error. */
+static int wait_all(struct bench_scree *s, unsigned started, int first)
 {
-        return (int)rx_alien_wait(&b->req);
+        for (unsigned i = 0; i < started; i++) {
+                int r = (int)rx_alien_wait(&s->sh[i]->req);
+
+                if (r < 0 && !first)
+                        first = r;
+        }
+        return first;
+}
+
+static int step_all(struct bench_scree *s, enum step step)
+{
+        int err;
+        unsigned started = start_all(s, step, &err);
+
+        return wait_all(s, started, err);
+}
+
+/* ---- the engine interface ---- */
+
+static int scree_open(struct bench_engine *e)
+{
+        return step_all(scree_of(e), STEP_OPEN);
+}
+
+static int scree_run_start(struct bench_engine *e, enum bench_workload w,
+                           const struct bench_dists *d, uint64_t t0_ns)
+{
+        struct bench_scree *s = scree_of(e);
+        unsigned started;
+        int err;
+
+        for (unsigned i = 0; i < e->n; i++) {
+                s->sh[i]->w = w;
+                s->sh[i]->dists = d;
+                s->sh[i]->t0_ns = t0_ns;
+        }
+        started = start_all(s, STEP_RUN, &err);
+        if (err < 0)
+                return wait_all(s, started, err);
+        return 0;
+}
+
+static bool scree_run_is_done(struct bench_engine *e)
+{
+        struct bench_scree *s = scree_of(e);
+
+        for (unsigned i = 0; i < e->n; i++)
+                if (!rx_alien_is_done(&s->sh[i]->req))
+                        return false;
+        return true;
+}
+
+static int scree_run_wait(struct bench_engine *e)
+{
+        return wait_all(scree_of(e), e->n, 0);
+}
+
+static int scree_close(struct bench_engine *e)
+{
+        return step_all(scree_of(e), STEP_CLOSE);
+}
+
+static uint64_t scree_space_bytes(struct bench_engine *e)
+{
+        struct bench_scree *s = scree_of(e);
+        uint64_t sum = 0;
+
+        for (unsigned i = 0; i < e->n; i++)
+                sum += bench_dir_bytes(s->sh[i]->path);
+        return sum;
+}
+
+static void shard_free(struct bench_shard *b)
+{
+        if (!b)
+                return;
+        free(b->ops);
+        free(b->free_slots);
+        free(b);
+}
+
+static void scree_free(struct bench_engine *e)
+{
+        struct bench_scree *s;
+
+        if (!e)
+                return;
+        s = scree_of(e);
+        if (s->smp) {
+                rx_smp_stop(s->smp);
+                rx_smp_free(s->smp);
+        }
+        for (unsigned i = 0; i < e->n; i++)
+                shard_free(s->sh[i]);
+        bench_engine_workers_free(e);
+        free(s);
+}
+
+static const struct bench_engine_ops scree_ops = {
+        .open = scree_open,
+        .run_start = scree_run_start,
+        .run_is_done = scree_run_is_done,
+        .run_wait = scree_run_wait,
+        .close = scree_close,
+        .free = scree_free,
+        .space_bytes = scree_space_bytes,
+};
+
+static struct bench_shard *shard_new(struct bench_scree *s, unsigned id)
+{
+        const struct bench_opts *o = s->e.o;
+        struct bench_shard *b = calloc(1, sizeof(*b));
+
+        if (!b)
+                return NULL;
+        b->o = o;
+        b->id = id;
+        b->gen = s->e.gen[id];
+        b->res = s->e.res[id];
+        snprintf(b->path, sizeof(b->path), "%s/shard-%u", o->dir, id);
+        b->ops = calloc(o->inflight + 1, sizeof(*b->ops));
+        b->free_slots = calloc(o->inflight, sizeof(*b->free_slots));
+        if (!b->ops || !b->free_slots) {
+                shard_free(b);
+                return NULL;
+        }
+        return b;
+}
+
+int bench_scree_new(const struct bench_opts *o, uint64_t idle_poll_ns, struct bench_engine **ret)
+{
+        struct rx_smp_opts so = { .n_shards = o->k.workers, .loop.idle_poll_ns = idle_poll_ns };
+        struct bench_scree *s = calloc(1, sizeof(*s));
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        s->e = (struct bench_engine){ .ops = &scree_ops, .name = "scree", .o = o, .n = o->k.workers };
+        r = bench_engine_workers_new(&s->e);
+        for (unsigned i = 0; i < s->e.n && r == 0; i++)
+                if (!(s->sh[i] = shard_new(s, i)))
+                        r = -ENOMEM;
+        if (r == 0) {
+                r = rx_smp_new(&so, &s->smp);
+                if (r < 0)
+                        fprintf(stderr, "scree-bench: starting %u shards: %s (%s)\n", o->k.workers,
+                                scree_strerror(r), rx_loop_setup_hint(r));
+        }
+        if (r < 0) {
+                scree_free(&s->e);
+                return r;
+        }
+        *ret = &s->e;
+        return 0;
 }

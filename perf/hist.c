@@ -33,3 +33,11 @@ uint64_t hist_quantile(const struct hist *h, double q)
         }
         return 0;
 }
+
+uint64_t hist_max(const struct hist *h)
+{
+        for (unsigned i = HIST_BUCKETS; i-- > 0;)
+                if (h->n[i])
+                        return bucket_low(i);
+        return 0;
+}

@@ -46,4 +46,7 @@ void hist_merge(struct hist *dst, const struct hist *src);
  * an empty histogram. */
 uint64_t hist_quantile(const struct hist *h, double q);
 
+/* The largest sample's bucket (its low edge); 0 for an empty histogram. */
+uint64_t hist_max(const struct hist *h);
+
 #endif

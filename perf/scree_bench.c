@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * scree-bench: the storage engine's benchmark, in-process, with db_bench's
+ * scree-bench: the storage engine's benchmark, in-process: db_bench's
  * workloads (fillseq, fillrandom, overwrite, readrandom, readmissing,
- * seekrandom, deleterandom) so perf/engine_vs_rocksdb can put the two side
- * by side.
+ * seekrandom, deleterandom, readwhilewriting) and YCSB's core mixes A-F
+ * (ycsba..ycsbf), with a choice of key distributions (perf/keydist.h), by
+ * count or by duration, closed loop or open loop at a target rate.
  *
- * One pinned thread per shard (rx_smp), each with its own loop and its own
- * shard in --dir/shard-N; every shard works only on the keys it owns (see
- * perf/bench_shard.h), so nothing crosses between shards. The main thread
- * runs the workloads one after another, every shard at once, and prints a
- * line per workload: ops, seconds, ops/s, MB/s ((key + value) bytes per op
- * in MiB/s, as db_bench counts), latency p50/p99/p99.9 (submit to
- * acknowledgement) and, for writes, write amplification two ways: the
- * engine's disk_bytes_written over its user bytes ("wamp"), and the bytes
- * this process wrote according to the kernel (/proc/self/io write_bytes)
- * over the same user bytes ("io_wamp"); both count only what happened
- * during the workload. --json prints one JSON object per workload instead.
+ * --engine scree (the default): one pinned thread per shard, each with
+ * its own loop and shard in --dir/shard-N (perf/bench_shard.h);
+ * --engine rocksdb (when built with RocksDB): the same workloads with the
+ * same measurement through RocksDB's C API, one thread per "shard" on one
+ * database (perf/bench_rocksdb.h). Either way every worker works only on
+ * the keys it owns (perf/bench_gen.h), so nothing crosses workers.
+ *
+ * The main thread runs the workloads one after another, every worker at
+ * once, shows a progress line on a terminal, and prints a row per workload
+ * (perf/bench_report.h for what each figure means): a table, --json (one
+ * object per workload; perf/engine_vs_rocksdb and perf/durable_vs_fio
+ * read it) or --csv; --timeseries FILE adds one CSV line per second.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,32 +25,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <scree/scree_errors.h>
 
 #include "base/time.h"
+#include "engine/shard.h"
 #include "perf/args.h"
+#include "perf/bench_report.h"
+#include "perf/bench_rocksdb.h"
 #include "perf/bench_shard.h"
-#include "reactor/smp.h"
 
 #define MAX_WORKLOADS 64u
 #define DEFAULT_NUM 1000000u
 #define DEFAULT_MAX_SECONDS 600u
+/* How often the main thread looks whether the workers are done. */
+#define POLL_NS (5 * NS_PER_MS)
 
 struct cli {
         struct bench_opts o;
         uint64_t idle_poll_us;          /* the shards' loops: spin this long before sleeping */
         enum bench_workload w[MAX_WORKLOADS];
         unsigned n_w;
-        bool json;
-};
-
-/* One workload's figures over every shard. */
-struct summary {
-        uint64_t ops, found, entries, user_bytes, disk_bytes, io_bytes;
-        uint64_t stalls, flushes, sst_reads;
-        double secs;
-        struct hist lat;
+        enum bench_format fmt;
+        const char *engine;
+        const char *timeseries;
+        FILE *ts;
+        bool progress;
 };
 
 static void usage(FILE *f)
@@ -56,18 +60,30 @@ static void usage(FILE *f)
         fprintf(f,
                 "usage: scree-bench [options]\n"
                 "  --benchmarks LIST   comma-separated: fillseq,fillrandom,overwrite,readrandom,\n"
-                "                      readmissing,seekrandom,deleterandom (default: all, in that order)\n"
+                "                      readmissing,seekrandom,deleterandom (the default, in that order),\n"
+                "                      readwhilewriting, ycsba..ycsbf (YCSB's core mixes A-F), or\n"
+                "                      'ycsb' for all six\n"
+                "  --engine scree|rocksdb  (default scree; rocksdb when built with it)\n"
                 "  --num N             keys (default %u)      --reads N   ops of read workloads (default num)\n"
+                "  --duration S        run each workload S seconds instead of a count\n"
                 "  --key-size N        bytes (default 16)      --value-size N  bytes (default 100)\n"
-                "  --shards N          shards, one pinned thread each (default 1)\n"
+                "  --distribution uniform|zipfian|latest|sequential|gaussian   keys the random\n"
+                "                      workloads draw (default uniform; the YCSB mixes their own)\n"
+                "  --zipf-theta X      zipfian and latest exponent, 0 < X < 1 (default 0.99)\n"
+                "  --scan-length N     YCSB E: scans of 1..N entries (default 100)\n"
+                "  --shards N          shards (rocksdb: threads), one pinned thread each (default 1)\n"
                 "  --sync batch|periodic   ack after the log sync, or at once with a timed sync\n"
                 "                      (default periodic: db_bench's sync=0)  --sync-period-ms N (10)\n"
-                "  --inflight N        ops in flight per shard (default 1)\n"
+                "  --inflight N        ops in flight per shard (default 1; rocksdb: always 1)\n"
+                "  --rate N            open loop: N ops/s over all shards, latency from the due time\n"
+                "  --write-rate N      readwhilewriting: the writers' ops/s over all (default flat out)\n"
                 "  --seek-nexts N      entries after the first of a seek (default 10)\n"
                 "  --table ordered|hashed   (default ordered: sorted, like RocksDB)\n"
                 "  --dir DIR           (default /var/tmp/scree-bench)  --use-existing-db\n"
                 "  --memtable-budget MIB (256)  --cache-size MIB (64)  --compaction on|off (on)\n"
-                "  --max-seconds N     per workload (default %u)  --seed N  --json\n"
+                "  --max-seconds N     per workload (default %u)  --seed N\n"
+                "  --json | --csv      machine-readable rows instead of the table\n"
+                "  --timeseries FILE   one CSV line per second per workload\n"
                 "  --idle-poll-us N    a shard spins this long before it sleeps (default 50, as\n"
                 "                      the server's --idle-poll-us)\n",
                 DEFAULT_NUM, DEFAULT_MAX_SECONDS);
@@ -83,22 +99,32 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *ret)
         return r;
 }
 
+static int add_workload(struct cli *c, enum bench_workload w)
+{
+        if (w == BENCH_WORKLOAD_INVALID || c->n_w == MAX_WORKLOADS)
+                return -EINVAL;
+        c->w[c->n_w++] = w;
+        return 0;
+}
+
 static int parse_list(struct cli *c, const char *arg)
 {
         char buf[1024], *save = NULL;
+        int r = 0;
 
         if (strlen(arg) >= sizeof(buf))
                 return -EINVAL;
         strcpy(buf, arg);
         c->n_w = 0;
-        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                enum bench_workload w = bench_workload_parse(t);
-
-                if (w == BENCH_WORKLOAD_INVALID || c->n_w == MAX_WORKLOADS)
-                        return -EINVAL;
-                c->w[c->n_w++] = w;
+        for (char *t = strtok_r(buf, ",", &save); t && r == 0; t = strtok_r(NULL, ",", &save)) {
+                if (strcmp(t, "ycsb") != 0) {
+                        r = add_workload(c, bench_workload_parse(t));
+                        continue;
+                }
+                for (int w = BENCH_YCSB_A; w <= BENCH_YCSB_F && r == 0; w++)
+                        r = add_workload(c, (enum bench_workload)w);
         }
-        return c->n_w ? 0 : -EINVAL;
+        return r == 0 && c->n_w ? 0 : -EINVAL;
 }
 
 static int parse_choice(const char *arg, const char *a, const char *b, int *ret)
@@ -122,46 +148,88 @@ static int parse_mib(const char *arg, size_t *ret)
         return r;
 }
 
-static int parse_opt(struct cli *c, int ch, const char *arg)
+static int parse_theta(const char *arg, double *ret)
+{
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(arg, &end);
+        if (errno || end == arg || *end || !(v > 0.0 && v < 1.0))
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static int parse_dist(const char *arg, enum keydist_kind *ret)
+{
+        *ret = keydist_parse(arg);
+        return *ret == KEYDIST_INVALID ? -EINVAL : 0;
+}
+
+/* The flags that take no value, and those that pick among words. */
+static int parse_word_opt(struct cli *c, int ch, const char *arg)
 {
         struct bench_opts *o = &c->o;
-        uint32_t ms = 0;
         int v = 0, r;
 
         switch (ch) {
-        case 'b': return parse_list(c, arg);
-        case 'n': return perf_parse_u64(arg, 1, UINT32_MAX, &o->num);
-        case 'r': return perf_parse_u64(arg, 1, UINT64_MAX / UINT32_MAX, &o->reads);
-        case 'k': return parse_u32(arg, 4, BENCH_MAX_KEY_BYTES, &o->key_size);
-        case 'v': return parse_u32(arg, 0, ENG_MAX_VALUE_BYTES, &o->value_size);
-        case 's': return parse_u32(arg, 1, ENG_MAX_SHARDS, &o->shards);
-        case 'i': return parse_u32(arg, 1, 4096, &o->inflight);
-        case 'N': return parse_u32(arg, 0, 1u << 20, &o->seek_nexts);
-        case 'T': return parse_u32(arg, 1, 86400, &o->max_seconds);
-        case 'd': o->dir = arg; return 0;
-        case 'e': o->use_existing = true; return 0;
-        case 'M': return parse_mib(arg, &o->memtable_budget);
-        case 'C': return parse_mib(arg, &o->cache_bytes);
-        case 'S': return perf_parse_u64(arg, 1, UINT64_MAX, &o->seed);
-        case 'I': return perf_parse_u64(arg, 0, 1000000, &c->idle_poll_us);
-        case 'j': c->json = true; return 0;
-        case 'P':
-                r = parse_u32(arg, 1, 60000, &ms);
-                o->sync_period_ns = (uint64_t)ms * NS_PER_MS;
-                return r;
         case 'y':
                 r = parse_choice(arg, "batch", "periodic", &v);
                 o->sync = v ? ENG_WAL_SYNC_PERIODIC : ENG_WAL_SYNC_BATCH;
                 return r;
         case 't':
                 r = parse_choice(arg, "hashed", "ordered", &v);
-                o->table = v ? ENG_TABLE_ORDERED : ENG_TABLE_DEFAULT;
+                o->k.table = v ? ENG_TABLE_ORDERED : ENG_TABLE_DEFAULT;
                 return r;
         case 'c':
                 r = parse_choice(arg, "off", "on", &v);
                 o->compaction = v;
                 return r;
+        case 'E':
+                r = parse_choice(arg, "scree", "rocksdb", &v);
+                c->engine = arg;
+                return r;
+        case 'D': return parse_dist(arg, &o->k.dist);
+        case 'Z': return parse_theta(arg, &o->k.theta);
+        case 'd': o->dir = arg; return 0;
+        case 'e': o->use_existing = true; return 0;
+        case 'j': c->fmt = BENCH_FORMAT_JSON; return 0;
+        case 'V': c->fmt = BENCH_FORMAT_CSV; return 0;
+        case 'X': c->timeseries = arg; return 0;
         default: return -EINVAL;
+        }
+}
+
+static int parse_opt(struct cli *c, int ch, const char *arg)
+{
+        struct bench_opts *o = &c->o;
+        uint32_t ms = 0;
+        int r;
+
+        switch (ch) {
+        case 'b': return parse_list(c, arg);
+        case 'n': return perf_parse_u64(arg, 1, UINT32_MAX, &o->k.num);
+        case 'r': return perf_parse_u64(arg, 1, UINT64_MAX / UINT32_MAX, &o->reads);
+        case 'k': return parse_u32(arg, 4, BENCH_MAX_KEY_BYTES, &o->k.key_size);
+        case 'v': return parse_u32(arg, 0, ENG_MAX_VALUE_BYTES, &o->k.value_size);
+        case 's': return parse_u32(arg, 1, ENG_MAX_SHARDS, &o->k.workers);
+        case 'i': return parse_u32(arg, 1, 4096, &o->inflight);
+        case 'N': return parse_u32(arg, 0, 1u << 20, &o->k.seek_nexts);
+        case 'L': return parse_u32(arg, 1, 1u << 20, &o->k.scan_max);
+        case 'T': return parse_u32(arg, 1, 86400, &o->max_seconds);
+        case 'u': return parse_u32(arg, 1, 86400, &o->duration);
+        case 'R': return perf_parse_u64(arg, 1, UINT64_C(1) << 32, &o->rate);
+        case 'W': return perf_parse_u64(arg, 1, UINT64_C(1) << 32, &o->write_rate);
+        case 'M': return parse_mib(arg, &o->memtable_budget);
+        case 'C': return parse_mib(arg, &o->cache_bytes);
+        case 'S': return perf_parse_u64(arg, 1, UINT64_MAX, &o->k.seed);
+        case 'I': return perf_parse_u64(arg, 0, 1000000, &c->idle_poll_us);
+        case 'P':
+                r = parse_u32(arg, 1, 60000, &ms);
+                o->sync_period_ns = (uint64_t)ms * NS_PER_MS;
+                return r;
+        default: return parse_word_opt(c, ch, arg);
         }
 }
 
@@ -169,60 +237,79 @@ static void defaults(struct cli *c)
 {
         memset(c, 0, sizeof(*c));
         c->idle_poll_us = 50;
+        c->engine = "scree";
         c->o = (struct bench_opts){
-                .num = DEFAULT_NUM, .key_size = 16, .value_size = 100, .shards = 1, .inflight = 1,
-                .seek_nexts = 10, .max_seconds = DEFAULT_MAX_SECONDS, .sync = ENG_WAL_SYNC_PERIODIC,
-                .table = ENG_TABLE_ORDERED, .dir = "/var/tmp/scree-bench", .compaction = true,
+                .k = { .num = DEFAULT_NUM, .key_size = 16, .value_size = 100, .workers = 1,
+                       .table = ENG_TABLE_ORDERED, .seek_nexts = 10, .scan_max = 100,
+                       .dist = KEYDIST_INVALID, .theta = KEYDIST_DEFAULT_THETA, .seed = 301 },
+                .inflight = 1, .max_seconds = DEFAULT_MAX_SECONDS, .sync = ENG_WAL_SYNC_PERIODIC,
+                .dir = "/var/tmp/scree-bench", .compaction = true,
                 .memtable_budget = ENG_SHARD_DEFAULT_BUDGET, .cache_bytes = (size_t)64 << 20,
-                .seed = 301,
         };
-        for (unsigned i = 0; i < BENCH_WORKLOAD_MAX; i++)
+        for (unsigned i = 0; i < BENCH_DEFAULT_WORKLOADS; i++)
                 c->w[c->n_w++] = (enum bench_workload)i;
 }
 
 /* Keys must stay distinct (and missing keys fit between them). */
-static int check_opts(struct bench_opts *o)
+static int check_opts(struct cli *c)
 {
+        struct bench_opts *o = &c->o;
+
         if (!o->reads)
-                o->reads = o->num;
-        if (o->key_size < 8 && o->num >= UINT64_C(1) << (8 * o->key_size - 1))
+                o->reads = o->k.num;
+        if (o->k.key_size < 8 && o->k.num >= UINT64_C(1) << (8 * o->k.key_size - 1)) {
+                fprintf(stderr, "scree-bench: %u-byte keys cannot tell %" PRIu64 " keys apart\n",
+                        o->k.key_size, o->k.num);
                 return -EINVAL;
+        }
+        o->k.loaded = o->use_existing;
+        o->timeseries = c->timeseries != NULL;
         return 0;
 }
 
+static const struct option longopts[] = {
+        { "benchmarks", required_argument, NULL, 'b' },   { "num", required_argument, NULL, 'n' },
+        { "reads", required_argument, NULL, 'r' },        { "key-size", required_argument, NULL, 'k' },
+        { "value-size", required_argument, NULL, 'v' },   { "shards", required_argument, NULL, 's' },
+        { "sync", required_argument, NULL, 'y' },         { "sync-period-ms", required_argument, NULL, 'P' },
+        { "inflight", required_argument, NULL, 'i' },     { "seek-nexts", required_argument, NULL, 'N' },
+        { "table", required_argument, NULL, 't' },        { "dir", required_argument, NULL, 'd' },
+        { "use-existing-db", no_argument, NULL, 'e' },    { "memtable-budget", required_argument, NULL, 'M' },
+        { "cache-size", required_argument, NULL, 'C' },   { "compaction", required_argument, NULL, 'c' },
+        { "max-seconds", required_argument, NULL, 'T' },  { "seed", required_argument, NULL, 'S' },
+        { "json", no_argument, NULL, 'j' },               { "help", no_argument, NULL, 'h' },
+        { "idle-poll-us", required_argument, NULL, 'I' }, { "engine", required_argument, NULL, 'E' },
+        { "distribution", required_argument, NULL, 'D' }, { "zipf-theta", required_argument, NULL, 'Z' },
+        { "scan-length", required_argument, NULL, 'L' },  { "duration", required_argument, NULL, 'u' },
+        { "rate", required_argument, NULL, 'R' },         { "write-rate", required_argument, NULL, 'W' },
+        { "csv", no_argument, NULL, 'V' },                { "timeseries", required_argument, NULL, 'X' },
+        { NULL, 0, NULL, 0 },
+};
+
 static int parse_args(int argc, char **argv, struct cli *c)
 {
-        static const struct option longopts[] = {
-                { "benchmarks", required_argument, NULL, 'b' }, { "num", required_argument, NULL, 'n' },
-                { "reads", required_argument, NULL, 'r' },      { "key-size", required_argument, NULL, 'k' },
-                { "value-size", required_argument, NULL, 'v' }, { "shards", required_argument, NULL, 's' },
-                { "sync", required_argument, NULL, 'y' },       { "sync-period-ms", required_argument, NULL, 'P' },
-                { "inflight", required_argument, NULL, 'i' },   { "seek-nexts", required_argument, NULL, 'N' },
-                { "table", required_argument, NULL, 't' },      { "dir", required_argument, NULL, 'd' },
-                { "use-existing-db", no_argument, NULL, 'e' },  { "memtable-budget", required_argument, NULL, 'M' },
-                { "cache-size", required_argument, NULL, 'C' }, { "compaction", required_argument, NULL, 'c' },
-                { "max-seconds", required_argument, NULL, 'T' }, { "seed", required_argument, NULL, 'S' },
-                { "json", no_argument, NULL, 'j' },             { "help", no_argument, NULL, 'h' },
-                { "idle-poll-us", required_argument, NULL, 'I' },
-                { NULL, 0, NULL, 0 },
-        };
-        int ch;
+        int ch, idx = -1;
 
         defaults(c);
-        while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        while ((ch = getopt_long(argc, argv, "", longopts, &idx)) != -1) {
                 if (ch == 'h') {
                         usage(stdout);
                         exit(0);
                 }
-                if (ch == '?' || parse_opt(c, ch, optarg) < 0) {
-                        fprintf(stderr, "scree-bench: bad option or value%s%s\n", optarg ? ": " : "",
-                                optarg ? optarg : "");
+                if (ch == '?')
+                        return -EINVAL;
+                if (parse_opt(c, ch, optarg) < 0) {
+                        fprintf(stderr, "scree-bench: bad value for --%s: %s\n",
+                                idx >= 0 ? longopts[idx].name : "?", optarg ? optarg : "");
                         return -EINVAL;
                 }
+                idx = -1;
         }
-        if (optind != argc || check_opts(&c->o) < 0)
+        if (optind != argc) {
+                fprintf(stderr, "scree-bench: unexpected argument: %s\n", argv[optind]);
                 return -EINVAL;
-        return 0;
+        }
+        return check_opts(c);
 }
 
 /* ---- running ---- */
@@ -244,171 +331,169 @@ static uint64_t proc_write_bytes(void)
         return v;
 }
 
-/* Runs step on every shard at once; returns the first error. */
-static int step_all(struct bench_shard **sh, unsigned n, struct rx_smp *smp, enum bench_step step,
-                    enum bench_workload w)
+/* User + system CPU seconds of the whole process so far. */
+static double cpu_secs(void)
 {
-        int first = 0, r;
-        unsigned started = 0;
+        struct rusage ru;
 
-        for (; started < n; started++) {
-                r = bench_shard_start(sh[started], smp, step, w);
-                if (r < 0) {
-                        first = r;
-                        break;
-                }
-        }
-        for (unsigned i = 0; i < started; i++) {
-                r = bench_shard_wait(sh[i]);
-                if (r < 0 && !first)
-                        first = r;
-        }
-        return first;
+        if (getrusage(RUSAGE_SELF, &ru) < 0)
+                return 0;
+        return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-static void summarize(struct bench_shard **sh, unsigned n, struct summary *s)
+static uint64_t progress_ops(const struct bench_engine *e)
 {
-        uint64_t start = UINT64_MAX, end = 0;
+        uint64_t sum = 0;
 
-        for (unsigned i = 0; i < n; i++) {
-                const struct bench_result *r = bench_shard_result(sh[i]);
+        for (unsigned i = 0; i < e->n; i++)
+                sum += atomic_load_explicit(&e->res[i]->progress, memory_order_relaxed);
+        return sum;
+}
 
-                s->ops += r->ops;
-                s->found += r->found;
-                s->entries += r->entries;
-                s->user_bytes += r->user_bytes;
-                s->disk_bytes += r->disk_bytes;
-                s->stalls += r->stalls;
-                s->flushes += r->flushes;
-                s->sst_reads += r->sst_reads;
-                start = r->start_ns < start ? r->start_ns : start;
-                end = r->end_ns > end ? r->end_ns : end;
-                hist_merge(&s->lat, &r->lat);
+/* Every worker's op target for w (UINT64_MAX by duration). */
+static uint64_t total_target(const struct bench_engine *e, enum bench_workload w)
+{
+        uint64_t sum = 0;
+
+        for (unsigned i = 0; i < e->n; i++) {
+                struct bench_pace p;
+
+                bench_pace_init(&p, e->o, w, bench_gen_keys(e->gen[i]), 0);
+                if (p.target == UINT64_MAX)
+                        return UINT64_MAX;
+                sum += p.target;
         }
-        s->secs = end > start ? (double)(end - start) / 1e9 : 0;
+        return sum;
 }
 
-static double ratio(uint64_t a, uint64_t b)
+/* Polls until every worker is done, showing progress once a second. */
+static void await_run(const struct cli *c, struct bench_engine *e, enum bench_workload w, uint64_t t0)
 {
-        return b ? (double)a / (double)b : 0;
-}
+        uint64_t target = total_target(e, w), last_ns = t0, last_ops = 0;
+        double limit = c->o.duration ? c->o.duration : c->o.max_seconds;
+        struct timespec ts = time_ns_to_timespec(POLL_NS);
+        bool shown = false;
 
-static void report(const struct cli *c, enum bench_workload w, const struct summary *s)
-{
-        const struct bench_opts *o = &c->o;
-        uint64_t per_op = w == BENCH_SEEKRANDOM ? 0 : o->key_size + o->value_size;
-        uint64_t bytes = per_op * s->ops + (uint64_t)(o->key_size + o->value_size) * s->entries;
-        double ops_s = s->secs > 0 ? (double)s->ops / s->secs : 0;
-        double mbs = s->secs > 0 ? (double)bytes / s->secs / 1048576.0 : 0;
-        double p50 = (double)hist_quantile(&s->lat, 0.50) / 1e3, p99 = (double)hist_quantile(&s->lat, 0.99) / 1e3;
-        double p999 = (double)hist_quantile(&s->lat, 0.999) / 1e3;
-        const char *name = bench_workload_name(w);
+        while (!e->ops->run_is_done(e)) {
+                uint64_t now = time_now_ns(), ops;
 
-        if (c->json) {
-                printf("{\"name\":\"%s\",\"ops\":%" PRIu64 ",\"seconds\":%.3f,\"ops_per_sec\":%.0f,"
-                       "\"mb_per_sec\":%.1f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,"
-                       "\"found\":%" PRIu64 ",\"entries\":%" PRIu64 ",\"user_bytes\":%" PRIu64
-                       ",\"disk_bytes\":%" PRIu64 ",\"io_write_bytes\":%" PRIu64 ",\"wamp\":%.3f,"
-                       "\"io_wamp\":%.3f,\"stalls\":%" PRIu64 ",\"flushes\":%" PRIu64 ",\"sst_reads\":%" PRIu64 "}\n",
-                       name, s->ops, s->secs, ops_s, mbs, p50, p99, p999, s->found, s->entries, s->user_bytes,
-                       s->disk_bytes, s->io_bytes, ratio(s->disk_bytes, s->user_bytes),
-                       ratio(s->io_bytes, s->user_bytes), s->stalls, s->flushes, s->sst_reads);
-        } else {
-                printf("%-12s %9" PRIu64 " ops %8.3f s %10.0f ops/s %7.1f MB/s  p50 %7.1f  p99 %8.1f  "
-                       "p999 %8.1f us", name, s->ops, s->secs, ops_s, mbs, p50, p99, p999);
-                if (bench_workload_writes(w))
-                        printf("  wamp %.2f io_wamp %.2f", ratio(s->disk_bytes, s->user_bytes),
-                               ratio(s->io_bytes, s->user_bytes));
-                else
-                        printf("  found %" PRIu64 "%s", s->found, w == BENCH_SEEKRANDOM ? " (seeks)" : "");
-                printf("\n");
+                nanosleep(&ts, NULL);
+                if (!c->progress || now - last_ns < NS_PER_SEC)
+                        continue;
+                ops = progress_ops(e);
+                bench_progress_show(stderr, w, ops, target,
+                                    (double)(ops - last_ops) * 1e9 / (double)(now - last_ns),
+                                    (double)(now - t0) / 1e9, limit);
+                shown = true;
+                last_ns = now;
+                last_ops = ops;
         }
-        fflush(stdout);
+        if (shown)
+                bench_progress_clear(stderr);
 }
 
-static int run_workload(const struct cli *c, struct bench_shard **sh, struct rx_smp *smp,
-                        enum bench_workload w)
+static int run_workload(struct cli *c, struct bench_engine *e, enum bench_workload w,
+                        const struct bench_dists *d)
 {
-        struct summary *s = calloc(1, sizeof(*s));
-        uint64_t io0 = proc_write_bytes();
+        struct bench_summary *s = calloc(1, sizeof(*s));
+        uint64_t io0 = proc_write_bytes(), t0 = time_now_ns();
+        double cpu0 = cpu_secs();
         int r;
 
         if (!s)
                 return -ENOMEM;
-        r = step_all(sh, c->o.shards, smp, BENCH_STEP_RUN, w);
-        s->io_bytes = proc_write_bytes() - io0;
-        summarize(sh, c->o.shards, s);
+        r = e->ops->run_start(e, w, d, t0);
+        if (r == 0) {
+                await_run(c, e, w, t0);
+                r = e->ops->run_wait(e);
+        }
         if (r == 0)
-                report(c, w, s);
+                r = bench_summarize(e, w, s);
+        if (r == 0) {
+                s->io_bytes = proc_write_bytes() - io0;
+                s->cpu_secs = cpu_secs() - cpu0;
+                s->space_bytes = e->ops->space_bytes(e);
+                bench_report(stdout, c->fmt, e, s);
+                if (c->ts)
+                        bench_timeseries_write(c->ts, s);
+        }
+        bench_summary_fini(s);
         free(s);
         return r;
 }
 
-static void print_header(const struct cli *c, const struct bench_shard *const *sh)
+static int dists_init(const struct cli *c, const struct bench_engine *e, struct bench_dists *d)
 {
-        const struct bench_opts *o = &c->o;
+        uint64_t n = UINT64_MAX;
+        bool mixes = false;
 
-        if (c->json)
-                return;
-        printf("# scree-bench: num=%" PRIu64 " reads=%" PRIu64 " key=%u value=%u shards=%u sync=%s "
-               "inflight=%u table=%s budget=%zuMiB cache=%zuMiB compaction=%s dir=%s\n",
-               o->num, o->reads, o->key_size, o->value_size, o->shards,
-               o->sync == ENG_WAL_SYNC_BATCH ? "batch" : "periodic", o->inflight,
-               o->table == ENG_TABLE_ORDERED ? "ordered" : "hashed", o->memtable_budget >> 20,
-               o->cache_bytes >> 20, o->compaction ? "on" : "off", o->dir);
-        printf("# keys per shard:");
-        for (unsigned i = 0; i < o->shards; i++)
-                printf(" %" PRIu64, bench_shard_keys(sh[i]));
-        printf("\n");
+        for (unsigned i = 0; i < e->n; i++)
+                if (bench_gen_keys(e->gen[i]) < n)
+                        n = bench_gen_keys(e->gen[i]);
+        for (unsigned i = 0; i < c->n_w; i++)
+                mixes |= bench_workload_mix(c->w[i]) != NULL;
+        return bench_dists_init(d, &c->o.k, n, mixes);
 }
 
-/* Opens every shard, runs the workloads in order, closes. */
-static int bench_all(const struct cli *c, struct bench_shard **sh, struct rx_smp *smp)
+/* Opens the engine, runs the workloads in order, closes. */
+static int bench_all(struct cli *c, struct bench_engine *e)
 {
-        int r = step_all(sh, c->o.shards, smp, BENCH_STEP_OPEN, BENCH_WORKLOAD_INVALID), rc;
+        struct bench_dists d;
+        int r = dists_init(c, e, &d), rc;
 
+        if (r == 0)
+                r = e->ops->open(e);
         if (r < 0) {
-                fprintf(stderr, "scree-bench: opening the shards in %s: %s\n", c->o.dir, scree_strerror(r));
+                fprintf(stderr, "scree-bench: opening %s in %s: %s\n", e->name, c->o.dir, scree_strerror(r));
                 return r;
         }
-        print_header(c, (const struct bench_shard *const *)sh);
+        bench_report_header(stdout, c->fmt, e);
         for (unsigned i = 0; i < c->n_w && r == 0; i++)
-                r = run_workload(c, sh, smp, c->w[i]);
-        rc = step_all(sh, c->o.shards, smp, BENCH_STEP_CLOSE, BENCH_WORKLOAD_INVALID);
+                r = run_workload(c, e, c->w[i], &d);
+        rc = e->ops->close(e);
         if (rc < 0)
-                fprintf(stderr, "scree-bench: closing the shards: %s\n", scree_strerror(rc));
+                fprintf(stderr, "scree-bench: closing %s: %s\n", e->name, scree_strerror(rc));
         return r < 0 ? r : rc;
+}
+
+static int engine_new(const struct cli *c, struct bench_engine **ret)
+{
+        if (strcmp(c->engine, "rocksdb") == 0)
+                return bench_rocksdb_new(&c->o, ret);
+        return bench_scree_new(&c->o, c->idle_poll_us * NS_PER_US, ret);
 }
 
 int main(int argc, char **argv)
 {
-        struct rx_smp_opts so = { 0 };
-        struct bench_shard *sh[ENG_MAX_SHARDS] = { 0 };
-        struct rx_smp *smp = NULL;
+        struct bench_engine *e = NULL;
         struct cli c;
-        int r = 0;
+        int r;
 
         if (parse_args(argc, argv, &c) < 0) {
                 usage(stderr);
                 return 2;
         }
-        for (unsigned i = 0; i < c.o.shards && r == 0; i++)
-                if (!(sh[i] = bench_shard_new(&c.o, i)))
-                        r = -ENOMEM;
-        so.n_shards = c.o.shards;
-        so.loop.idle_poll_ns = c.idle_poll_us * 1000;
-        if (r == 0)
-                r = rx_smp_new(&so, &smp);
-        if (r < 0)
-                fprintf(stderr, "scree-bench: starting %u shards: %s (%s)\n", c.o.shards,
-                        scree_strerror(r), rx_loop_setup_hint(r));
-        else
-                r = bench_all(&c, sh, smp);
-        if (smp) {
-                rx_smp_stop(smp);
-                rx_smp_free(smp);
+        c.progress = isatty(STDERR_FILENO);
+        if (c.timeseries) {
+                c.ts = fopen(c.timeseries, "w");
+                if (!c.ts) {
+                        fprintf(stderr, "scree-bench: %s: %s\n", c.timeseries, strerror(errno));
+                        return 2;
+                }
+                bench_timeseries_header(c.ts);
         }
-        for (unsigned i = 0; i < c.o.shards; i++)
-                bench_shard_free(sh[i]);
+        r = engine_new(&c, &e);
+        if (r == -ENOTSUP)
+                fprintf(stderr, "scree-bench: built without RocksDB (meson -Drocksdb=enabled, "
+                                "apt-get install librocksdb-dev)\n");
+        else if (r < 0)
+                fprintf(stderr, "scree-bench: starting %s: %s\n", c.engine, scree_strerror(r));
+        else
+                r = bench_all(&c, e);
+        if (e)
+                e->ops->free(e);
+        if (c.ts && fclose(c.ts) != 0 && r == 0)
+                r = -errno;
         return r == 0 ? 0 : 1;
 }

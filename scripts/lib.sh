@@ -4,7 +4,8 @@
 # only what changed.
 
 BUILD_PACKAGES="gcc pkg-config meson ninja-build liburing-dev libjemalloc-dev libxxhash-dev"
-TEST_PACKAGES="libcriterion-dev python3 python3-pytest python3-redis redis-tools"
+# librocksdb-dev: scree-bench --engine rocksdb (meson option rocksdb, auto) and its test
+TEST_PACKAGES="libcriterion-dev python3 python3-pytest python3-redis redis-tools librocksdb-dev"
 
 as_root() {
         if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

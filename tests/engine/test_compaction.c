@@ -542,7 +542,7 @@ Test(compaction, a_tiny_rate_throttles_the_output)
         inputs_make(12, 2, 400, NULL);
         o = job_opts(false, next_file_id++);
         o.out.chunk_bytes = 4096;
-        o.out.rate_bytes_per_sec = 2u << 20;    /* ~100 KB of output: a few tens of ms */
+        o.out.rate_bytes_per_sec = 512u << 10;  /* ~100 KB of output: ~0.2 s, slower than ASan */
         cr_assert(eq(int, run_job(&o, &job), 0));
         throttled = eng_compaction_result(job)->throttled_ns;
         cr_expect(gt(u64, eng_compaction_result(job)->file_size, 8 * 4096));

@@ -498,6 +498,23 @@ Test(shard, flushed_log_segments_are_removed)
         expect_value("r3k199", (snprintf(v, sizeof(v), "%0400d", 199), v));
 }
 
+Test(shard, start_ups_without_writes_leave_no_old_log_behind)
+{
+        char v[512];
+
+        opts.segment_bytes = 64 << 10;
+        cr_assert(eq(int, shard_open_sync(), 0));
+        snprintf(v, sizeof(v), "%0400d", 7);
+        cr_assert(eq(int, put_sync("k", v), 0));
+        /* Each start-up makes a new log (a segment and its reserve); the
+         * old one, with nothing unflushed in it, must go. */
+        for (int i = 0; i < 6; i++)
+                cr_assert(eq(int, reopen(), 0));
+        cr_assert(eq(int, reopen(), 0));
+        cr_expect(le(u32, count_files(".log"), 4), "%u segments left", count_files(".log"));
+        expect_value("k", v);
+}
+
 /* ---- power cuts ---- */
 
 #define CUT_KEYS 64

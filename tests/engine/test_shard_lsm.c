@@ -311,6 +311,14 @@ Test(shard_lsm, bad_scans_are_refused_and_an_item_error_ends_the_scan)
         free(c);
 }
 
+static int compact_sync(void)
+{
+        op_done = false;
+        cr_assert(eq(int, eng_shard_compact(sh, on_closed, NULL), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &op_done), 0));
+        return op_res;
+}
+
 /* Writes that land while a scan waits for the disk do not upset it. */
 Test(shard_lsm, a_scan_goes_on_while_writes_flushes_and_compactions_change_the_tablet)
 {
@@ -335,6 +343,8 @@ Test(shard_lsm, a_scan_goes_on_while_writes_flushes_and_compactions_change_the_t
                 }
                 if (pages % 4 == 0)
                         cr_assert(eq(int, flush_sync(), 0));
+                if (pages == 6)         /* and a compaction, whatever the background did */
+                        cr_assert(eq(int, compact_sync(), 0));
                 cr_assert(eq(int, scan_page(c, ENG_TABLE_ORDERED, c->sc.resume, c->sc.resume_len,
                                             NULL, 0, 25), 0));
         }
@@ -368,14 +378,6 @@ static void expect_ordered_gets(void)
                 cr_assert(eq(int, memcmp(x.g.value, want, x.g.value_len), 0), "%s", k);
                 eng_get_release(&x.g);
         }
-}
-
-static int compact_sync(void)
-{
-        op_done = false;
-        cr_assert(eq(int, eng_shard_compact(sh, on_closed, NULL), 0));
-        cr_assert(eq(int, rx_loop_run_until(loop, &op_done), 0));
-        return op_res;
 }
 
 Test(shard_lsm, background_compactions_keep_the_newest_version_and_few_tables)

@@ -98,6 +98,8 @@ static void power_cut_round(bool tear, uint64_t seed)
                         acked[i] = true;
                         n_acked++;
                 }
+        /* Zeroing of the reserve (batch mode) is part of what gets cut. */
+        cr_expect(gt(u64, eng_wal_stats(wal)->zeroed_bytes, 0));
         cr_assert(eq(int, eng_fault_fs_power_cut(fs, tear, seed), 0));
         close_wal(wal);         /* everything in flight now fails */
         cr_expect(lt(int, close_res, 0), "the log must report the lost power");
@@ -255,8 +257,10 @@ Test(wal, a_segment_rolled_into_survives_a_power_cut_once_a_record_is_acknowledg
         }
         cr_assert(eq(int, rx_loop_run_until(loop, &apps[i - 1].done), 0));
         cr_assert(eq(int, apps[i - 1].res, 0));
+        /* The next reserve is usually still preparing here, its new name
+         * not yet synced (the cut then removes it), but that is timing:
+         * not asserted. */
         cut_and_expect(wal, i - 1);
-        cr_expect(gt(u64, eng_fault_fs_stats(fs)->names_lost, 0), "the next reserve's name was not synced yet");
 }
 
 Test(wal, a_failed_directory_fsync_stops_the_log_and_acknowledges_nothing)

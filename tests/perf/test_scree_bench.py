@@ -1,27 +1,44 @@
 # SPDX-License-Identifier: Apache-2.0
 """Smoke test of build/perf/scree-bench (suite perf-smoke): tiny runs of
-every workload in a few configurations must exit 0 and print one line per
-workload, in order, with sane counts. Nothing here looks at timings: the
-point is that the benchmark cannot rot unnoticed."""
+every workload, distribution and output format in a few configurations must
+exit 0 and print one row per workload, in order, with sane counts. Nothing
+here looks at timings: the point is that the benchmark cannot rot
+unnoticed."""
+import csv
+import io
 import json
 import os
+import pty
+import select
 import subprocess
 import tempfile
+import time
 
 import pytest
 
 BENCH = os.environ["SCREE_BENCH_BIN"]
+HAVE_ROCKSDB = os.environ.get("SCREE_BENCH_ROCKSDB") == "1"
 WORKLOADS = ["fillseq", "fillrandom", "overwrite", "readrandom", "readmissing",
              "seekrandom", "deleterandom"]
+YCSB = ["ycsba", "ycsbb", "ycsbc", "ycsbd", "ycsbe", "ycsbf"]
 NUM = 2000
 
 
-def run(*args):
+def run(*args, num=NUM):
     with tempfile.TemporaryDirectory(prefix="scree-bench-smoke-", dir="/var/tmp") as d:
-        p = subprocess.run([BENCH, "--num", str(NUM), "--dir", d, "--max-seconds", "20", *args],
+        p = subprocess.run([BENCH, "--num", str(num), "--dir", d, "--max-seconds", "20", *args],
                            capture_output=True, text=True, timeout=90)
     assert p.returncode == 0, p.stderr
     return p.stdout
+
+
+def rows(out):
+    """The table's workload rows (not the comments, not the per-class rows)."""
+    return [l.split() for l in out.splitlines() if l and not l.startswith(("#", " "))]
+
+
+def json_rows(*args, num=NUM):
+    return {r["name"]: r for r in map(json.loads, run("--json", *args, num=num).splitlines())}
 
 
 @pytest.mark.parametrize("extra", [
@@ -30,28 +47,174 @@ def run(*args):
     ["--sync", "batch", "--inflight", "16", "--memtable-budget", "1"],
 ])
 def test_every_workload_prints_a_line(extra):
-    lines = [l for l in run(*extra).splitlines() if not l.startswith("#")]
-    assert [l.split()[0] for l in lines] == WORKLOADS
+    lines = rows(run(*extra))
+    assert [l[0] for l in lines] == WORKLOADS
     for l in lines:
-        assert l.split()[1] == str(NUM), l
+        assert l[1] == str(NUM), l
 
 
 def test_json_lines_count_what_was_done():
     # batch: every write is in the log before it is acknowledged, so each
     # write workload has written log bytes by its end (periodic mode's
     # timer might not have fired yet in so short a run)
-    rows = [json.loads(l) for l in run("--json", "--sync", "batch", "--inflight", "64").splitlines()]
-    by = {r["name"]: r for r in rows}
+    by = json_rows("--sync", "batch", "--inflight", "64")
     assert list(by) == WORKLOADS
     assert by["fillseq"]["user_bytes"] == NUM * (16 + 100)
+    assert by["fillseq"]["live_bytes"] == NUM * (16 + 100)
     assert by["readrandom"]["found"] == NUM          # fillseq wrote every key
     assert by["readmissing"]["found"] == 0
     assert by["seekrandom"]["entries"] > 0
     for w in ("fillseq", "fillrandom", "overwrite"):
         assert by[w]["wamp"] > 0, w                   # the commit log at least
+    for r in by.values():
+        assert r["engine"] == "scree"
+        assert r["p50_us"] <= r["p90_us"] <= r["p99_us"] <= r["p999_us"] <= r["max_us"]
+        assert r["space_bytes"] > 0 and r["space_amp"] > 0
+        assert r["cpu_secs"] >= 0
 
 
-def test_bad_options_are_refused():
-    p = subprocess.run([BENCH, "--benchmarks", "fillnothing"], capture_output=True, text=True,
-                       timeout=30)
+def test_ycsb_mixes_and_readwhilewriting():
+    by = json_rows("--benchmarks", "fillseq,readwhilewriting,ycsb", "--shards", "2")
+    assert list(by) == ["fillseq", "readwhilewriting"] + YCSB
+    assert by["readwhilewriting"]["ops"] == NUM and by["readwhilewriting"]["bg_ops"] > 0
+    assert by["readwhilewriting"]["found"] == NUM
+    want = {"ycsba": {"read", "update"}, "ycsbb": {"read", "update"}, "ycsbc": {"read"},
+            "ycsbd": {"read", "insert"}, "ycsbe": {"scan", "insert"}, "ycsbf": {"read", "rmw"}}
+    for w, classes in want.items():
+        assert set(by[w]["classes"]) == classes, w
+        assert sum(c["ops"] for c in by[w]["classes"].values()) == by[w]["ops"] == NUM
+    assert by["ycsbc"]["found"] == NUM                # reads of loaded keys only
+    assert by["ycsbe"]["entries"] > by["ycsbe"]["classes"]["scan"]["ops"]
+    # inserts add live keys; D's latest reads find the new ones too
+    assert by["ycsbd"]["live_bytes"] > NUM * (16 + 100)
+    assert by["ycsbd"]["found"] == by["ycsbd"]["classes"]["read"]["ops"]
+
+
+@pytest.mark.parametrize("dist", ["uniform", "zipfian", "latest", "sequential", "gaussian"])
+def test_every_distribution(dist):
+    by = json_rows("--benchmarks", "fillseq,readrandom,overwrite,ycsba", "--distribution", dist,
+                   "--zipf-theta", "0.8", "--table", "hashed", "--shards", "2")
+    assert by["readrandom"]["found"] == NUM
+    assert by["ycsba"]["ops"] == NUM
+
+
+def test_table_shows_classes_and_new_columns():
+    out = run("--benchmarks", "fillseq,ycsbf")
+    header = [l for l in out.splitlines() if l.startswith("# workload")]
+    assert header and all(c in header[0] for c in ("p90us", "maxus", "samp", "cpu_s"))
+    classes = [l.split()[0] for l in out.splitlines() if l.startswith("  .")]
+    assert classes == [".read", ".rmw"]
+
+
+def test_csv_has_a_row_per_workload_and_class():
+    out = run("--csv", "--benchmarks", "fillseq,ycsbb")
+    table = list(csv.DictReader(io.StringIO(out)))
+    assert [(r["workload"], r["class"]) for r in table] == \
+        [("fillseq", "all"), ("ycsbb", "all"), ("ycsbb", "read"), ("ycsbb", "update")]
+    assert int(table[0]["ops"]) == NUM and float(table[0]["space_amp"]) > 0
+
+
+def test_timeseries_file_has_lines_per_second():
+    with tempfile.TemporaryDirectory(prefix="scree-bench-ts-", dir="/var/tmp") as d:
+        ts = os.path.join(d, "ts.csv")
+        p = subprocess.run([BENCH, "--num", str(NUM), "--dir", os.path.join(d, "db"),
+                            "--benchmarks", "fillseq,readrandom", "--duration", "1",
+                            "--timeseries", ts], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        with open(ts) as f:
+            lines = list(csv.DictReader(f))
+    assert {l["workload"] for l in lines} == {"fillseq", "readrandom"}
+    for l in lines:
+        assert int(l["ops"]) >= 0 and float(l["p99_us"]) >= float(l["p50_us"])
+    assert sum(int(l["ops"]) for l in lines if l["workload"] == "readrandom") > 0
+
+
+def test_open_loop_runs_at_the_rate_and_does_every_op():
+    by = json_rows("--benchmarks", "fillseq,readrandom,readwhilewriting", "--rate", "4000",
+                   "--write-rate", "1000", "--reads", "400", "--shards", "2", num=400)
+    assert by["readrandom"]["ops"] == 400 and by["readrandom"]["found"] == 400
+    # 400 ops at 4000/s take about 0.1 s: not much less
+    assert by["readrandom"]["seconds"] >= 0.05
+    assert by["readwhilewriting"]["bg_ops"] > 0
+
+
+def test_duration_bounds_a_run_by_time():
+    by = json_rows("--benchmarks", "fillseq,readrandom", "--duration", "1")
+    assert by["readrandom"]["ops"] > 0 and by["readrandom"]["seconds"] >= 0.9
+
+
+def test_progress_line_on_a_terminal():
+    with tempfile.TemporaryDirectory(prefix="scree-bench-tty-", dir="/var/tmp") as d:
+        leader, follower = pty.openpty()
+        p = subprocess.Popen([BENCH, "--num", str(NUM), "--dir", d, "--benchmarks",
+                              "fillseq,readrandom", "--duration", "2"],
+                             stdout=subprocess.PIPE, stderr=follower, text=True)
+        os.close(follower)
+        seen = b""
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            r, _, _ = select.select([leader], [], [], 1)
+            if not r:
+                if p.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        out = p.communicate(timeout=30)[0]
+        os.close(leader)
+    assert p.returncode == 0
+    assert b"\r" in seen and b"ops/s" in seen and b"elapsed" in seen and b"left" in seen
+    assert "\r" not in out                            # stdout stays clean
+
+
+@pytest.mark.parametrize("args,word", [
+    (["--benchmarks", "fillnothing"], "--benchmarks"),
+    (["--distribution", "pareto"], "--distribution"),
+    (["--zipf-theta", "1.5"], "--zipf-theta"),
+    (["--engine", "berkeleydb"], "--engine"),
+    (["--rate", "0"], "--rate"),
+    (["--scan-length", "0"], "--scan-length"),
+    (["--key-size", "4", "--num", "3000000000"], "keys"),
+    (["--timeseries", "/nonexistent-dir/ts.csv"], "/nonexistent-dir/ts.csv"),
+    (["--num", "10", "extra"], "unexpected argument"),
+])
+def test_bad_options_are_refused(args, word):
+    p = subprocess.run([BENCH, *args], capture_output=True, text=True, timeout=30)
     assert p.returncode == 2
+    assert word in p.stderr
+
+
+@pytest.mark.skipif(not HAVE_ROCKSDB, reason="built without RocksDB (meson -Drocksdb)")
+def test_rocksdb_runs_the_same_workloads():
+    by = json_rows("--engine", "rocksdb", "--shards", "2", "--benchmarks",
+                   ",".join(WORKLOADS + ["readwhilewriting"] + YCSB))
+    assert list(by) == WORKLOADS + ["readwhilewriting"] + YCSB
+    for r in by.values():
+        assert r["engine"] == "rocksdb" and r["ops"] == NUM, r["name"]
+    assert by["readrandom"]["found"] == NUM
+    assert by["readmissing"]["found"] == 0
+    assert by["fillseq"]["user_bytes"] == NUM * (16 + 100)
+    assert set(by["ycsbf"]["classes"]) == {"read", "rmw"}
+
+
+@pytest.mark.skipif(not HAVE_ROCKSDB, reason="built without RocksDB (meson -Drocksdb)")
+def test_rocksdb_open_loop_and_the_same_keys_as_scree():
+    args = ["--shards", "2", "--benchmarks", "fillrandom,readrandom,ycsbd", "--rate", "20000",
+            "--write-rate", "1000"]
+    rdb, scree = json_rows("--engine", "rocksdb", *args), json_rows(*args)
+    # one generator for both: the same keys, so the same reads find the same
+    for w in ("readrandom", "ycsbd"):
+        assert rdb[w]["found"] == scree[w]["found"], w
+        assert rdb[w]["ops"] == scree[w]["ops"] == NUM
+
+
+@pytest.mark.skipif(HAVE_ROCKSDB, reason="built with RocksDB")
+def test_rocksdb_engine_absent_says_so():
+    p = subprocess.run([BENCH, "--engine", "rocksdb", "--num", "10"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 1 and "without RocksDB" in p.stderr
