@@ -441,6 +441,7 @@ int eng_shard_flush(struct eng_shard *s, void (*done)(void *arg, int res), void 
         w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
+        shard_apply_pending(s);
         for (uint32_t i = 0; i < s->n_tablets; i++)
                 shard_seal(s, &s->tablets[i]);
         w->upto_seq = s->last_seq;

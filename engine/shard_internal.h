@@ -77,6 +77,10 @@ struct eng_shard {
          * has run every write of this iteration or enough bytes gathered. */
         struct eng_batch group;
         uint64_t group_first_seq;
+        /* batch mode: grouped writes not in the memtables yet (shard.c,
+         * shard_apply_pending) */
+        struct eng_batch unapplied;
+        uint64_t unapplied_first_seq;
         struct eng_write *group_head, *group_tail;      /* batch mode: waiting for its ack */
         struct eng_write *group_failed;                 /* answered from the task */
         int group_error;
@@ -145,6 +149,9 @@ int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len,
 void shard_set_error(struct eng_shard *s, int err, const char *what);
 /* Logs the writes grouped so far as one record (close calls it first). */
 void shard_log_group(struct eng_shard *s);
+/* Puts the writes that wait in s->unapplied into the memtables. Every read
+ * and every operation that looks at the memtables calls it first. */
+void shard_apply_pending(struct eng_shard *s);
 /* Runs stalled writes once memory allows. */
 void shard_unstall(struct eng_shard *s);
 

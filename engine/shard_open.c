@@ -77,6 +77,7 @@ static void shard_free(struct eng_shard *s)
         eng_block_cache_free(s->cache);
         eng_batch_fini(&s->scratch);
         eng_batch_fini(&s->group);
+        eng_batch_fini(&s->unapplied);
         free(s->dir);
         free(s);
 }
@@ -95,6 +96,7 @@ static int shard_alloc(struct rx_loop *loop, struct eng_fs *fs, const struct eng
         opts_defaults(&s->o);
         eng_batch_init(&s->scratch);
         eng_batch_init(&s->group);
+        eng_batch_init(&s->unapplied);
         if (eng_tablet_map_init(&s->map, s->o.n_shards, s->o.tablets_per_shard) < 0 ||
             s->o.shard >= s->o.n_shards || (unsigned)s->o.sync >= ENG_WAL_SYNC_MAX) {
                 free(s);
@@ -609,6 +611,7 @@ int eng_shard_close(struct eng_shard *s, void (*done)(void *arg, int res), void 
         }
         s->stall_tail = NULL;
         shard_log_group(s);     /* the log's close syncs it and answers its writes */
+        shard_apply_pending(s);
         if (s->retry_armed && rx_timer_cancel(s->loop, &s->retry_timer)) {
                 s->retry_armed = false;
                 s->busy--;

@@ -129,6 +129,7 @@ int eng_shard_get(struct eng_shard *s, enum eng_table table, const void *key, ui
 
         if (!shard_key_ok(table, key_len))
                 return -EINVAL;
+        shard_apply_pending(s);         /* see every write submitted before */
         g->s = s;
         g->mt = NULL;
         g->block = NULL;
@@ -204,6 +205,9 @@ static void rmw_decide(struct eng_rmw *r, int res)
                 rmw_finish(r, res);
                 return;
         }
+        /* A write submitted while the read waited may still be pending:
+         * apply it, so the tablet's gen shows it. */
+        shard_apply_pending(s);
         if (r->waited && r->g.tablet->gen != r->gen) {
                 /* A write landed while the read waited: read again (the
                  * block is cached now, so this one is usually immediate). */

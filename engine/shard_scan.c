@@ -103,8 +103,10 @@ static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8
                 .view = ENG_MERGE_USER, .now_ms = sc->now_ms, .end_key = end, .end_len = end_len,
         };
         struct eng_merge_iter *m;
-        int r = eng_merge_iter_new(&o, &m);
+        int r;
 
+        shard_apply_pending(sc->s);     /* see every write submitted before */
+        r = eng_merge_iter_new(&o, &m);
         if (r < 0)
                 return r;
         r = eng_merge_iter_add_memtable(m, t->active);

@@ -360,6 +360,11 @@ static bool stopping(const struct rx_loop *loop)
         return atomic_load_explicit(&loop->stop, memory_order_acquire);
 }
 
+int rx_loop_submit_now(struct rx_loop *loop)
+{
+        return rx_uring_flush(loop->uring);
+}
+
 int rx_loop_run(struct rx_loop *loop)
 {
         struct run_state rs = { .now = time_now_ns() };

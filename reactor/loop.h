@@ -134,6 +134,11 @@ bool rx_loop_wake(struct rx_loop *loop);
 /* Queues t to run on this loop (FIFO). Never runs t inside the call. Shard-local. */
 void rx_loop_post(struct rx_loop *loop, struct rx_task *t);
 
+/* Submits the I/O queued so far to the kernel now, instead of at the end of
+ * the iteration: for a task that queued a latency-critical op and has more
+ * CPU work to do. Returns SQEs submitted or -errno. Loop thread only. */
+int rx_loop_submit_now(struct rx_loop *loop);
+
 /* Arms t to fire at deadline_ns (CLOCK_MONOTONIC), or after delay_ns. Re-arming
  * an armed timer moves it. Returns 0 or -ENOMEM. Shard-local. */
 int rx_timer_arm_at(struct rx_loop *loop, struct rx_timer *t, uint64_t deadline_ns);

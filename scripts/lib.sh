@@ -4,8 +4,9 @@
 # only what changed.
 
 BUILD_PACKAGES="gcc pkg-config meson ninja-build liburing-dev libjemalloc-dev libxxhash-dev"
-# librocksdb-dev: scree-bench --engine rocksdb (meson option rocksdb, auto) and its test
-TEST_PACKAGES="libcriterion-dev python3 python3-pytest python3-redis redis-tools librocksdb-dev"
+# librocksdb-dev: scree-bench --engine rocksdb (meson option rocksdb, auto) and its test;
+# redis-server and gnuplot-nox: perf/compare's smoke test (tests/perf/test_compare.py)
+TEST_PACKAGES="libcriterion-dev python3 python3-pytest python3-redis redis-tools librocksdb-dev redis-server gnuplot-nox"
 
 as_root() {
         if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

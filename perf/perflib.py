@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared pieces of the perf/ scripts: servers on free loopback ports,
+started in their own scratch directories and stopped by their own PID,
+and medians. Python 3 standard library only (/usr/bin/python3)."""
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else float("nan")
+
+
+def need(*tools):
+    for tool in tools:
+        if not shutil.which(tool):
+            sys.exit(f"{tool} not found (apt-get install redis-server redis-tools gnuplot-nox)")
+
+
+def server_command(kind, port, d, smp="2", extra=()):
+    """kind: scree-periodic, scree-batch, redis (no persistence) or
+    redis-always (appendfsync always)."""
+    if kind.startswith("scree"):
+        mode = "batch" if kind == "scree-batch" else "periodic"
+        return [os.path.join(BUILD, "scree"), "--port", str(port), "--dir", d, "--smp", str(smp),
+                "--commitlog-sync", mode, *extra]
+    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", d,
+            "--save", "", "--daemonize", "no", "--logfile", ""]
+    if kind == "redis-always":
+        return args + ["--appendonly", "yes", "--appendfsync", "always"]
+    return args + ["--appendonly", "no"]
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    """A server of `kind` on a free port in a scratch directory under
+    /var/tmp; a context manager that stops it (SIGTERM, then SIGKILL) and
+    removes the directory."""
+
+    def __init__(self, kind, smp="2", extra=()):
+        self.kind = kind
+        self.dir = tempfile.mkdtemp(prefix="scree-perf-", dir="/var/tmp")
+        self.port = free_port()
+        self.proc = subprocess.Popen(server_command(kind, self.port, self.dir, smp, extra),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def __enter__(self):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.stop()
+                sys.exit(f"{self.kind} exited with {self.proc.returncode}")
+            # A keyed command: scree answers -LOADING until its shards are open.
+            r = subprocess.run(["redis-cli", "-p", str(self.port), "EXISTS", "perf:ready"],
+                               capture_output=True, text=True)
+            if r.stdout.strip() == "0":
+                return self
+            time.sleep(0.1)
+        self.stop()
+        sys.exit(f"{self.kind} on port {self.port} not ready")
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def cpu(self):
+        return cpu_seconds(self.proc.pid)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
