@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Bump allocator; see arena.h. Requests over a quarter block get their own block. */
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "base/arena.h"
 
@@ -19,23 +20,41 @@ void arena_init(struct arena *a, size_t block_bytes)
         a->cur = a->end = NULL;
         a->block_bytes = block_bytes ? block_bytes : ARENA_DEFAULT_BLOCK;
         a->reserved_bytes = a->used_bytes = 0;
+        a->huge = false;
+}
+
+void arena_init_huge(struct arena *a)
+{
+        arena_init(a, ARENA_HUGE_BYTES - sizeof(struct arena_block));
+        a->huge = true;
 }
 
 void arena_fini(struct arena *a)
 {
         struct arena_block *b = a->blocks, *next;
+        bool huge = a->huge;
 
         for (; b; b = next) {
                 next = b->next;
                 free(b);
         }
         arena_init(a, a->block_bytes);
+        a->huge = huge;
 }
 
 static struct arena_block *block_new(struct arena *a, size_t bytes)
 {
-        struct arena_block *b = malloc(sizeof(*b) + bytes);
+        struct arena_block *b;
 
+        if (a->huge && bytes == a->block_bytes) {
+                /* One whole huge page, header included. The advice is a
+                 * hint: without it (or without THP) the block still works. */
+                b = aligned_alloc(ARENA_HUGE_BYTES, ARENA_HUGE_BYTES);
+                if (b)
+                        madvise(b, ARENA_HUGE_BYTES, MADV_HUGEPAGE);
+        } else {
+                b = malloc(sizeof(*b) + bytes);
+        }
         if (!b)
                 return NULL;
         b->bytes = bytes;

@@ -43,6 +43,16 @@ static inline uint64_t time_wall_ns(void)
         return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+/* CLOCK_REALTIME_COARSE: wall-clock time at the last tick, for second-
+ * resolution bookkeeping on hot paths (a client's idle time). */
+static inline uint64_t time_wall_coarse_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+        return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
 static inline struct timespec time_ns_to_timespec(uint64_t ns)
 {
         struct timespec ts = { .tv_sec = (time_t)(ns / NS_PER_SEC), .tv_nsec = (long)(ns % NS_PER_SEC) };

@@ -2,7 +2,9 @@
 /*
  * Memtable: the in-memory, sorted write buffer of one tablet. A skiplist
  * whose nodes (entry header, key and value bytes) live in the memtable's own
- * arena and are freed in one go when the memtable is dropped after a flush.
+ * arena (2 MiB huge pages) and are freed in one go when the memtable is
+ * dropped after a flush. A directory of entry points by the key's first
+ * word lets a search start near its key (memtable.c).
  * Shard-local: no locks, no atomics; only the owning shard touches it.
  *
  * Order: keys ascending as bytes (a shorter key before its extensions), and
@@ -62,7 +64,8 @@ int eng_memtable_put(struct eng_memtable *mt, const struct eng_entry *e);
 int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t key_len,
                      uint64_t snapshot_seq, struct eng_entry *ret);
 
-/* Bytes of memory the memtable holds (arena blocks), and versions stored. */
+/* Bytes the memtable's nodes take (headers, towers, keys, values; the
+ * arena reserves whole 2 MiB blocks beyond that), and versions stored. */
 size_t eng_memtable_bytes(const struct eng_memtable *mt);
 uint64_t eng_memtable_count(const struct eng_memtable *mt);
 

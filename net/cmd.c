@@ -6,6 +6,7 @@
  * every handler builds on.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -139,7 +140,9 @@ static struct net_req *req_alloc(struct net_shard *sh, const struct net_cmd_def 
 
         if (!req)
                 return NULL;
-        memset(req, 0, sizeof(*req));
+        /* The engine-call union is left as is: each call clears its member
+         * (half of the request's 1.2 KiB, zeroed per command before). */
+        memset(req, 0, offsetof(struct net_req, u));
         req->origin = sh;
         req->def = def;
         req->target = -1;

@@ -109,11 +109,6 @@ struct net_req {
         void *info;                     /* a per-shard child's result (heap, origin's) */
         struct eng_mutation mut;
         char num[24];
-        union {
-                struct eng_get g;
-                struct eng_write w;
-                struct eng_rmw rmw;
-        } u;
         struct eng_scan sc;             /* outside u: a flush writes between scans */
         size_t scratch_cap;
         struct rx_task task;
@@ -127,6 +122,13 @@ struct net_req {
         /* EXEC: the WATCHed keys (owned), and the next command to run */
         struct net_watch *watch;
         uint32_t n_watch, next_cmd;
+        /* Last, and not zeroed by net_req_new (most of the request's
+         * bytes): each engine call clears the member it uses. */
+        union {
+                struct eng_get g;
+                struct eng_write w;
+                struct eng_rmw rmw;
+        } u;
 };
 
 /* The command named a (any case), or NULL. Pure. */

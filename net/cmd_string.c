@@ -131,7 +131,9 @@ int net_cmd_set(struct net_req *req)
 
         if (!value_ok(req, &req->argv[2]))
                 return NET_CMD_DONE;
-        err = net_set_opts_parse(req->argv + 3, req->argc - 3, net_now_ms(), &o);
+        /* The clock only for options (EX, PX): plain SETs are the hot path. */
+        err = net_set_opts_parse(req->argv + 3, req->argc - 3, req->argc > 3 ? net_now_ms() : 0,
+                                 &o);
         if (err) {
                 net_resp_add_errorf(req->out, "ERR %s", err);
                 return NET_CMD_DONE;

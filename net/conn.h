@@ -63,7 +63,9 @@ struct net_conn {
         char *name;                     /* CLIENT SETNAME; heap or NULL */
         char *lib_name, *lib_ver;       /* CLIENT SETINFO */
         uint64_t created_ms;
-        uint64_t last_ms;               /* last input (CLIENT LIST idle=, --timeout) */
+        uint64_t last_ms;               /* last input (CLIENT LIST idle=, --timeout); coarse */
+        uint64_t input_ns;              /* time_now_ns() when the current input arrived:
+                                         * the start of every command parsed from it */
         char addr[56], laddr[56];       /* "ip:port" of the peer and of our side */
         char last_cmd[40];              /* CLIENT LIST cmd=: "get", "client|list" */
         /* transactions (cmd_multi.c) */

@@ -40,3 +40,31 @@ Test(arena, allocations_are_aligned_disjoint_and_accounted)
         cr_assert(not(eq(ptr, arena_alloc(&a, 10), NULL)), "usable again after fini");
         arena_fini(&a);
 }
+
+Test(arena, huge_blocks_hold_whole_huge_pages_and_stay_huge_after_fini)
+{
+        enum { N = 200 };
+        static const size_t sizes[] = { 24, 150, 4096, 100000, 600000 };
+        struct arena a;
+        uint8_t *p[N];
+        size_t len[N];
+
+        arena_init_huge(&a);
+        for (int round = 0; round < 2; round++) {
+                for (unsigned i = 0; i < N; i++) {
+                        len[i] = sizes[i % (sizeof(sizes) / sizeof(sizes[0]))];
+                        p[i] = arena_alloc(&a, len[i]);
+                        cr_assert(not(eq(ptr, p[i], NULL)));
+                        cr_assert(eq(u64, (uintptr_t)p[i] % 8, 0));
+                        memset(p[i], (int)(i & 0xff), len[i]);
+                }
+                for (unsigned i = 0; i < N; i++)
+                        for (size_t k = 0; k < len[i]; k += 991)
+                                cr_assert(eq(u8, p[i][k], (uint8_t)(i & 0xff)));
+                /* Blocks come in whole huge pages (the header inside). */
+                cr_expect(ge(sz, a.reserved_bytes, ARENA_HUGE_BYTES - 64));
+                arena_fini(&a);
+                cr_expect(eq(sz, a.reserved_bytes, 0));
+                cr_expect(a.huge, "fini keeps the arena huge for its next use");
+        }
+}
