@@ -76,7 +76,8 @@ static void key_prefix(const void *key, uint32_t key_len, uint64_t pfx[2])
 {
         uint8_t b[16] = { 0 };
 
-        memcpy(b, key, key_len < 16 ? key_len : 16);
+        if (key_len)            /* the head node's key is NULL: memcpy wants a pointer */
+                memcpy(b, key, key_len < 16 ? key_len : 16);
         pfx[0] = be64_get(b);
         pfx[1] = be64_get(b + 8);
 }
