@@ -43,8 +43,13 @@ def test_quick_run_prints_every_row_and_plots(tmp_path):
         assert len(data) > 2000, png
 
 
-def test_a_missing_build_is_a_clear_error(tmp_path):
+def test_a_missing_build_is_a_clear_error_and_leaves_nothing(tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
     r = subprocess.run([COMPARE, "--quick"], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "BUILD_DIR": str(tmp_path)})
+                       env={**os.environ, "BUILD_DIR": str(tmp_path),
+                            "SCREE_BENCH_DIR": str(scratch)})
     assert r.returncode != 0
     assert "not built" in r.stderr or "not found" in r.stderr, r.stderr
+    # Regression: the scratch directory was made before the check and leaked.
+    assert list(scratch.iterdir()) == []
