@@ -34,12 +34,14 @@ def need(*tools):
 
 
 def server_command(kind, port, d, smp="2", extra=()):
-    """kind: scree-periodic, scree-batch, redis (no persistence) or
-    redis-always (appendfsync always)."""
+    """kind: scree (its default commit-log sync), scree-periodic,
+    scree-batch, redis (no persistence) or redis-always (appendfsync
+    always)."""
     if kind.startswith("scree"):
-        mode = "batch" if kind == "scree-batch" else "periodic"
-        return [os.path.join(BUILD, "scree"), "--port", str(port), "--dir", d, "--smp", str(smp),
-                "--commitlog-sync", mode, *extra]
+        cmd = [os.path.join(BUILD, "scree"), "--port", str(port), "--dir", d, "--smp", str(smp)]
+        if kind != "scree":
+            cmd += ["--commitlog-sync", "batch" if kind == "scree-batch" else "periodic"]
+        return cmd + list(extra)
     args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", d,
             "--save", "", "--daemonize", "no", "--logfile", ""]
     if kind == "redis-always":
@@ -58,12 +60,13 @@ class Server:
     /var/tmp; a context manager that stops it (SIGTERM, then SIGKILL) and
     removes the directory."""
 
-    def __init__(self, kind, smp="2", extra=()):
+    def __init__(self, kind, smp="2", extra=(), preexec_fn=None):
         self.kind = kind
         self.dir = tempfile.mkdtemp(prefix="scree-perf-", dir="/var/tmp")
         self.port = free_port()
         self.proc = subprocess.Popen(server_command(kind, self.port, self.dir, smp, extra),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     preexec_fn=preexec_fn)
 
     def __enter__(self):
         deadline = time.monotonic() + 60
