@@ -78,6 +78,7 @@ struct eng_wal {
         int error;
         uint64_t last_seq;
         struct rx_timer timer;
+        bool flush_due;                 /* periodic: the timer (or a full buffer) asked for a flush */
         bool closing;
         struct rx_task close_task;
         void (*close_done)(void *arg, int res);
@@ -100,6 +101,21 @@ static uint64_t seg_end(const struct wal_seg *s)
 static bool seg_pending(const struct wal_seg *s)
 {
         return seg_end(s) > s->durable_off;
+}
+
+/* Periodic mode: appends buffered beyond this are flushed without waiting
+ * for the timer, which bounds the buffer's memory. */
+#define PERIODIC_FLUSH_BYTES (1u << 20)
+
+/* Whether kick may start a flush now. Batch mode flushes as soon as the
+ * disk is free (group commit). Periodic mode flushes only when its timer
+ * fired (or the buffer grew past PERIODIC_FLUSH_BYTES) and on close: a
+ * flush chained to every sync would keep a write and an fdatasync in
+ * flight all the time -- thousands per second, each a disk command and an
+ * io-wq wake-up, where one per period is what was asked for. */
+static bool flush_allowed(const struct eng_wal *wal)
+{
+        return wal->o.sync == ENG_WAL_SYNC_BATCH || wal->flush_due || wal->closing;
 }
 
 /* ---- buffers ---- */
@@ -522,6 +538,12 @@ static void kick(struct eng_wal *wal)
                         continue;
                 if (!s->ready || s->busy)
                         return;         /* prep_done or zero_done kicks again */
+                if (!flush_allowed(wal))
+                        return;
+                /* Flushing the current segment takes all that is due; a
+                 * sealed one leaves the flag for the segments after it. */
+                if (s == wal->cur)
+                        wal->flush_due = false;
                 r = start_flush(wal, s);
                 if (r < 0)
                         fail(wal, r);
@@ -644,6 +666,9 @@ static void period_fire(struct rx_loop *loop, struct rx_timer *t)
 {
         struct eng_wal *wal = container_of(t, struct eng_wal, timer);
 
+        for (struct wal_seg *s = wal->segs; s; s = s->next)
+                if (seg_pending(s))
+                        wal->flush_due = true;
         kick(wal);
         if (!wal->closing)
                 rx_timer_arm_after(loop, t, wal->o.period_ns);
@@ -737,8 +762,13 @@ int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, c
         wal->last_seq = seq;
         wal->stats.appends++;
         wal->stats.bytes += rs;
-        if (wal->o.sync == ENG_WAL_SYNC_PERIODIC)
+        if (wal->o.sync == ENG_WAL_SYNC_PERIODIC) {
+                if (s->active.len >= PERIODIC_FLUSH_BYTES) {
+                        wal->flush_due = true;
+                        kick(wal);
+                }
                 return 1;
+        }
         w->next = NULL;
         w->segment = s->id;
         w->end_off = seg_end(s);

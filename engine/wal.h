@@ -10,7 +10,9 @@
  *   - ENG_WAL_SYNC_BATCH: eng_wal_append returns 0 and w->done(w, 0) runs
  *     once the record is durable (or with the error that stopped the log).
  *   - ENG_WAL_SYNC_PERIODIC: eng_wal_append returns 1: acknowledged at once;
- *     a timer writes and syncs every period. A crash may lose the last period.
+ *     appends stay in memory until a timer writes and syncs them, once per
+ *     period (or sooner once 1 MiB is buffered). A crash -- of the machine
+ *     or of the process -- may lose the last period.
  * Segments: the next segment is prepared in the background (open, fallocate,
  * in batch mode zeros over the whole file but for the log's first segment,
  * header block, fdatasync, fsync of the directory so the new name is

@@ -5,7 +5,8 @@
  * commit); records roll across segments and read back in order; a power cut
  * at a random moment, torn or not, keeps every acknowledged record and
  * leaves no corruption; a failed fdatasync stops the log with a clear error;
- * periodic mode acknowledges at once and syncs on its timer; a new log never
+ * periodic mode acknowledges at once and syncs on its timer (once per period,
+ * or sooner past 1 MiB buffered); a new log never
  * writes into an existing segment file. Logs are read back through
  * eng_wal_replay (tests/engine/wal_helpers.h).
  */
@@ -13,6 +14,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -158,6 +160,71 @@ Test(wal, periodic_mode_acknowledges_at_once_and_syncs_on_its_timer)
         close_wal(wal);
         cr_expect(eq(int, close_res, 0));
         cr_expect(eq(u32, read_back(seen, &corrupt, &segs), 100));
+        cr_expect(eq(u32, corrupt, 0));
+}
+
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Regression: each sync used to start the next flush at once, so a steady
+ * stream of appends kept a write and an fdatasync in flight all the time
+ * (thousands a second in the server) instead of one per period. */
+Test(wal, periodic_mode_flushes_once_per_period_under_steady_appends)
+{
+        struct eng_wal_opts o = { .dir = dir, .shard = WAL_SHARD, .first_segment = 1,
+                                  .sync = ENG_WAL_SYNC_PERIODIC, .period_ns = 50 * 1000 * 1000 };
+        static bool seen[MAX_APPENDS];
+        unsigned corrupt, segs, n = 0;
+        struct eng_wal *wal;
+        uint64_t t0, ms, syncs;
+
+        cr_assert(eq(int, eng_wal_open(fs, &o, &wal), 0));
+        t0 = now_ms();
+        for (int round = 0; round < 60; round++) {
+                for (int k = 0; k < 20; k++, n++)
+                        cr_assert(eq(int, append(wal, n), 1));
+                run_for_ms(5);
+        }
+        ms = now_ms() - t0;
+        syncs = eng_wal_stats(wal)->syncs;
+        cr_expect(gt(u64, syncs, 0), "the period timer never synced");
+        cr_expect(le(u64, syncs, ms / 50 + 2), "%llu syncs in %llu ms with a 50 ms period",
+                  (unsigned long long)syncs, (unsigned long long)ms);
+        close_wal(wal);
+        cr_expect(eq(int, close_res, 0));
+        cr_expect(eq(u32, read_back(seen, &corrupt, &segs), n), "close flushes what is buffered");
+        cr_expect(eq(u32, corrupt, 0));
+}
+
+/* The buffer a periodic log holds between its syncs is bounded: past
+ * 1 MiB it flushes without waiting for the timer. */
+Test(wal, periodic_mode_flushes_a_full_buffer_before_its_period)
+{
+        struct eng_wal_opts o = { .dir = dir, .shard = WAL_SHARD, .first_segment = 1,
+                                  .sync = ENG_WAL_SYNC_PERIODIC,
+                                  .period_ns = 600 * UINT64_C(1000000000) };
+        static bool seen[MAX_APPENDS];
+        unsigned corrupt, segs, n = 0;
+        struct eng_wal *wal;
+
+        cr_assert(eq(int, eng_wal_open(fs, &o, &wal), 0));
+        for (; n < 1000; n++)
+                cr_assert(eq(int, append(wal, n), 1));
+        run_for_ms(20);
+        cr_expect(eq(u64, eng_wal_stats(wal)->syncs, 0), "synced ~200 KB before its period");
+        for (; n < MAX_APPENDS; n++)
+                cr_assert(eq(int, append(wal, n), 1));
+        for (int i = 0; i < 500 && !eng_wal_stats(wal)->syncs; i++)
+                run_for_ms(10);         /* the period is 10 minutes */
+        cr_expect(gt(u64, eng_wal_stats(wal)->syncs, 0), "~1.8 MB buffered and never flushed");
+        close_wal(wal);
+        cr_expect(eq(int, close_res, 0));
+        cr_expect(eq(u32, read_back(seen, &corrupt, &segs), n));
         cr_expect(eq(u32, corrupt, 0));
 }
 
