@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Aligned allocation for O_DIRECT buffers and growable arrays; see mem.h. */
+/* Aligned allocation for O_DIRECT buffers, growable arrays, big tables; see mem.h. */
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "base/mem.h"
 
@@ -32,4 +33,30 @@ void *mem_grow(void *p, size_t *cap, size_t need, size_t elem)
         if (p)
                 *cap = c;
         return p;
+}
+
+#define TABLE_HUGE_BYTES ((size_t)2 << 20)
+
+void *mem_alloc_table(size_t size)
+{
+        void *p;
+
+        if (size < TABLE_HUGE_BYTES)
+                return calloc(1, size ? size : 1);
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+                return NULL;
+        /* A hint: without THP the table works, only slower. */
+        madvise(p, size, MADV_HUGEPAGE);
+        return p;
+}
+
+void mem_free_table(void *p, size_t size)
+{
+        if (!p)
+                return;
+        if (size < TABLE_HUGE_BYTES)
+                free(p);
+        else
+                munmap(p, size);
 }

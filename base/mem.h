@@ -25,4 +25,15 @@ void mem_free_aligned(void *p);
  */
 void *mem_grow(void *p, size_t *cap, size_t need, size_t elem);
 
+/*
+ * Allocates size bytes of zeros for a big table touched at random: from
+ * 2 MiB up, fresh anonymous memory advised as transparent huge pages (a
+ * random probe into 4 KiB pages is a TLB miss each time) and zeroed by
+ * the kernel page by page as it is first touched -- no up-front memset
+ * stall; below that, calloc. Returns NULL only on ENOMEM. Free with
+ * mem_free_table(p, size), the same size.
+ */
+void *mem_alloc_table(size_t size);
+void mem_free_table(void *p, size_t size);
+
 #endif

@@ -4,7 +4,8 @@
  * whose nodes (entry header, key and value bytes) live in the memtable's own
  * arena (2 MiB huge pages) and are freed in one go when the memtable is
  * dropped after a flush. A directory of entry points by the key's first
- * word lets a search start near its key (memtable.c).
+ * word lets a search start near its key, and a hash index of each key's
+ * newest version answers point gets (memtable.c, mt_index.h).
  * Shard-local: no locks, no atomics; only the owning shard touches it.
  *
  * Order: keys ascending as bytes (a shorter key before its extensions), and
@@ -64,8 +65,9 @@ int eng_memtable_put(struct eng_memtable *mt, const struct eng_entry *e);
 int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t key_len,
                      uint64_t snapshot_seq, struct eng_entry *ret);
 
-/* Bytes the memtable's nodes take (headers, towers, keys, values; the
- * arena reserves whole 2 MiB blocks beyond that), and versions stored. */
+/* Bytes the memtable's nodes (headers, towers, keys, values; the arena
+ * reserves whole 2 MiB blocks beyond that) and its index take, and
+ * versions stored. */
 size_t eng_memtable_bytes(const struct eng_memtable *mt);
 uint64_t eng_memtable_count(const struct eng_memtable *mt);
 

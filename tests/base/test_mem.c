@@ -2,8 +2,10 @@
 /*
  * Growable arrays (base/mem.h mem_grow): growth by doubling, the array kept
  * when it is big enough, and a non-NULL result for a zero-sized first
- * request (an empty key once read as ENOMEM).
+ * request (an empty key once read as ENOMEM); tables (mem_alloc_table)
+ * come zeroed and writable, small (calloc) or big (huge pages).
  */
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include <criterion/criterion.h>
@@ -39,4 +41,27 @@ Test(mem, a_zero_sized_first_request_still_returns_an_array)
         cr_assert(not(eq(ptr, p, NULL)));
         cr_expect(gt(sz, cap, 0));
         free(p);
+}
+
+Test(mem, tables_are_zeroed_writable_and_freed_small_or_big)
+{
+        static const size_t sizes[] = { 0, 16, 4096, (2u << 20) - 16, 2u << 20, 6u << 20 };
+
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+                size_t n = sizes[i];
+                unsigned char *p = mem_alloc_table(n);
+                bool zero = true;
+
+                cr_assert(not(eq(ptr, p, NULL)), "size %zu", n);
+                for (size_t j = 0; j < n; j += 509)
+                        zero = zero && p[j] == 0;
+                cr_expect(zero, "size %zu not zeroed", n);
+                if (n) {
+                        p[0] = 1;
+                        p[n - 1] = 2;
+                        cr_expect(eq(u8, p[n - 1], 2));
+                }
+                mem_free_table(p, n);
+        }
+        mem_free_table(NULL, 0);
 }

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The memtable's hash index (engine/mt_index.h): every key is found through
+ * several incremental grows, including while the old table is still being
+ * moved; a key keeps its newest node whichever table it was in; colliding
+ * hashes (even all equal) stay apart; the moving never duplicates a key
+ * (the new table ends with exactly one slot per key).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include "engine/mt_index.h"
+
+TestSuite(mt_index, .timeout = 20);
+
+/* A node: key and version. */
+struct node {
+        uint32_t key;
+        uint32_t version;
+};
+
+static bool same(const void *node, const void *key)
+{
+        return ((const struct node *)node)->key == *(const uint32_t *)key;
+}
+
+static bool newer(const void *stored, const void *node)
+{
+        return ((const struct node *)node)->version > ((const struct node *)stored)->version;
+}
+
+static uint64_t hash_of(uint32_t k)
+{
+        return (uint64_t)k * 0x9e3779b97f4a7c15ull;
+}
+
+static void put(struct mt_index *x, struct node *n, uint64_t h)
+{
+        cr_assert(eq(int, mt_index_put(x, h, n, same, &n->key, newer), 0));
+}
+
+static struct node *find(const struct mt_index *x, uint32_t k, uint64_t h)
+{
+        return mt_index_find(x, h, same, &k);
+}
+
+enum { N = 20000 };
+static struct node v1[N], v2[N];
+
+Test(mt_index, keys_are_found_through_grows_and_keep_their_newest_node)
+{
+        struct mt_index x;
+        bool seen_moving = false;
+
+        cr_assert(eq(int, mt_index_init(&x), 0));
+        for (uint32_t k = 0; k < N; k++) {
+                v1[k] = (struct node){ k, 1 };
+                put(&x, &v1[k], hash_of(k));
+                seen_moving = seen_moving || x.old != NULL;
+                /* Every so often, all keys so far, mid-move or not. */
+                if (k % 997 == 0)
+                        for (uint32_t j = 0; j <= k; j++)
+                                cr_assert(eq(ptr, find(&x, j, hash_of(j)), &v1[j]), "key %u at %u", j, k);
+        }
+        cr_expect(seen_moving, "never grew");
+        cr_expect(eq(ptr, find(&x, N + 5, hash_of(N + 5)), NULL));
+        /* Newer versions replace, older ones do not, wherever the key is. */
+        for (uint32_t k = 0; k < N; k += 3) {
+                v2[k] = (struct node){ k, 2 };
+                put(&x, &v2[k], hash_of(k));
+                put(&x, &v1[k], hash_of(k));
+        }
+        for (uint32_t k = 0; k < N; k++)
+                cr_assert(eq(ptr, find(&x, k, hash_of(k)), k % 3 ? &v1[k] : &v2[k]), "key %u", k);
+        cr_expect(ge(u64, mt_index_bytes(&x), N * sizeof(struct mt_slot)));
+        mt_index_fini(&x);
+}
+
+/* A grow happens with keys updated while the old table is half moved: the
+ * moved table must hold each key once, with its newest node. */
+Test(mt_index, updates_during_a_move_leave_one_slot_per_key)
+{
+        struct mt_index x;
+        uint32_t k = 0, distinct;
+
+        cr_assert(eq(int, mt_index_init(&x), 0));
+        while (!x.old) {
+                v1[k] = (struct node){ k, 1 };
+                put(&x, &v1[k], hash_of(k));
+                k++;
+        }
+        distinct = k;
+        /* Update every old key, newest first: some are moved already. */
+        for (uint32_t j = 0; j < distinct; j++) {
+                v2[j] = (struct node){ j, 2 };
+                put(&x, &v2[j], hash_of(j));
+        }
+        while (x.old) {         /* finish the move with fresh keys */
+                v1[k] = (struct node){ k, 1 };
+                put(&x, &v1[k], hash_of(k));
+                k++;
+        }
+        for (uint32_t j = 0; j < k; j++)
+                cr_assert(eq(ptr, find(&x, j, hash_of(j)), j < distinct ? &v2[j] : &v1[j]), "key %u", j);
+        cr_expect(eq(u64, x.cur_used, k), "%llu slots for %u keys",
+                  (unsigned long long)x.cur_used, k);
+        mt_index_fini(&x);
+}
+
+Test(mt_index, equal_hashes_stay_apart)
+{
+        struct mt_index x;
+
+        cr_assert(eq(int, mt_index_init(&x), 0));
+        for (uint32_t k = 0; k < 3000; k++) {
+                v1[k] = (struct node){ k, 1 };
+                put(&x, &v1[k], k % 2 ? 0 : 42);        /* 0 is a valid hash too */
+        }
+        for (uint32_t k = 0; k < 3000; k++)
+                cr_assert(eq(ptr, find(&x, k, k % 2 ? 0 : 42), &v1[k]), "key %u", k);
+        cr_expect(eq(ptr, find(&x, 3001, 42), NULL));
+        mt_index_fini(&x);
+}
