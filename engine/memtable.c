@@ -353,44 +353,153 @@ static bool node_newer(const void *stored, const void *node)
         return ((const struct eng_mt_node *)node)->seq > ((const struct eng_mt_node *)stored)->seq;
 }
 
-int eng_memtable_put(struct eng_memtable *mt, const struct eng_entry *e)
-{
-        struct eng_mt_node *prev[MAX_HEIGHT], *at, *n;
+/*
+ * A put in three steps, so that eng_memtable_put_many can interleave the
+ * searches of several: put_start picks the height and where the search
+ * starts, put_step takes one node of the search (touching only what the
+ * step before prefetched, and prefetching the next node), put_link fixes
+ * up the predecessors (puts linked meanwhile may sit in between), then
+ * links the node and indexes it.
+ */
+struct put_search {
+        struct eng_memtable *mt;
+        const struct eng_entry *e;
         struct probe q;
         uint64_t hash;
-        unsigned h;
+        unsigned h;                     /* the new node's height */
+        int l;                          /* level searched now; -1: done */
+        int top;                        /* prev[0..top] come from the search */
+        bool fresh;                     /* no step taken: x itself is on its way */
+        struct eng_mt_node *x;
+        struct eng_mt_node *prev[MAX_HEIGHT];
+};
 
-        SCREE_ASSERT_SHARD(mt);
-        if (e->kind <= ENG_ENTRY_KIND_INVALID || e->kind >= ENG_ENTRY_KIND_MAX)
-                return -EINVAL;
-        q = probe_of(e->key, e->key_len, e->seq);
-        hash = key_hash(e->key, e->key_len);
+static void put_start(struct put_search *p, struct eng_memtable *mt, const struct eng_entry *e)
+{
+        unsigned levels;
+        uint32_t b;
+
+        p->mt = mt;
+        p->e = e;
+        p->q = probe_of(e->key, e->key_len, e->seq);
+        p->hash = key_hash(e->key, e->key_len);
         if (mt->idx_ok)
-                mt_index_prefetch(&mt->idx, hash);      /* arrives during the search */
-        h = random_height(mt);
-        at = find_ge(mt, &q, prev, h > mt->height ? mt->height : h);
-        if (at && node_cmp(at, &q) == 0)
+                mt_index_prefetch(&mt->idx, p->hash);   /* arrives during the search */
+        p->h = random_height(mt);
+        levels = p->h > mt->height ? mt->height : p->h;
+        b = mt->dir && levels <= DIR_LEVELS ? dir_bucket(mt, p->q.pfx[0]) : DIR_OUTSIDE;
+        if (b != DIR_OUTSIDE && mt->dir[b] != mt->head) {
+                p->x = mt->dir[b];
+                p->l = DIR_LEVELS - 1;
+        } else {
+                p->x = mt->head;
+                p->l = (int)mt->height - 1;
+        }
+        p->top = p->l;
+        p->fresh = true;
+        __builtin_prefetch(p->x);
+}
+
+/* One node of the search. Returns false once it is done. */
+static bool put_step(struct put_search *p)
+{
+        struct eng_mt_node *next = p->x->next[p->l];
+
+        if (p->fresh) {
+                p->fresh = false;
+                __builtin_prefetch(next);
+                return true;
+        }
+        if (next && node_cmp(next, &p->q) < 0) {
+                p->x = next;
+                __builtin_prefetch(next->next[p->l]);
+                return true;
+        }
+        p->prev[p->l] = p->x;
+        if (--p->l < 0)
+                return false;
+        if (p->x->next[p->l] != next)
+                __builtin_prefetch(p->x->next[p->l]);
+        return true;
+}
+
+static int put_link(struct put_search *p)
+{
+        struct eng_memtable *mt = p->mt;
+        struct eng_mt_node *at, *n;
+        unsigned h = p->h;
+
+        for (unsigned l = 0; l < h; l++) {
+                struct eng_mt_node *x = (int)l <= p->top ? p->prev[l] : mt->head, *next;
+
+                while ((next = x->next[l]) != NULL && node_cmp(next, &p->q) < 0)
+                        x = next;
+                p->prev[l] = x;
+        }
+        at = p->prev[0]->next[0];
+        if (at && node_cmp(at, &p->q) == 0)
                 return -EEXIST;
-        n = node_new(mt, h, e);
+        n = node_new(mt, h, p->e);
         if (!n)
                 return -ENOMEM;
-        for (unsigned l = mt->height; l < h; l++)
-                prev[l] = mt->head;
         if (h > mt->height)
                 mt->height = h;
         for (unsigned l = 0; l < h; l++) {
-                n->next[l] = prev[l]->next[l];
-                prev[l]->next[l] = n;
+                n->next[l] = p->prev[l]->next[l];
+                p->prev[l]->next[l] = n;
         }
         mt->count++;
         if (h >= DIR_LEVELS)
                 dir_add(mt, n);
-        if (mt->idx_ok && mt_index_put(&mt->idx, hash, n, node_is_key, &q,
-                                       node_newer) < 0) {
+        if (mt->idx_ok && mt_index_put(&mt->idx, p->hash, n, node_is_key, &p->q, node_newer) < 0) {
                 mt->idx_ok = false;     /* gets search the list from now on */
                 mt_index_fini(&mt->idx);
         }
         return 0;
+}
+
+static bool kind_ok(const struct eng_entry *e)
+{
+        return e->kind > ENG_ENTRY_KIND_INVALID && e->kind < ENG_ENTRY_KIND_MAX;
+}
+
+int eng_memtable_put(struct eng_memtable *mt, const struct eng_entry *e)
+{
+        struct put_search p;
+
+        SCREE_ASSERT_SHARD(mt);
+        if (!kind_ok(e))
+                return -EINVAL;
+        put_start(&p, mt, e);
+        while (put_step(&p))
+                ;
+        return put_link(&p);
+}
+
+void eng_memtable_put_many(struct eng_memtable_put *puts, unsigned n)
+{
+        struct put_search p[ENG_MEMTABLE_PUT_MANY];
+        unsigned running = 0, k = 0;
+        bool busy[ENG_MEMTABLE_PUT_MANY];
+
+        if (n > ENG_MEMTABLE_PUT_MANY)
+                n = ENG_MEMTABLE_PUT_MANY;
+        for (unsigned i = 0; i < n; i++) {
+                SCREE_ASSERT_SHARD(puts[i].mt);
+                busy[i] = kind_ok(puts[i].e);
+                if (busy[i]) {
+                        put_start(&p[i], puts[i].mt, puts[i].e);
+                        running++;
+                }
+        }
+        /* Round robin: each step's miss overlaps the others'. */
+        for (; running; k = (k + 1) % n)
+                if (busy[k] && !put_step(&p[k])) {
+                        busy[k] = false;
+                        running--;
+                }
+        for (unsigned i = 0; i < n; i++)
+                puts[i].res = kind_ok(puts[i].e) ? put_link(&p[i]) : -EINVAL;
 }
 
 static void node_entry(const struct eng_mt_node *n, struct eng_entry *ret)

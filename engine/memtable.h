@@ -58,6 +58,23 @@ void eng_memtable_unref(struct eng_memtable *mt);
 int eng_memtable_put(struct eng_memtable *mt, const struct eng_entry *e);
 
 /*
+ * Puts several versions, each into its own memtable (the same one or not):
+ * the same as eng_memtable_put on each in order -- puts[i].res gets its
+ * result -- but the skip-list searches of up to ENG_MEMTABLE_PUT_MANY
+ * puts run interleaved, so their cache misses overlap instead of queueing
+ * (the rest of n is ignored). Shard-local.
+ */
+#define ENG_MEMTABLE_PUT_MANY 8u
+
+struct eng_memtable_put {
+        struct eng_memtable *mt;
+        const struct eng_entry *e;
+        int res;
+};
+
+void eng_memtable_put_many(struct eng_memtable_put *puts, unsigned n);
+
+/*
  * Finds the newest version of key with seq <= snapshot_seq. Returns 0 and
  * *ret (a tombstone counts as found: callers check kind), or
  * -SCREE_ENOTFOUND. Shard-local.

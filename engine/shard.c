@@ -79,53 +79,100 @@ const struct eng_shard_stats *eng_shard_stats(struct eng_shard *s)
         return &s->stats;
 }
 
+/* Accounts one entry put into tablet t's active memtable. */
+static void applied_one(struct eng_shard *s, struct eng_tablet *t, const struct eng_entry *e,
+                        uint64_t segment)
+{
+        /* What the entry costs, not what the arena reserved: the arena
+         * grows in large blocks, which would make the budget move in jumps. */
+        size_t grown = (size_t)e->key_len + e->value_len + SHARD_ENTRY_OVERHEAD;
+
+        t->active_bytes += grown;
+        s->active_bytes += grown;
+        if (!t->active_first_segment)
+                t->active_first_segment = segment;
+        t->gen++;
+}
+
+/* Puts a chunk of decoded entries: their skip-list searches interleave
+ * (eng_memtable_put_many). Returns the number applied or the first error. */
+static int apply_chunk(struct eng_shard *s, struct eng_memtable_put *puts, struct eng_tablet **tab,
+                       unsigned n, uint64_t segment)
+{
+        int applied = 0;
+
+        eng_memtable_put_many(puts, n);
+        for (unsigned i = 0; i < n; i++) {
+                if (puts[i].res < 0)
+                        return puts[i].res;
+                applied_one(s, tab[i], puts[i].e, segment);
+                applied++;
+        }
+        return applied;
+}
+
 int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len, uint64_t first_seq,
                       uint64_t segment)
 {
+        struct eng_memtable_put puts[ENG_MEMTABLE_PUT_MANY];
+        struct eng_entry e[ENG_MEMTABLE_PUT_MANY];
+        struct eng_tablet *tab[ENG_MEMTABLE_PUT_MANY];
         struct eng_batch_iter it;
-        struct eng_entry e;
-        int applied = 0, r = eng_batch_iter_init(&it, payload, len, first_seq);
+        unsigned n = 0;
+        int applied = 0, a, r = eng_batch_iter_init(&it, payload, len, first_seq);
 
-        while (r == 0 && (r = eng_batch_iter_next(&it, &e)) == 1) {
+        while (r == 0 && (r = eng_batch_iter_next(&it, &e[n])) == 1) {
                 struct eng_tablet_loc loc;
+                struct eng_tablet *t;
 
-                if (e.key_len < ENG_TABLE_ID_BYTES) {
+                r = 0;
+                if (e[n].key_len < ENG_TABLE_ID_BYTES) {
                         r = -SCREE_ECORRUPT;
                         break;
                 }
-                loc = eng_tablet_of_ikey(&s->map, e.key, e.key_len);
+                loc = eng_tablet_of_ikey(&s->map, e[n].key, e[n].key_len);
                 if (loc.shard != s->o.shard) {
                         r = -SCREE_ECORRUPT;
                         break;
                 }
-                struct eng_tablet *t = &s->tablets[loc.local];
-
-                if (e.seq <= t->flushed_seq) {
-                        r = 0;
+                t = &s->tablets[loc.local];
+                if (e[n].seq <= t->flushed_seq)
                         continue;
-                }
-                r = eng_memtable_put(t->active, &e);
-                if (r < 0)
+                tab[n] = t;
+                puts[n] = (struct eng_memtable_put){ .mt = t->active, .e = &e[n] };
+                if (++n < ENG_MEMTABLE_PUT_MANY)
+                        continue;
+                a = apply_chunk(s, puts, tab, n, segment);
+                n = 0;
+                if (a < 0) {
+                        r = a;
                         break;
-                /* What the entry costs, not what the arena reserved: the
-                 * arena grows in large blocks, which would make the budget
-                 * move in jumps. */
-                size_t grown = (size_t)e.key_len + e.value_len + SHARD_ENTRY_OVERHEAD;
-
-                t->active_bytes += grown;
-                s->active_bytes += grown;
-                if (!t->active_first_segment)
-                        t->active_first_segment = segment;
-                t->gen++;
-                applied++;
-                r = 0;
+                }
+                applied += a;
+        }
+        if (r >= 0 && n) {
+                a = apply_chunk(s, puts, tab, n, segment);
+                if (a < 0)
+                        r = a;
+                else
+                        applied += a;
         }
         return r < 0 ? r : applied;
 }
 
-/* A group bigger than this is logged at once; one write bigger than this
- * is logged alone. Small against a segment, so a group always fits. */
+/* A group bigger than group_max() is logged at once; one write bigger
+ * than that is logged alone. Pending inserts (s->unapplied) are applied
+ * at once beyond GROUP_MAX_BYTES too. */
 #define GROUP_MAX_BYTES (256u << 10)
+
+/* GROUP_MAX_BYTES, or a quarter segment if that is less: a group always
+ * fits a segment, with room for the write that makes it full. */
+static uint32_t group_max(const struct eng_shard *s)
+{
+        uint64_t seg = s->o.segment_bytes ? s->o.segment_bytes : ENG_WAL_DEFAULT_SEGMENT_BYTES;
+
+        return seg / 4 < GROUP_MAX_BYTES ? (uint32_t)(seg / 4) : GROUP_MAX_BYTES;
+}
 
 /* One logged group: the writes that wait for its record to be durable. */
 struct shard_group {
@@ -269,13 +316,16 @@ static int log_grouped(struct eng_shard *s, const uint8_t *payload, uint32_t len
 }
 
 /*
- * Batch mode puts a grouped write into the memtables only after its group
- * is logged and the log write is on its way to the disk (group_task), so
- * the inserts -- a write's costly part: cache misses down the skip list --
- * overlap the write and the sync instead of delaying them. With 64 writers
- * in flight the inserts took ~4 us each, ~0.25 ms of every ~0.6 ms group
- * commit cycle. A write is never acknowledged before its sync, so nobody
- * is told it is there while it is not; and a read, a scan, a flush, an
+ * A grouped write goes into the memtables only after its group is logged
+ * (group_task, at the end of the loop iteration that submitted it), so
+ * the inserts of a whole iteration run together, their skip-list searches
+ * interleaved (shard_apply_batch, eng_memtable_put_many: ~0.8 -> ~0.45 us
+ * per insert at 150k entries). In batch mode the log write is then on its
+ * way to the disk already, so the inserts -- a write's costly part: cache
+ * misses down the skip list -- overlap the write and the sync instead of
+ * delaying them (with 64 writers in flight they took ~4 us each, ~0.25 ms
+ * of every ~0.6 ms group commit cycle), and a write is never acknowledged
+ * before its sync. In either mode a read, a scan, a flush, an
  * expiry or a read-modify-write applies what is pending first, so it sees
  * every write submitted before it, as before. Applies stay in seq order:
  * anything applied directly applies the pending writes first (a seal in
@@ -295,8 +345,8 @@ void shard_apply_pending(struct eng_shard *s)
         shard_maybe_flush(s);
 }
 
-/* Whether a grouped batch-mode write waits in s->unapplied (0) or must be
- * applied now (-ENOMEM). */
+/* Whether a grouped write waits in s->unapplied (0) or must be applied
+ * now (-ENOMEM). */
 static int defer_apply(struct eng_shard *s, const uint8_t *payload, uint32_t len, uint64_t first_seq)
 {
         if (!s->unapplied.count)
@@ -313,14 +363,15 @@ static int submit(struct eng_shard *s, const uint8_t *payload, uint32_t len, uin
         int r, a;
 
         w->s = s;
-        if (len > GROUP_MAX_BYTES)
+        if (len > group_max(s))
                 r = log_alone(s, payload, len, first_seq, w);
         else
                 r = log_grouped(s, payload, len, first_seq, w);
         if (r < 0)
                 return r;
         s->last_seq += count;
-        if (r == 0 && len <= GROUP_MAX_BYTES && defer_apply(s, payload, len, first_seq) == 0) {
+        if (len <= group_max(s) && s->unapplied.len < GROUP_MAX_BYTES &&
+            defer_apply(s, payload, len, first_seq) == 0) {
                 a = 0;
         } else {
                 shard_apply_pending(s);
@@ -330,7 +381,7 @@ static int submit(struct eng_shard *s, const uint8_t *payload, uint32_t len, uin
                 shard_set_error(s, a, "memtable insert");
         s->stats.writes++;
         s->stats.entries_written += count;
-        if (s->group.len >= GROUP_MAX_BYTES)
+        if (s->group.len >= group_max(s))
                 shard_log_group(s);
         if (s->group.count || s->unapplied.count)
                 post_group_task(s);

@@ -133,7 +133,8 @@ static inline bool shard_key_ok(enum eng_table t, uint32_t key_len)
 
 static inline bool shard_stalled(const struct eng_shard *s)
 {
-        return s->active_bytes + s->imm_bytes >= s->o.memtable_budget;
+        /* Writes waiting for their insert (s->unapplied) count already. */
+        return s->active_bytes + s->imm_bytes + s->unapplied.len >= s->o.memtable_budget;
 }
 
 /* tset.c-like helpers (shard_flush.c) */
