@@ -218,11 +218,28 @@ static void dir_add(struct eng_memtable *mt, struct eng_mt_node *t)
         }
 }
 
-/* The first node >= q, searched from x on levels [0, top]; fills prev[]
- * with the last node before it on those levels when prev is not NULL. */
-static struct eng_mt_node *walk(struct eng_mt_node *x, int top, const struct probe *q,
-                                struct eng_mt_node **prev)
+/* Where a search for q that needs predecessors on levels [0, levels)
+ * starts: the directory's entry for q's bucket (only levels below
+ * DIR_LEVELS), or the head. Returns the node; *top is its first level. */
+static struct eng_mt_node *search_start(const struct eng_memtable *mt, const struct probe *q,
+                                        unsigned levels, int *top)
 {
+        uint32_t b = mt->dir && levels <= DIR_LEVELS ? dir_bucket(mt, q->pfx[0]) : DIR_OUTSIDE;
+
+        if (b != DIR_OUTSIDE && mt->dir[b] != mt->head) {
+                *top = DIR_LEVELS - 1;
+                return mt->dir[b];
+        }
+        *top = (int)mt->height - 1;
+        return mt->head;
+}
+
+/* The first node >= q (gets without the index, and seeks). */
+static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const struct probe *q)
+{
+        int top;
+        struct eng_mt_node *x = search_start(mt, q, 1, &top);
+
         for (int l = top; l >= 0; l--) {
                 struct eng_mt_node *next;
 
@@ -236,22 +253,8 @@ static struct eng_mt_node *walk(struct eng_mt_node *x, int top, const struct pro
                                 break;
                         x = next;
                 }
-                if (prev)
-                        prev[l] = x;
         }
         return x->next[0];
-}
-
-/* The first node >= q; fills prev[] with the last node before it on
- * levels [0, levels) when prev is not NULL (levels <= mt->height). */
-static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const struct probe *q,
-                                   struct eng_mt_node **prev, unsigned levels)
-{
-        uint32_t b = mt->dir && levels <= DIR_LEVELS ? dir_bucket(mt, q->pfx[0]) : DIR_OUTSIDE;
-
-        if (b != DIR_OUTSIDE && mt->dir[b] != mt->head)
-                return walk(mt->dir[b], DIR_LEVELS - 1, q, prev);
-        return walk(mt->head, (int)mt->height - 1, q, prev);
 }
 
 static unsigned random_height(struct eng_memtable *mt)
@@ -376,9 +379,6 @@ struct put_search {
 
 static void put_start(struct put_search *p, struct eng_memtable *mt, const struct eng_entry *e)
 {
-        unsigned levels;
-        uint32_t b;
-
         p->mt = mt;
         p->e = e;
         p->q = probe_of(e->key, e->key_len, e->seq);
@@ -386,15 +386,7 @@ static void put_start(struct put_search *p, struct eng_memtable *mt, const struc
         if (mt->idx_ok)
                 mt_index_prefetch(&mt->idx, p->hash);   /* arrives during the search */
         p->h = random_height(mt);
-        levels = p->h > mt->height ? mt->height : p->h;
-        b = mt->dir && levels <= DIR_LEVELS ? dir_bucket(mt, p->q.pfx[0]) : DIR_OUTSIDE;
-        if (b != DIR_OUTSIDE && mt->dir[b] != mt->head) {
-                p->x = mt->dir[b];
-                p->l = DIR_LEVELS - 1;
-        } else {
-                p->x = mt->head;
-                p->l = (int)mt->height - 1;
-        }
+        p->x = search_start(mt, &p->q, p->h > mt->height ? mt->height : p->h, &p->l);
         p->top = p->l;
         p->fresh = true;
         __builtin_prefetch(p->x);
@@ -535,7 +527,7 @@ int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t ke
                 return 0;
         }
         /* (key, snapshot) sorts right before the newest version <= snapshot. */
-        n = find_ge(mt, &q, NULL, 1);
+        n = find_ge(mt, &q);
         if (!n || eng_key_cmp(node_key(n), n->key_len, key, key_len) != 0)
                 return -SCREE_ENOTFOUND;
         node_entry(n, ret);
@@ -614,7 +606,7 @@ void eng_memtable_iter_seek(struct eng_memtable_iter *it, const void *key, uint3
 {
         struct probe q = probe_of(key, key_len, UINT64_MAX);
 
-        it->node = find_ge(it->mt, &q, NULL, 1);
+        it->node = find_ge(it->mt, &q);
 }
 
 void eng_memtable_iter_seek_first(struct eng_memtable_iter *it)

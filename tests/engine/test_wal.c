@@ -163,6 +163,16 @@ Test(wal, periodic_mode_acknowledges_at_once_and_syncs_on_its_timer)
         cr_expect(eq(u32, corrupt, 0));
 }
 
+static struct eng_wal *open_periodic(uint64_t period_ns)
+{
+        struct eng_wal_opts o = { .dir = dir, .shard = WAL_SHARD, .first_segment = 1,
+                                  .sync = ENG_WAL_SYNC_PERIODIC, .period_ns = period_ns };
+        struct eng_wal *wal;
+
+        cr_assert(eq(int, eng_wal_open(fs, &o, &wal), 0));
+        return wal;
+}
+
 static uint64_t now_ms(void)
 {
         struct timespec ts;
@@ -176,14 +186,11 @@ static uint64_t now_ms(void)
  * (thousands a second in the server) instead of one per period. */
 Test(wal, periodic_mode_flushes_once_per_period_under_steady_appends)
 {
-        struct eng_wal_opts o = { .dir = dir, .shard = WAL_SHARD, .first_segment = 1,
-                                  .sync = ENG_WAL_SYNC_PERIODIC, .period_ns = 50 * 1000 * 1000 };
+        struct eng_wal *wal = open_periodic(50 * 1000 * 1000);
         static bool seen[MAX_APPENDS];
         unsigned corrupt, segs, n = 0;
-        struct eng_wal *wal;
         uint64_t t0, ms, syncs;
 
-        cr_assert(eq(int, eng_wal_open(fs, &o, &wal), 0));
         t0 = now_ms();
         for (int round = 0; round < 60; round++) {
                 for (int k = 0; k < 20; k++, n++)
@@ -205,14 +212,10 @@ Test(wal, periodic_mode_flushes_once_per_period_under_steady_appends)
  * 1 MiB it flushes without waiting for the timer. */
 Test(wal, periodic_mode_flushes_a_full_buffer_before_its_period)
 {
-        struct eng_wal_opts o = { .dir = dir, .shard = WAL_SHARD, .first_segment = 1,
-                                  .sync = ENG_WAL_SYNC_PERIODIC,
-                                  .period_ns = 600 * UINT64_C(1000000000) };
+        struct eng_wal *wal = open_periodic(600 * UINT64_C(1000000000));
         static bool seen[MAX_APPENDS];
         unsigned corrupt, segs, n = 0;
-        struct eng_wal *wal;
 
-        cr_assert(eq(int, eng_wal_open(fs, &o, &wal), 0));
         for (; n < 1000; n++)
                 cr_assert(eq(int, append(wal, n), 1));
         run_for_ms(20);
