@@ -36,8 +36,6 @@ TestSuite(wal, .init = setup, .fini = wal_fixture_teardown, .timeout = 60);
 Test(wal, batch_appends_are_acknowledged_once_durable_and_share_syncs)
 {
         struct eng_wal *wal = open_wal(0, ENG_WAL_SYNC_BATCH);
-        static bool seen[MAX_APPENDS];
-        unsigned corrupt, segs;
         const unsigned n = 1000;
 
         want_done = n;
@@ -49,10 +47,7 @@ Test(wal, batch_appends_are_acknowledged_once_durable_and_share_syncs)
                 cr_assert(eq(int, apps[i].res, 0));
         cr_expect(lt(u64, eng_wal_stats(wal)->syncs, 10), "%llu syncs for %u appends: no group commit",
                   (unsigned long long)eng_wal_stats(wal)->syncs, n);
-        close_wal(wal);
-        cr_expect(eq(int, close_res, 0));
-        cr_expect(eq(u32, read_back(seen, &corrupt, &segs), n));
-        cr_expect(eq(u32, corrupt, 0));
+        close_and_expect_records(wal, n);
         cr_expect(eq(u64, eng_fault_fs_stats(fs)->overlaps, 0), "a write overlapped an fdatasync");
 }
 
@@ -150,17 +145,12 @@ Test(wal, a_failed_fdatasync_stops_the_log_with_that_error)
 Test(wal, periodic_mode_acknowledges_at_once_and_syncs_on_its_timer)
 {
         struct eng_wal *wal = open_wal_at(fs, dir, 7, 0, ENG_WAL_SYNC_PERIODIC);
-        static bool seen[MAX_APPENDS];
-        unsigned corrupt, segs;
 
         for (unsigned i = 0; i < 100; i++)
                 cr_assert(eq(int, append(wal, i), 1), "periodic appends are acknowledged at once");
         run_for_ms(50);
         cr_expect(gt(u64, eng_wal_stats(wal)->syncs, 0), "the period timer never synced");
-        close_wal(wal);
-        cr_expect(eq(int, close_res, 0));
-        cr_expect(eq(u32, read_back(seen, &corrupt, &segs), 100));
-        cr_expect(eq(u32, corrupt, 0));
+        close_and_expect_records(wal, 100);
 }
 
 static struct eng_wal *open_periodic(uint64_t period_ns)
@@ -187,8 +177,7 @@ static uint64_t now_ms(void)
 Test(wal, periodic_mode_flushes_once_per_period_under_steady_appends)
 {
         struct eng_wal *wal = open_periodic(50 * 1000 * 1000);
-        static bool seen[MAX_APPENDS];
-        unsigned corrupt, segs, n = 0;
+        unsigned n = 0;
         uint64_t t0, ms, syncs;
 
         t0 = now_ms();
@@ -202,10 +191,8 @@ Test(wal, periodic_mode_flushes_once_per_period_under_steady_appends)
         cr_expect(gt(u64, syncs, 0), "the period timer never synced");
         cr_expect(le(u64, syncs, ms / 50 + 2), "%llu syncs in %llu ms with a 50 ms period",
                   (unsigned long long)syncs, (unsigned long long)ms);
-        close_wal(wal);
-        cr_expect(eq(int, close_res, 0));
-        cr_expect(eq(u32, read_back(seen, &corrupt, &segs), n), "close flushes what is buffered");
-        cr_expect(eq(u32, corrupt, 0));
+        /* close flushes what is buffered */
+        close_and_expect_records(wal, n);
 }
 
 /* The buffer a periodic log holds between its syncs is bounded: past
@@ -213,8 +200,7 @@ Test(wal, periodic_mode_flushes_once_per_period_under_steady_appends)
 Test(wal, periodic_mode_flushes_a_full_buffer_before_its_period)
 {
         struct eng_wal *wal = open_periodic(600 * UINT64_C(1000000000));
-        static bool seen[MAX_APPENDS];
-        unsigned corrupt, segs, n = 0;
+        unsigned n = 0;
 
         for (; n < 1000; n++)
                 cr_assert(eq(int, append(wal, n), 1));
@@ -225,10 +211,7 @@ Test(wal, periodic_mode_flushes_a_full_buffer_before_its_period)
         for (int i = 0; i < 500 && !eng_wal_stats(wal)->syncs; i++)
                 run_for_ms(10);         /* the period is 10 minutes */
         cr_expect(gt(u64, eng_wal_stats(wal)->syncs, 0), "~1.8 MB buffered and never flushed");
-        close_wal(wal);
-        cr_expect(eq(int, close_res, 0));
-        cr_expect(eq(u32, read_back(seen, &corrupt, &segs), n));
-        cr_expect(eq(u32, corrupt, 0));
+        close_and_expect_records(wal, n);
 }
 
 Test(wal, bad_options_and_oversized_records_are_refused)

@@ -218,6 +218,20 @@ static inline unsigned read_back(bool *seen, unsigned *ret_corrupt, unsigned *re
         return x.records;
 }
 
+/* Closes wal, expecting a clean close, and reads the log back, expecting
+ * exactly n records and no corruption. Returns the segments read. */
+static inline unsigned close_and_expect_records(struct eng_wal *wal, unsigned n)
+{
+        static bool seen[MAX_APPENDS];
+        unsigned corrupt, segs;
+
+        close_wal(wal);
+        cr_expect(eq(int, close_res, 0));
+        cr_expect(eq(u32, read_back(seen, &corrupt, &segs), n));
+        cr_expect(eq(u32, corrupt, 0));
+        return segs;
+}
+
 /* ---- driving the writer; editing segment files behind its back ---- */
 
 #define SEG_BYTES (64u * 1024u)
