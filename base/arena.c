@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Bump allocator; see arena.h. Requests over a quarter block get their own block. */
+/* Bump allocator; see arena.h. Requests over a quarter block get their own
+ * block. The pool of huge blocks is in arena_pool.c. */
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -21,12 +22,28 @@ void arena_init(struct arena *a, size_t block_bytes)
         a->block_bytes = block_bytes ? block_bytes : ARENA_DEFAULT_BLOCK;
         a->reserved_bytes = a->used_bytes = 0;
         a->huge = false;
+        a->pool = NULL;
 }
 
 void arena_init_huge(struct arena *a)
 {
+        arena_init_pooled(a, NULL);
+}
+
+void arena_init_pooled(struct arena *a, struct arena_pool *pool)
+{
         arena_init(a, ARENA_HUGE_BYTES - sizeof(struct arena_block));
         a->huge = true;
+        a->pool = pool;
+        if (pool)
+                arena_pool_ref(pool);
+}
+
+static void pool_give_back(struct arena_pool *pool, struct arena_block *b)
+{
+        pool->out--;
+        if (!arena_pool_put(pool, b))
+                arena_pool_release(pool, b);
 }
 
 void arena_fini(struct arena *a)
@@ -36,25 +53,64 @@ void arena_fini(struct arena *a)
 
         for (; b; b = next) {
                 next = b->next;
-                free(b);
+                if (!huge || b->bytes != a->block_bytes)
+                        free(b);
+                else if (!a->pool)
+                        arena_block_free(b);
+                else
+                        pool_give_back(a->pool, b);
         }
+        arena_pool_unref(a->pool);
         arena_init(a, a->block_bytes);
         a->huge = huge;
+}
+
+void *arena_block_new(void)
+{
+        void *b = aligned_alloc(ARENA_HUGE_BYTES, ARENA_HUGE_BYTES);
+
+        /* The advice is a hint: without it (or without THP) the block
+         * still works. */
+        if (b)
+                madvise(b, ARENA_HUGE_BYTES, MADV_HUGEPAGE);
+        return b;
+}
+
+void arena_block_free(void *block)
+{
+        free(block);
+}
+
+/* A whole huge block, header included: the pool's if it has one. */
+static struct arena_block *huge_block(struct arena *a)
+{
+        struct arena_pool *pool = a->pool;
+        struct arena_block *b;
+
+        if (!pool)
+                return arena_block_new();
+        if (pool->n) {
+                b = pool->ready[--pool->n];
+                pool->hits++;
+        } else {
+                b = arena_pool_cold(pool);
+                pool->misses++;
+        }
+        if (b)
+                pool->out++;
+        if (pool->refill)
+                pool->refill(pool, pool->ctx);
+        return b;
 }
 
 static struct arena_block *block_new(struct arena *a, size_t bytes)
 {
         struct arena_block *b;
 
-        if (a->huge && bytes == a->block_bytes) {
-                /* One whole huge page, header included. The advice is a
-                 * hint: without it (or without THP) the block still works. */
-                b = aligned_alloc(ARENA_HUGE_BYTES, ARENA_HUGE_BYTES);
-                if (b)
-                        madvise(b, ARENA_HUGE_BYTES, MADV_HUGEPAGE);
-        } else {
+        if (a->huge && bytes == a->block_bytes)
+                b = huge_block(a);
+        else
                 b = malloc(sizeof(*b) + bytes);
-        }
         if (!b)
                 return NULL;
         b->bytes = bytes;

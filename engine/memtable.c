@@ -295,7 +295,7 @@ static struct eng_mt_node *node_new(struct eng_memtable *mt, unsigned height, co
         return n;
 }
 
-struct eng_memtable *eng_memtable_new(void)
+struct eng_memtable *eng_memtable_new(struct arena_pool *pool)
 {
         struct eng_memtable *mt = calloc(1, sizeof(*mt));
         struct eng_entry sentinel = { .kind = ENG_ENTRY_KIND_INVALID };
@@ -306,7 +306,7 @@ struct eng_memtable *eng_memtable_new(void)
         mt->refs = 1;
         mt->height = 1;
         mt->rng = 0x9e3779b97f4a7c15ull;
-        arena_init_huge(&mt->arena);
+        arena_init_pooled(&mt->arena, pool);
         mt->idx_ok = mt_index_init(&mt->idx) == 0;
         mt->head = node_new(mt, MAX_HEIGHT, &sentinel);
         if (!mt->head) {

@@ -44,8 +44,11 @@ struct eng_entry {
 };
 
 /* Returns NULL only on ENOMEM. Caller drops it with eng_memtable_unref.
- * Shard-local. */
-struct eng_memtable *eng_memtable_new(void);
+ * Its arena's blocks come from pool (base/arena.h) while it has some, and
+ * go back to it when the memtable is freed; pool may be NULL (plain
+ * blocks). Takes a reference on pool. Shard-local. */
+struct arena_pool;
+struct eng_memtable *eng_memtable_new(struct arena_pool *pool);
 void eng_memtable_ref(struct eng_memtable *mt);
 /* Frees the memtable and every entry when the last reference goes. Accepts NULL. */
 void eng_memtable_unref(struct eng_memtable *mt);

@@ -12,6 +12,7 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/arena.h"
 #include "base/compiler.h"
 #include "base/log.h"
 #include "base/time.h"
@@ -75,6 +76,9 @@ const struct eng_shard_stats *eng_shard_stats(struct eng_shard *s)
         }
         s->stats.memtable_bytes = s->active_bytes;
         s->stats.imm_bytes = s->imm_bytes;
+        s->stats.block_pool_hits = s->pool->hits;
+        s->stats.block_pool_misses = s->pool->misses;
+        s->stats.prefault_pending = shard_prefault_pending(s);
         stats_refresh_parts(s);
         return &s->stats;
 }

@@ -82,7 +82,7 @@ void shard_seal(struct eng_shard *s, struct eng_tablet *t)
 
         if (!t->active_first_segment || t->n_imm == SHARD_MAX_IMM)
                 return;
-        fresh = eng_memtable_new();
+        fresh = eng_memtable_new(s->pool);
         if (!fresh)
                 return;         /* try again at the next write */
         t->imm[t->n_imm++] = (struct eng_imm){

@@ -13,6 +13,7 @@
 #include "engine/manifest.h"
 #include "engine/shard.h"
 #include "engine/sst_io.h"
+#include "reactor/io.h"
 
 #define SHARD_MAX_IMM 8u
 /* Memory a memtable entry takes besides its key and value: node header
@@ -50,6 +51,16 @@ struct eng_tablet {
         uint64_t flushed_seq;
         uint64_t gen;                   /* bumped by every write to the tablet */
         bool compacting;
+};
+
+/* Memtable blocks faulted in at once, on io-wq workers (shard_pool.c). */
+#define SHARD_PREFAULT_SLOTS 2u
+
+/* A memtable block being faulted in (shard_pool.c). */
+struct shard_prefault {
+        struct rx_op op;
+        struct eng_shard *s;
+        void *block;                    /* NULL: the slot is free */
 };
 
 struct eng_flush;
@@ -113,6 +124,14 @@ struct eng_shard {
         void *close_arg;
         struct rx_task close_task;
         bool close_posted;
+        /* memtable blocks (shard_pool.c) */
+        struct arena_pool *pool;
+        struct shard_prefault prefault[SHARD_PREFAULT_SLOTS];
+        uint32_t prefaulting;           /* populates in flight */
+        bool pool_on;                   /* open: refills may start */
+        bool populate_unsupported;      /* the kernel has no MADV_POPULATE_WRITE */
+        bool prefault_logged;           /* the log says prefaulting ended */
+        uint64_t prefault_start_ns;
         struct eng_shard_stats stats;
         uint64_t log_bytes_counted;     /* of the log's written_bytes, in stats already */
 };
@@ -172,6 +191,16 @@ void shard_maybe_flush(struct eng_shard *s);
 uint64_t shard_log_needed(const struct eng_shard *s);
 /* Posts the check of eng_shard_flush's waiters. */
 void shard_wake_task(struct rx_loop *loop, struct rx_task *task);
+
+/* shard_pool.c */
+/* Makes s->pool (memtables take their blocks from it); prefaulting waits
+ * for shard_pool_start, called once the shard is open. -ENOMEM. */
+int shard_pool_init(struct eng_shard *s);
+void shard_pool_start(struct eng_shard *s);
+/* Blocks prefault_memtables still has to fault in (0 without it). */
+uint32_t shard_prefault_pending(const struct eng_shard *s);
+/* Drops the shard's reference; memtables still alive keep the pool. */
+void shard_pool_fini(struct eng_shard *s);
 
 /* shard_compact.c */
 /* Starts a compaction if none is running and a tablet needs one (or the

@@ -72,6 +72,7 @@ static void shard_free(struct eng_shard *s)
                 shard_tset_unref(t->tset);
         }
         free(s->tablets);
+        shard_pool_fini(s);
         if (s->dir_fd >= 0)
                 close(s->dir_fd);       /* the fs has no op in flight on it any more */
         eng_block_cache_free(s->cache);
@@ -106,11 +107,12 @@ static int shard_alloc(struct rx_loop *loop, struct eng_fs *fs, const struct eng
         s->dir = strdup(o->dir);
         s->n_tablets = eng_tablet_map_per_shard(&s->map);
         s->tablets = calloc(s->n_tablets, sizeof(*s->tablets));
-        if (!s->dir || !s->tablets || eng_block_cache_new(s->o.cache_bytes, &s->cache) < 0)
+        if (!s->dir || !s->tablets || eng_block_cache_new(s->o.cache_bytes, &s->cache) < 0 ||
+            shard_pool_init(s) < 0)
                 goto nomem;
         for (uint32_t i = 0; i < s->n_tablets; i++) {
                 s->tablets[i].id = i;
-                s->tablets[i].active = eng_memtable_new();
+                s->tablets[i].active = eng_memtable_new(s->pool);
                 if (!s->tablets[i].active)
                         goto nomem;
         }
@@ -135,6 +137,8 @@ static void open_finish(struct shard_open *op, int res)
         if (res < 0) {
                 shard_free(s);
                 s = NULL;
+        } else {
+                shard_pool_start(s);
         }
         op->done(op->arg, res, s);
         free(op);

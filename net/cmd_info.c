@@ -103,14 +103,20 @@ static void info_scree(FILE *f, const struct net_req *req)
 
                 fprintf(f, "shard%u:keys=%lld,loading=%d,connections=%llu,writes=%llu,gets=%llu,"
                            "memtable_bytes=%llu,imm_bytes=%llu,flushes=%llu,compactions=%llu,"
-                           "stalls=%llu,disk_bytes_written=%llu,replayed_records=%llu\r\n",
+                           "stalls=%llu,disk_bytes_written=%llu,replayed_records=%llu,"
+                           "blocks_prefaulted=%llu,block_pool_hits=%llu,block_pool_misses=%llu,"
+                           "prefault_pending=%llu\r\n",
                         i, (long long)req->children[i]->ival, si->loading,
                         (unsigned long long)si->conns, (unsigned long long)s->writes,
                         (unsigned long long)s->gets, (unsigned long long)s->memtable_bytes,
                         (unsigned long long)s->imm_bytes, (unsigned long long)s->flushes,
                         (unsigned long long)s->compactions, (unsigned long long)s->stalls,
                         (unsigned long long)s->disk_bytes_written,
-                        (unsigned long long)s->replayed_records);
+                        (unsigned long long)s->replayed_records,
+                        (unsigned long long)s->blocks_prefaulted,
+                        (unsigned long long)s->block_pool_hits,
+                        (unsigned long long)s->block_pool_misses,
+                        (unsigned long long)s->prefault_pending);
         }
         fprintf(f, "\r\n");
 }

@@ -52,6 +52,7 @@ struct scree_config {
         uint64_t timeout_s;             /* idle client timeout; 0 = never */
         int64_t slowlog_slower_than_us; /* SLOWLOG threshold; -1 = off */
         uint64_t slowlog_max_len;       /* SLOWLOG entries per shard */
+        uint64_t prefault;              /* bool: memtable memory faulted in at start-up */
 };
 
 /* Fills c with every default. Returns 0 or -ENOMEM. Free with cfg_fini. */

@@ -341,6 +341,7 @@ static void engine_open(struct net_shard *sh)
                  * cache, the rest for connections and buffers. */
                 .memtable_budget = (size_t)(cfg->memory / 2 / n),
                 .cache_bytes = (size_t)(cfg->memory / 4 / n),
+                .prefault_memtables = cfg->prefault != 0,
         };
         int r;
 

@@ -23,7 +23,7 @@ static const char *const kind_names[RX_OP_MAX] = {
         [RX_OP_ACCEPT] = "io:accept",   [RX_OP_RECV] = "io:recv",
         [RX_OP_SEND] = "io:send",       [RX_OP_UNLINK] = "io:unlink",
         [RX_OP_RENAME] = "io:rename",   [RX_OP_SENDMSG] = "io:sendmsg",
-        [RX_OP_WAKE] = "io:wake",
+        [RX_OP_MADVISE] = "io:madvise", [RX_OP_WAKE] = "io:wake",
 };
 
 const char *rx_op_kind_name(enum rx_op_kind kind)
@@ -169,6 +169,12 @@ int rx_sock_sendmsg(struct rx_loop *loop, struct rx_op *op, int fd, const struct
                     rx_op_cb cb)
 {
         SUBMIT(loop, op, RX_OP_SENDMSG, cb, io_uring_prep_sendmsg(sqe, fd, msg, MSG_NOSIGNAL));
+}
+
+int rx_mem_madvise(struct rx_loop *loop, struct rx_op *op, void *addr, uint32_t len, int advice,
+                   rx_op_cb cb)
+{
+        SUBMIT(loop, op, RX_OP_MADVISE, cb, io_uring_prep_madvise(sqe, addr, len, advice));
 }
 
 int rx_loop_arm_wake(struct rx_loop *loop, rx_op_cb cb)

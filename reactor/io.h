@@ -46,6 +46,7 @@ enum rx_op_kind {
         RX_OP_UNLINK,
         RX_OP_RENAME,
         RX_OP_SENDMSG,
+        RX_OP_MADVISE,
         RX_OP_WAKE,             /* internal: the loop's eventfd read */
         RX_OP_MAX,
         RX_OP_INVALID = -1,
@@ -112,5 +113,12 @@ int rx_sock_send(struct rx_loop *loop, struct rx_op *op, int fd, const void *buf
  * inside any buffer). */
 int rx_sock_sendmsg(struct rx_loop *loop, struct rx_op *op, int fd, const struct msghdr *msg,
                     rx_op_cb cb);
+
+/* madvise(addr, len, advice) on this process's memory, on an io-wq
+ * worker (the kernel always runs it there), so slow advice such as
+ * MADV_POPULATE_WRITE -- fault every page in now -- costs the shard's
+ * thread nothing. [addr, addr + len) must stay mapped until cb runs. */
+int rx_mem_madvise(struct rx_loop *loop, struct rx_op *op, void *addr, uint32_t len, int advice,
+                   rx_op_cb cb);
 
 #endif

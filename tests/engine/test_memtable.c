@@ -43,7 +43,7 @@ static void expect_value(const struct eng_memtable *mt, const char *k, uint64_t 
 
 Test(memtable, overwrite_returns_newest_seq_and_snapshots_see_older)
 {
-        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_memtable *mt = eng_memtable_new(NULL);
         struct eng_entry e;
 
         put(mt, "k", 1, 5, ENG_ENTRY_VALUE, "v5");
@@ -62,7 +62,7 @@ Test(memtable, overwrite_returns_newest_seq_and_snapshots_see_older)
 
 Test(memtable, a_tombstone_is_the_newest_version)
 {
-        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_memtable *mt = eng_memtable_new(NULL);
         struct eng_entry e;
 
         put(mt, "gone", 4, 1, ENG_ENTRY_VALUE, "x");
@@ -76,7 +76,7 @@ Test(memtable, a_tombstone_is_the_newest_version)
 
 Test(memtable, duplicates_and_bad_kinds_are_refused)
 {
-        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_memtable *mt = eng_memtable_new(NULL);
         struct eng_entry e = { .key = (const uint8_t *)"a", .key_len = 1, .seq = 3, .kind = ENG_ENTRY_VALUE };
 
         cr_assert(eq(int, eng_memtable_put(mt, &e), 0));
@@ -95,7 +95,7 @@ Test(memtable, keys_sort_as_bytes_with_prefixes_first_and_binary_keys_work)
         static const struct { const char *k; uint32_t len; } order[] = {
                 { "", 0 }, { "\0", 1 }, { "a", 1 }, { "a\0", 2 }, { "ab", 2 }, { "b", 1 }, { "\xff", 1 },
         };
-        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_memtable *mt = eng_memtable_new(NULL);
         struct eng_memtable_iter it;
         unsigned i = 0;
 
@@ -115,7 +115,7 @@ Test(memtable, keys_sort_as_bytes_with_prefixes_first_and_binary_keys_work)
 
 Test(memtable, seek_lands_on_the_first_key_at_or_after)
 {
-        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_memtable *mt = eng_memtable_new(NULL);
         struct eng_memtable_iter it;
         struct eng_entry e;
 
@@ -147,7 +147,7 @@ static int cmp_keys(const void *a, const void *b)
 Test(memtable, many_random_inserts_stay_sorted_and_findable)
 {
         enum { N = 20000 };
-        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_memtable *mt = eng_memtable_new(NULL);
         struct eng_memtable_iter it;
         char **keys = calloc(N, sizeof(char *));
         unsigned i = 0;
@@ -186,7 +186,7 @@ Test(memtable, many_random_inserts_stay_sorted_and_findable)
 
 Test(memtable, references_keep_it_alive)
 {
-        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_memtable *mt = eng_memtable_new(NULL);
         struct eng_entry e;
 
         put(mt, "x", 1, 1, ENG_ENTRY_VALUE, "y");
@@ -204,7 +204,7 @@ Test(memtable, references_keep_it_alive)
 Test(memtable, the_directory_finds_every_key_whatever_the_insert_order)
 {
         enum { N = 12000 };
-        struct eng_memtable *mt = eng_memtable_new();
+        struct eng_memtable *mt = eng_memtable_new(NULL);
         struct eng_memtable_iter it;
         char k[32], prev[32] = "";
         uint64_t seq = 1, n = 0;
@@ -257,7 +257,7 @@ Test(memtable, the_directory_finds_every_key_whatever_the_insert_order)
 Test(memtable, put_many_matches_one_by_one_puts)
 {
         enum { N = 30000 };
-        struct eng_memtable *mt[2] = { eng_memtable_new(), eng_memtable_new() };
+        struct eng_memtable *mt[2] = { eng_memtable_new(NULL), eng_memtable_new(NULL) };
         static char keys[N][24];
         static struct eng_entry e[N];
         static int which[N];

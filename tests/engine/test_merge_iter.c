@@ -99,7 +99,7 @@ static void child_load(struct child *c)
         if (c->kind != CHILD_MEMTABLE)
                 return;
         buf = malloc(MODEL_MAX_VALUE);
-        c->mt = eng_memtable_new();
+        c->mt = eng_memtable_new(NULL);
         cr_assert(not(eq(ptr, c->mt, NULL)));
         for (size_t i = 0; i < c->n; i++) {
                 struct eng_entry e;

@@ -32,8 +32,12 @@ class Server:
 
     def start(self, wait=True):
         self.log = tempfile.TemporaryFile(mode="w+")
+        # Tests start many servers: none faults its whole memtable budget in
+        # (--prefault, 512 MiB by default) unless the test asks for it.
+        prefault = [] if any(a.startswith("--prefault") for a in self.args) else ["--prefault", "no"]
         self.proc = subprocess.Popen(
-            [BIN, "--port", str(self.port), "--dir", self.dir, "--smp", str(self.smp)] + self.args,
+            [BIN, "--port", str(self.port), "--dir", self.dir, "--smp", str(self.smp)] + prefault +
+            self.args,
             stdout=self.log, stderr=subprocess.STDOUT, text=True)
         if wait:
             self.wait_ready()

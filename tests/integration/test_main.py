@@ -87,6 +87,46 @@ def test_a_busy_port_is_named():
         shutil.rmtree(s.dir, ignore_errors=True)
 
 
+def test_prefault_faults_the_memtable_budget_in_after_start():
+    s = Server(smp=2, args=["--prefault", "yes", "--memory", "64MiB"]).start()
+    try:
+        r = s.client()
+        assert r.config_get("prefault") == {"prefault": "yes"}
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            shards = r.info("scree")
+            pending = [v["prefault_pending"] for k, v in shards.items() if k.startswith("shard")]
+            if pending and not any(pending):
+                break
+            time.sleep(0.05)
+        shards = r.info("scree")
+        for k, v in shards.items():
+            if k.startswith("shard"):
+                assert v["prefault_pending"] == 0, shards
+                assert v["blocks_prefaulted"] > 0, shards
+        r.mset({"p%d" % i: "v" * 100 for i in range(2000)})
+        assert r.get("p1999") == b"v" * 100
+        assert "MiB of memtable memory faulted in" in s.output()
+    finally:
+        s.stop()
+        shutil.rmtree(s.dir, ignore_errors=True)
+
+
+def test_without_prefault_nothing_is_faulted_ahead():
+    s = Server(smp=1, args=["--prefault", "no"]).start()
+    try:
+        r = s.client()
+        assert r.config_get("prefault") == {"prefault": "no"}
+        r.set("k", "v")
+        shard = r.info("scree")["shard0"]
+        assert shard["blocks_prefaulted"] == 0 and shard["prefault_pending"] == 0, shard
+    finally:
+        s.stop()
+        shutil.rmtree(s.dir, ignore_errors=True)
+    p = run([BIN, "--prefault", "maybe"])
+    assert p.returncode == 2 and "'prefault'" in p.stderr, p.stderr
+
+
 def test_more_shards_than_cpus_run():
     s = Server(smp=4).start()
     try:

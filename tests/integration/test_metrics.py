@@ -113,7 +113,9 @@ def test_metrics_text_counts_commands_and_reports_every_shard(msrv):
                  "scree_compaction_bytes_written_total", "scree_flushes_total",
                  "scree_write_stalls_total", "scree_reactor_busy_seconds_total",
                  "scree_reactor_stalls_total", "scree_cross_shard_messages_total",
-                 "scree_connections", "scree_connections_accepted_total"]:
+                 "scree_connections", "scree_connections_accepted_total",
+                 "scree_memtable_blocks_prefaulted_total",
+                 "scree_memtable_block_pool_misses_total"]:
         assert set(by_shard(samples, name)) == {"0", "1"}, name
         assert name.endswith("_total") == (types[name] == "counter"), name
     assert sum(by_shard(samples, "scree_memtable_bytes").values()) > 0

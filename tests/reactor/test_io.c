@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -569,6 +570,38 @@ Test(io, more_ops_than_ring_entries_each_complete_exactly_once)
         batch_run(loop, &bt);
         for (unsigned i = 0; i < N_NOPS; i++)
                 cr_expect(eq(u32, ops[i].calls, 1), "op %u ran %u times", i, ops[i].calls);
+        rx_loop_free(loop);
+}
+
+/* ---- memory advice ------------------------------------------------------- */
+
+Test(io, madvise_populates_memory_off_the_thread_and_reports_bad_advice)
+{
+        enum { PAGES = 64 };
+        struct rx_loop *loop = loop_new_or_skip(NULL);
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), len = PAGES * page;
+        unsigned char resident[PAGES];
+        struct batch bt = { 0 };
+        struct batch_op ops[2];
+        uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        cr_assert(not(eq(ptr, p, MAP_FAILED)));
+        cr_assert(eq(int, mincore(p, len, resident), 0));
+        cr_expect(eq(u8, resident[PAGES / 2] & 1, 0), "fresh memory is not resident yet");
+        for (unsigned i = 0; i < 2; i++)
+                batch_op_init(&ops[i], &bt);
+        batch_expect(&bt, rx_mem_madvise(loop, &ops[0].op, p, (uint32_t)len, 23 /* MADV_POPULATE_WRITE */,
+                                         batch_op_done));
+        batch_expect(&bt, rx_mem_madvise(loop, &ops[1].op, p, (uint32_t)len, 12345, batch_op_done));
+        batch_run(loop, &bt);
+        if (ops[0].res == -EINVAL)
+                cr_skip_test("MADV_POPULATE_WRITE needs Linux 5.14");
+        cr_expect(eq(int, ops[0].res, 0));
+        cr_expect(eq(int, ops[1].res, -EINVAL), "an unknown advice is -EINVAL");
+        cr_assert(eq(int, mincore(p, len, resident), 0));
+        for (unsigned i = 0; i < PAGES; i++)
+                cr_expect(eq(u8, resident[i] & 1, 1), "page %u not populated", i);
+        munmap(p, len);
         rx_loop_free(loop);
 }
 

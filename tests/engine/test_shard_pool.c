@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The shard's memtable blocks (engine/shard_pool.c): with
+ * prefault_memtables the budget's worth is faulted in off the shard's
+ * thread once it is open, and writes then take ready blocks, never cold
+ * ones; without it nothing is faulted ahead, but flushed memtables' blocks
+ * are reused; closing while blocks fault in waits for them (ASan checks
+ * that nothing leaks).
+ */
+#include "tests/engine/shard_helpers.h"
+
+#include <sys/mman.h>
+
+#include "base/arena.h"
+#include "reactor/io.h"
+
+TestSuite(shard_pool, .init = setup, .fini = teardown, .timeout = 120);
+
+static void nop_done(struct rx_loop *l, struct rx_op *op, int res)
+{
+        (void)l;
+        (void)res;
+        *(bool *)op->ctx = true;
+}
+
+/* Runs the loop (one nop at a time) until no block is left to fault in. */
+static const struct eng_shard_stats *run_until_prefaulted(void)
+{
+        for (int i = 0; i < 200000 && eng_shard_stats(sh)->prefault_pending; i++) {
+                struct rx_op op;
+                bool done = false;
+
+                op.ctx = &done;
+                cr_assert(eq(int, rx_nop(loop, &op, nop_done), 0));
+                cr_assert(eq(int, rx_loop_run_until(loop, &done), 0));
+        }
+        cr_assert(eq(u64, eng_shard_stats(sh)->prefault_pending, 0), "prefaulting never ended");
+        return eng_shard_stats(sh);
+}
+
+static bool kernel_populates(void)
+{
+        static char page[4096] __attribute__((aligned(4096)));
+
+        return madvise(page, sizeof(page), 23 /* MADV_POPULATE_WRITE */) == 0;
+}
+
+/* Puts keys from..from+n-1, each with a 100-byte value. */
+static void put_keys(int from, int n)
+{
+        char k[32], v[128];
+
+        for (int i = from; i < from + n; i++) {
+                snprintf(k, sizeof(k), "key%07d", i);
+                snprintf(v, sizeof(v), "%0100d", i);
+                cr_assert(eq(int, put_sync(k, v), 0));
+        }
+}
+
+static void expect_keys(int from, int n)
+{
+        char k[32], v[128];
+
+        for (int i = from; i < from + n; i += 13) {
+                snprintf(k, sizeof(k), "key%07d", i);
+                snprintf(v, sizeof(v), "%0100d", i);
+                expect_value(k, v);
+        }
+}
+
+Test(shard_pool, prefaulting_fills_the_budget_and_writes_take_only_ready_blocks)
+{
+        const struct eng_shard_stats *st;
+        uint64_t misses, prefaulted;
+
+        opts.memtable_budget = 32 << 20;
+        opts.prefault_memtables = true;
+        opts.sync = ENG_WAL_SYNC_PERIODIC;
+        cr_assert(eq(int, shard_open_sync(), 0));
+        if (!kernel_populates())
+                cr_skip_test("no MADV_POPULATE_WRITE here (Linux < 5.14)");
+        st = run_until_prefaulted();
+        /* The budget's worth (16 blocks) and a block per tablet (4 of each
+         * table), less the blocks the first memtables took at open. */
+        misses = st->block_pool_misses;
+        prefaulted = st->blocks_prefaulted;
+        cr_expect(eq(u64, prefaulted + misses, (32 << 20) / ARENA_HUGE_BYTES + ENG_TABLE_MAX * ENG_SHARD_DEFAULT_TABLETS),
+                  "%llu prefaulted, %llu taken cold", (unsigned long long)prefaulted,
+                  (unsigned long long)misses);
+        put_keys(0, 80000);                     /* ~16 MiB: a few blocks a tablet */
+        st = eng_shard_stats(sh);
+        cr_expect(gt(u64, st->block_pool_hits, 0));
+        cr_expect(eq(u64, st->block_pool_misses, misses), "a write took a cold block");
+        cr_expect(eq(u64, st->blocks_prefaulted, prefaulted), "nothing faulted in past the budget");
+        expect_keys(0, 80000);
+        cr_assert(eq(int, reopen(), 0));
+        expect_keys(0, 80000);
+}
+
+Test(shard_pool, without_prefaulting_flushed_memtables_blocks_are_reused)
+{
+        const struct eng_shard_stats *st;
+
+        opts.memtable_budget = 4 << 20;         /* flushes every ~10k keys */
+        opts.sync = ENG_WAL_SYNC_PERIODIC;
+        cr_assert(eq(int, shard_open_sync(), 0));
+        put_keys(0, 60000);
+        cr_assert(eq(int, flush_sync(), 0));
+        st = eng_shard_stats(sh);
+        cr_expect(ge(u64, st->flushes, 3));
+        cr_expect(eq(u64, st->blocks_prefaulted, 0));
+        cr_expect(eq(u64, st->prefault_pending, 0));
+        cr_expect(gt(u64, st->block_pool_hits, 0), "no block of a flushed memtable was reused");
+        expect_keys(0, 60000);
+}
+
+Test(shard_pool, closing_while_blocks_fault_in_waits_for_them)
+{
+        opts.memtable_budget = 256 << 20;
+        opts.prefault_memtables = true;
+        cr_assert(eq(int, shard_open_sync(), 0));
+        cr_assert(eq(int, put_sync("k", "v"), 0));
+        shard_close_sync();                     /* with populates in flight */
+        cr_assert(eq(int, shard_open_sync(), 0));
+        expect_value("k", "v");
+}
