@@ -39,13 +39,6 @@ void arena_init_pooled(struct arena *a, struct arena_pool *pool)
                 arena_pool_ref(pool);
 }
 
-static void pool_give_back(struct arena_pool *pool, struct arena_block *b)
-{
-        pool->out--;
-        if (!arena_pool_put(pool, b))
-                arena_pool_release(pool, b);
-}
-
 void arena_fini(struct arena *a)
 {
         struct arena_block *b = a->blocks, *next;
@@ -58,7 +51,7 @@ void arena_fini(struct arena *a)
                 else if (!a->pool)
                         arena_block_free(b);
                 else
-                        pool_give_back(a->pool, b);
+                        arena_pool_give(a->pool, b);
         }
         arena_pool_unref(a->pool);
         arena_init(a, a->block_bytes);
@@ -81,34 +74,12 @@ void arena_block_free(void *block)
         free(block);
 }
 
-/* A whole huge block, header included: the pool's if it has one. */
-static struct arena_block *huge_block(struct arena *a)
-{
-        struct arena_pool *pool = a->pool;
-        struct arena_block *b;
-
-        if (!pool)
-                return arena_block_new();
-        if (pool->n) {
-                b = pool->ready[--pool->n];
-                pool->hits++;
-        } else {
-                b = arena_pool_cold(pool);
-                pool->misses++;
-        }
-        if (b)
-                pool->out++;
-        if (pool->refill)
-                pool->refill(pool, pool->ctx);
-        return b;
-}
-
 static struct arena_block *block_new(struct arena *a, size_t bytes)
 {
         struct arena_block *b;
 
         if (a->huge && bytes == a->block_bytes)
-                b = huge_block(a);
+                b = a->pool ? arena_pool_take(a->pool) : arena_block_new();
         else
                 b = malloc(sizeof(*b) + bytes);
         if (!b)

@@ -95,6 +95,12 @@ struct arena_pool *arena_pool_new(unsigned cap, size_t reserve_bytes);
 void arena_pool_ref(struct arena_pool *pool);
 /* Accepts NULL. */
 void arena_pool_unref(struct arena_pool *pool);
+/* Takes a block as a pooled arena does -- ready first, else cold; counted
+ * in hits/misses and out; refill runs -- for other users of whole blocks
+ * (the memtable index). NULL only on ENOMEM. Give it back with
+ * arena_pool_give. Its bytes are garbage (ready) or zero (cold). */
+void *arena_pool_take(struct arena_pool *pool);
+void arena_pool_give(struct arena_pool *pool, void *block);
 /* A cold block for the owner to fault in; NULL only on ENOMEM. Hand it
  * back with arena_pool_put or arena_pool_release. */
 void *arena_pool_cold(struct arena_pool *pool);

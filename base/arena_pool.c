@@ -93,6 +93,31 @@ void *arena_pool_cold(struct arena_pool *pool)
         return arena_block_new();
 }
 
+void *arena_pool_take(struct arena_pool *pool)
+{
+        void *b;
+
+        if (pool->n) {
+                b = pool->ready[--pool->n];
+                pool->hits++;
+        } else {
+                b = arena_pool_cold(pool);
+                pool->misses++;
+        }
+        if (b)
+                pool->out++;
+        if (pool->refill)
+                pool->refill(pool, pool->ctx);
+        return b;
+}
+
+void arena_pool_give(struct arena_pool *pool, void *block)
+{
+        pool->out--;
+        if (!arena_pool_put(pool, block))
+                arena_pool_release(pool, block);
+}
+
 bool arena_pool_put(struct arena_pool *pool, void *block)
 {
         if (pool->n >= pool->cap)

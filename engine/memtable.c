@@ -270,11 +270,15 @@ static unsigned random_height(struct eng_memtable *mt)
         return h;
 }
 
-static struct eng_mt_node *node_new(struct eng_memtable *mt, unsigned height, const struct eng_entry *e)
+static size_t node_bytes(unsigned height, const struct eng_entry *e)
 {
-        size_t bytes = sizeof(struct eng_mt_node) + height * sizeof(struct eng_mt_node *) +
-                       (size_t)e->key_len + e->value_len;
-        struct eng_mt_node *n = arena_alloc(&mt->arena, bytes);
+        return sizeof(struct eng_mt_node) + height * sizeof(struct eng_mt_node *) +
+               (size_t)e->key_len + e->value_len;
+}
+
+/* Fills n, of node_bytes(height, e). */
+static struct eng_mt_node *node_init(struct eng_mt_node *n, unsigned height, const struct eng_entry *e)
+{
         uint8_t *data;
 
         if (!n)
@@ -295,6 +299,11 @@ static struct eng_mt_node *node_new(struct eng_memtable *mt, unsigned height, co
         return n;
 }
 
+static struct eng_mt_node *node_new(struct eng_memtable *mt, unsigned height, const struct eng_entry *e)
+{
+        return node_init(arena_alloc(&mt->arena, node_bytes(height, e)), height, e);
+}
+
 struct eng_memtable *eng_memtable_new(struct arena_pool *pool)
 {
         struct eng_memtable *mt = calloc(1, sizeof(*mt));
@@ -307,8 +316,10 @@ struct eng_memtable *eng_memtable_new(struct arena_pool *pool)
         mt->height = 1;
         mt->rng = 0x9e3779b97f4a7c15ull;
         arena_init_pooled(&mt->arena, pool);
-        mt->idx_ok = mt_index_init(&mt->idx) == 0;
-        mt->head = node_new(mt, MAX_HEIGHT, &sentinel);
+        mt->idx_ok = mt_index_init(&mt->idx, pool) == 0;
+        /* The head lives outside the arena: a memtable takes its first
+         * 2 MiB block with its first entry (a shard has 8, most idle). */
+        mt->head = node_init(malloc(node_bytes(MAX_HEIGHT, &sentinel)), MAX_HEIGHT, &sentinel);
         if (!mt->head) {
                 eng_memtable_unref(mt);
                 return NULL;
@@ -329,8 +340,9 @@ void eng_memtable_unref(struct eng_memtable *mt)
         SCREE_ASSERT_SHARD(mt);
         if (--mt->refs > 0)
                 return;
-        arena_fini(&mt->arena);
         mt_index_fini(&mt->idx);
+        arena_fini(&mt->arena);
+        free(mt->head);
         free(mt->dir);
         free(mt);
 }

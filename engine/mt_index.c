@@ -2,7 +2,9 @@
 /* The memtable's point-lookup index; see mt_index.h. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "base/arena.h"
 #include "base/mem.h"
 #include "engine/mt_index.h"
 
@@ -10,17 +12,76 @@
 /* Old slots each put moves: the old table (3/4 full) is empty again long
  * before the new one fills to 3/4 (see the arithmetic in grow). */
 #define MOVE_PER_PUT 8u
+#define SEG_SLOTS ((uint64_t)1 << MT_INDEX_SEG_SHIFT)
+#define SEG_BYTES (SEG_SLOTS * sizeof(struct mt_slot))
 
-/* Tables of 2 MiB and up are on huge pages (mem_alloc_table): each probe
- * lands at random, and with 4 KiB pages nearly each was a TLB miss. */
-static struct mt_slot *table_new(uint64_t slots)
+_Static_assert(SEG_BYTES == ARENA_HUGE_BYTES, "a whole segment is one pool block");
+
+static inline struct mt_slot *slot(const struct mt_table *t, uint64_t i)
 {
-        return mem_alloc_table(slots * sizeof(struct mt_slot));
+        return &t->seg[i >> MT_INDEX_SEG_SHIFT][i & (SEG_SLOTS - 1)];
 }
 
-static void table_free(struct mt_slot *t, uint64_t mask)
+static uint64_t seg_count(uint64_t slots)
 {
-        mem_free_table(t, (mask + 1) * sizeof(struct mt_slot));
+        return (slots + SEG_SLOTS - 1) / SEG_SLOTS;
+}
+
+/* A zeroed segment of seg_slots slots: whole ones (2 MiB, on huge pages:
+ * each probe lands at random, and with 4 KiB pages nearly each was a TLB
+ * miss) from the pool when there is one, smaller ones from calloc. */
+static struct mt_slot *seg_new(const struct mt_index *x, uint64_t seg_slots)
+{
+        struct mt_slot *s;
+
+        if (seg_slots < SEG_SLOTS)
+                return calloc(seg_slots, sizeof(struct mt_slot));
+        if (!x->pool)
+                return mem_alloc_table(SEG_BYTES);
+        s = arena_pool_take(x->pool);
+        if (s)
+                memset(s, 0, SEG_BYTES);
+        return s;
+}
+
+static void seg_free(const struct mt_index *x, struct mt_slot *s, uint64_t seg_slots)
+{
+        if (seg_slots < SEG_SLOTS)
+                free(s);
+        else if (x->pool)
+                arena_pool_give(x->pool, s);
+        else
+                mem_free_table(s, SEG_BYTES);
+}
+
+static void table_free(const struct mt_index *x, struct mt_table *t)
+{
+        uint64_t slots = t->mask + 1, n = seg_count(slots);
+
+        for (uint64_t i = 0; t->seg && i < n; i++)
+                if (t->seg[i])
+                        seg_free(x, t->seg[i], slots < SEG_SLOTS ? slots : SEG_SLOTS);
+        free(t->seg);
+        *t = (struct mt_table){ 0 };
+}
+
+/* Makes t a zeroed table of slots slots (a power of two); false on ENOMEM. */
+static bool table_new(const struct mt_index *x, struct mt_table *t, uint64_t slots)
+{
+        uint64_t n = seg_count(slots);
+
+        t->mask = slots - 1;
+        t->seg = calloc(n, sizeof(*t->seg));
+        if (!t->seg)
+                return false;
+        for (uint64_t i = 0; i < n; i++) {
+                t->seg[i] = seg_new(x, slots < SEG_SLOTS ? slots : SEG_SLOTS);
+                if (!t->seg[i]) {
+                        table_free(x, t);
+                        return false;
+                }
+        }
+        return true;
 }
 
 static uint64_t stored_hash(uint64_t hash)
@@ -28,31 +89,32 @@ static uint64_t stored_hash(uint64_t hash)
         return hash ? hash : 1;
 }
 
-int mt_index_init(struct mt_index *x)
+int mt_index_init(struct mt_index *x, struct arena_pool *pool)
 {
-        *x = (struct mt_index){ 0 };
-        x->cur = table_new(INITIAL_SLOTS);
-        if (!x->cur)
+        *x = (struct mt_index){ .pool = pool };
+        if (pool)
+                arena_pool_ref(pool);
+        if (!table_new(x, &x->cur, INITIAL_SLOTS)) {
+                mt_index_fini(x);
                 return -ENOMEM;
-        x->cur_mask = INITIAL_SLOTS - 1;
+        }
         return 0;
 }
 
 void mt_index_fini(struct mt_index *x)
 {
-        if (x->cur)
-                table_free(x->cur, x->cur_mask);
-        if (x->old)
-                table_free(x->old, x->old_mask);
+        table_free(x, &x->cur);
+        table_free(x, &x->old);
+        arena_pool_unref(x->pool);
         *x = (struct mt_index){ 0 };
 }
 
 /* The slot of table t holding the key, or NULL. Tombstones are skipped. */
-static struct mt_slot *find_in(struct mt_slot *t, uint64_t mask, uint64_t h, mt_index_same_fn same,
+static struct mt_slot *find_in(const struct mt_table *t, uint64_t h, mt_index_same_fn same,
                                const void *key)
 {
-        for (uint64_t i = h & mask;; i = (i + 1) & mask) {
-                struct mt_slot *s = &t[i];
+        for (uint64_t i = h & t->mask;; i = (i + 1) & t->mask) {
+                struct mt_slot *s = slot(t, i);
 
                 if (!s->hash)
                         return NULL;
@@ -64,21 +126,21 @@ static struct mt_slot *find_in(struct mt_slot *t, uint64_t mask, uint64_t h, mt_
 void *mt_index_find(const struct mt_index *x, uint64_t hash, mt_index_same_fn same, const void *key)
 {
         uint64_t h = stored_hash(hash);
-        struct mt_slot *s = find_in(x->cur, x->cur_mask, h, same, key);
+        struct mt_slot *s = find_in(&x->cur, h, same, key);
 
-        if (!s && x->old)
-                s = find_in(x->old, x->old_mask, h, same, key);
+        if (!s && x->old.seg)
+                s = find_in(&x->old, h, same, key);
         return s ? s->node : NULL;
 }
 
 /* Puts (h, node) in the first free slot of cur: the key is not there. */
 static void place(struct mt_index *x, uint64_t h, void *node)
 {
-        uint64_t i = h & x->cur_mask;
+        uint64_t i = h & x->cur.mask;
 
-        while (x->cur[i].hash)
-                i = (i + 1) & x->cur_mask;
-        x->cur[i] = (struct mt_slot){ .hash = h, .node = node };
+        while (slot(&x->cur, i)->hash)
+                i = (i + 1) & x->cur.mask;
+        *slot(&x->cur, i) = (struct mt_slot){ .hash = h, .node = node };
         x->cur_used++;
 }
 
@@ -87,25 +149,26 @@ static void place(struct mt_index *x, uint64_t h, void *node)
  * overlap instead of queueing one behind the other. */
 static void move_some(struct mt_index *x, unsigned n)
 {
-        while (n && x->moved <= x->old_mask) {
+        while (n && x->moved <= x->old.mask) {
                 uint64_t end = x->moved + (n < MOVE_PER_PUT ? n : MOVE_PER_PUT);
 
-                if (end > x->old_mask + 1)
-                        end = x->old_mask + 1;
-                for (uint64_t i = x->moved; i < end; i++)
-                        if (x->old[i].hash)
-                                __builtin_prefetch(&x->cur[x->old[i].hash & x->cur_mask], 1);
+                if (end > x->old.mask + 1)
+                        end = x->old.mask + 1;
+                for (uint64_t i = x->moved; i < end; i++) {
+                        uint64_t h = slot(&x->old, i)->hash;
+
+                        if (h)
+                                __builtin_prefetch(slot(&x->cur, h & x->cur.mask), 1);
+                }
                 for (; x->moved < end; x->moved++, n--) {
-                        struct mt_slot *s = &x->old[x->moved];
+                        struct mt_slot *s = slot(&x->old, x->moved);
 
                         if (s->hash && s->node) /* a key put since has a tombstone here */
                                 place(x, s->hash, s->node);
                 }
         }
-        if (x->moved > x->old_mask) {
-                table_free(x->old, x->old_mask);
-                x->old = NULL;
-        }
+        if (x->moved > x->old.mask)
+                table_free(x, &x->old);
 }
 
 /*
@@ -117,19 +180,15 @@ static void move_some(struct mt_index *x, unsigned n)
  */
 static int grow(struct mt_index *x)
 {
-        uint64_t slots = (x->cur_mask + 1) * 2;
-        struct mt_slot *t;
+        struct mt_table t;
 
-        if (x->old)
-                move_some(x, (unsigned)(x->old_mask + 1));      /* cannot happen; stay correct */
-        t = table_new(slots);
-        if (!t)
-                return x->cur_used < x->cur_mask ? 0 : -ENOMEM;
+        if (x->old.seg)
+                move_some(x, (unsigned)(x->old.mask + 1));      /* cannot happen; stay correct */
+        if (!table_new(x, &t, (x->cur.mask + 1) * 2))
+                return x->cur_used < x->cur.mask ? 0 : -ENOMEM;
         x->old = x->cur;
-        x->old_mask = x->cur_mask;
         x->moved = 0;
         x->cur = t;
-        x->cur_mask = slots - 1;
         x->cur_used = 0;
         return 0;
 }
@@ -140,25 +199,25 @@ int mt_index_put(struct mt_index *x, uint64_t hash, void *node, mt_index_same_fn
         uint64_t h = stored_hash(hash);
         struct mt_slot *s;
 
-        if (!x->cur)
+        if (!x->cur.seg)
                 return -ENOMEM;
-        if (x->old)
+        if (x->old.seg)
                 move_some(x, MOVE_PER_PUT);
-        s = find_in(x->cur, x->cur_mask, h, same, key);
+        s = find_in(&x->cur, h, same, key);
         if (s) {
                 if (newer(s->node, node))
                         s->node = node;
                 return 0;
         }
-        if (x->old) {
-                s = find_in(x->old, x->old_mask, h, same, key);
+        if (x->old.seg) {
+                s = find_in(&x->old, h, same, key);
                 if (s) {
                         if (!newer(s->node, node))
                                 node = s->node;
                         s->node = NULL;         /* tombstone: the key lives in cur now */
                 }
         }
-        if ((x->cur_used + 1) * 4 > (x->cur_mask + 1) * 3 && grow(x) < 0)
+        if ((x->cur_used + 1) * 4 > (x->cur.mask + 1) * 3 && grow(x) < 0)
                 return -ENOMEM;
         place(x, h, node);
         return 0;
@@ -166,15 +225,15 @@ int mt_index_put(struct mt_index *x, uint64_t hash, void *node, mt_index_same_fn
 
 void mt_index_prefetch(const struct mt_index *x, uint64_t hash)
 {
-        if (x->cur)
-                __builtin_prefetch(&x->cur[stored_hash(hash) & x->cur_mask], 1);
+        if (x->cur.seg)
+                __builtin_prefetch(slot(&x->cur, stored_hash(hash) & x->cur.mask), 1);
 }
 
 size_t mt_index_bytes(const struct mt_index *x)
 {
-        size_t b = x->cur ? (x->cur_mask + 1) * sizeof(struct mt_slot) : 0;
+        size_t b = x->cur.seg ? (x->cur.mask + 1) * sizeof(struct mt_slot) : 0;
 
-        if (x->old)
-                b += (x->old_mask + 1) * sizeof(struct mt_slot);
+        if (x->old.seg)
+                b += (x->old.mask + 1) * sizeof(struct mt_slot);
         return b;
 }

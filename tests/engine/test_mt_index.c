@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 
+#include "base/arena.h"
 #include "engine/mt_index.h"
 
 TestSuite(mt_index, .timeout = 20);
@@ -55,11 +56,11 @@ Test(mt_index, keys_are_found_through_grows_and_keep_their_newest_node)
         struct mt_index x;
         bool seen_moving = false;
 
-        cr_assert(eq(int, mt_index_init(&x), 0));
+        cr_assert(eq(int, mt_index_init(&x, NULL), 0));
         for (uint32_t k = 0; k < N; k++) {
                 v1[k] = (struct node){ k, 1 };
                 put(&x, &v1[k], hash_of(k));
-                seen_moving = seen_moving || x.old != NULL;
+                seen_moving = seen_moving || mt_index_moving(&x);
                 /* Every so often, all keys so far, mid-move or not. */
                 if (k % 997 == 0)
                         for (uint32_t j = 0; j <= k; j++)
@@ -86,8 +87,8 @@ Test(mt_index, updates_during_a_move_leave_one_slot_per_key)
         struct mt_index x;
         uint32_t k = 0, distinct;
 
-        cr_assert(eq(int, mt_index_init(&x), 0));
-        while (!x.old) {
+        cr_assert(eq(int, mt_index_init(&x, NULL), 0));
+        while (!mt_index_moving(&x)) {
                 v1[k] = (struct node){ k, 1 };
                 put(&x, &v1[k], hash_of(k));
                 k++;
@@ -98,7 +99,7 @@ Test(mt_index, updates_during_a_move_leave_one_slot_per_key)
                 v2[j] = (struct node){ j, 2 };
                 put(&x, &v2[j], hash_of(j));
         }
-        while (x.old) {         /* finish the move with fresh keys */
+        while (mt_index_moving(&x)) {         /* finish the move with fresh keys */
                 v1[k] = (struct node){ k, 1 };
                 put(&x, &v1[k], hash_of(k));
                 k++;
@@ -114,7 +115,7 @@ Test(mt_index, equal_hashes_stay_apart)
 {
         struct mt_index x;
 
-        cr_assert(eq(int, mt_index_init(&x), 0));
+        cr_assert(eq(int, mt_index_init(&x, NULL), 0));
         for (uint32_t k = 0; k < 3000; k++) {
                 v1[k] = (struct node){ k, 1 };
                 put(&x, &v1[k], k % 2 ? 0 : 42);        /* 0 is a valid hash too */
@@ -123,4 +124,40 @@ Test(mt_index, equal_hashes_stay_apart)
                 cr_assert(eq(ptr, find(&x, k, k % 2 ? 0 : 42), &v1[k]), "key %u", k);
         cr_expect(eq(ptr, find(&x, 3001, 42), NULL));
         mt_index_fini(&x);
+}
+
+/* Tables from 2 MiB up are rows of 2 MiB segments taken from the block
+ * pool; blocks it hands back ready hold a previous user's bytes, so a
+ * segment must be zeroed (garbage slots would read as keys). */
+Test(mt_index, big_tables_take_zeroed_segments_from_the_pool_and_give_them_back)
+{
+        enum { KEYS = 400000 };                 /* grows to 1M slots: 8 segments */
+        struct arena_pool *pool = arena_pool_new(16, 16 * ARENA_HUGE_BYTES);
+        static struct node big[KEYS];
+        struct mt_index x;
+
+        cr_assert(not(eq(ptr, pool, NULL)));
+        for (unsigned i = 0; i < 16; i++) {     /* every ready block full of garbage */
+                void *b = arena_pool_cold(pool);
+
+                memset(b, 0xa5, ARENA_HUGE_BYTES);
+                cr_assert(arena_pool_put(pool, b));
+        }
+        cr_assert(eq(int, mt_index_init(&x, pool), 0));
+        for (uint32_t k = 0; k < KEYS; k++) {
+                big[k] = (struct node){ k, 1 };
+                put(&x, &big[k], hash_of(k));
+        }
+        while (mt_index_moving(&x))             /* finish the last move */
+                put(&x, &big[0], hash_of(0));
+        for (uint32_t k = 0; k < KEYS; k += 7)
+                cr_assert(eq(ptr, find(&x, k, hash_of(k)), &big[k]), "key %u", k);
+        cr_expect(eq(ptr, find(&x, KEYS + 1, hash_of(KEYS + 1)), NULL));
+        cr_expect(eq(u64, x.cur.mask + 1, (uint64_t)1 << 20));
+        cr_expect(eq(u32, pool->out, 8), "the table holds 8 whole segments");
+        cr_expect(ge(u64, pool->hits, 8));
+        mt_index_fini(&x);
+        cr_expect(eq(u32, pool->out, 0));
+        cr_expect(eq(u32, pool->refs, 1), "fini dropped the index's reference");
+        arena_pool_unref(pool);
 }
