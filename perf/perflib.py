@@ -3,6 +3,7 @@
 started in their own scratch directories and stopped by their own PID,
 and medians. Python 3 standard library only (/usr/bin/python3)."""
 import os
+import re
 import shutil
 import signal
 import socket
@@ -90,8 +91,8 @@ class Server:
             return True
         r = subprocess.run(["redis-cli", "-p", str(self.port), "INFO", "scree"],
                            capture_output=True, text=True)
-        shards = [line for line in r.stdout.splitlines() if "prefault_pending=" in line]
-        return bool(shards) and all("prefault_pending=0," in line + "," for line in shards)
+        pending = re.findall(r"prefault_pending=(\d+)", r.stdout)
+        return bool(pending) and all(p == "0" for p in pending)
 
     def __exit__(self, *exc):
         self.stop()

@@ -246,54 +246,47 @@ def test_no_server_is_a_clear_error():
     assert "connecting to 127.0.0.1:%d" % port in p.stderr
 
 
-def test_a_dropped_connection_is_a_clear_error():
+def against_fake_server(conn_handler, conns, *args):
+    """Runs scree-stress -n 10 against a loopback listener whose first
+    `conns` accepted connections go to conn_handler(c); returns the
+    finished process."""
     lsock = socket.socket()
     lsock.bind(("127.0.0.1", 0))
     lsock.listen(16)
     lsock.settimeout(10)
 
     def serve():
-        # read one request, then hang up
         try:
-            for _ in range(2):
+            for _ in range(conns):
                 c, _ = lsock.accept()
                 c.settimeout(10)
-                c.recv(4096)
+                conn_handler(c)
                 c.close()
         except OSError:
             pass
 
     t = threading.Thread(target=serve)
     t.start()
-    p = stress(lsock.getsockname()[1], "-n", "10", "-c", "2", "--threads", "1", ok=False, timeout=30)
+    p = stress(lsock.getsockname()[1], "-n", "10", *args, ok=False, timeout=30)
     t.join(timeout=20)
     lsock.close()
+    return p
+
+
+def test_a_dropped_connection_is_a_clear_error():
+    # read one request, then hang up
+    p = against_fake_server(lambda c: c.recv(4096), 2, "-c", "2", "--threads", "1")
     assert p.returncode == 1
     assert "closed by the server" in p.stderr
 
 
 def test_garbage_replies_are_a_clear_error():
-    lsock = socket.socket()
-    lsock.bind(("127.0.0.1", 0))
-    lsock.listen(16)
-    lsock.settimeout(10)
+    def garbage(c):
+        c.recv(4096)
+        c.sendall(b"?not resp\r\n")
+        c.recv(4096)
 
-    def serve():
-        try:
-            c, _ = lsock.accept()
-            c.settimeout(10)
-            c.recv(4096)
-            c.sendall(b"?not resp\r\n")
-            c.recv(4096)
-            c.close()
-        except OSError:
-            pass
-
-    t = threading.Thread(target=serve)
-    t.start()
-    p = stress(lsock.getsockname()[1], "-n", "10", "-c", "1", ok=False, timeout=30)
-    t.join(timeout=20)
-    lsock.close()
+    p = against_fake_server(garbage, 1, "-c", "1")
     assert p.returncode == 1
     assert "not RESP" in p.stderr
 
