@@ -32,6 +32,10 @@
 #define DIR_LEVELS 2u
 #define DIR_MIN_TALL 64u
 #define DIR_OUTSIDE UINT32_MAX
+/* A search that steps over this many nodes on one level -- from the
+ * directory, through a run of one key's versions or of keys sharing their
+ * first word, which all fall in one bucket -- climbs (find_ge). */
+#define CLIMB_AFTER 8u
 
 struct eng_mt_node {
         /* Key bytes [0, 16) as two big-endian words, zero-padded: a search
@@ -63,6 +67,7 @@ struct eng_memtable {
         uint64_t dir_lo;                /* first word of bucket 0's lowest key */
         uint64_t n_tall;
         uint64_t n_outside;             /* tall nodes outside the buckets since the rebuild */
+        uint64_t climbs;                /* of puts' searches (see find_ge) */
         /* Point lookups: key -> its newest node (mt_index.h); off after
          * an ENOMEM, when gets search the list instead. */
         struct mt_index idx;
@@ -234,15 +239,18 @@ static struct eng_mt_node *search_start(const struct eng_memtable *mt, const str
         return mt->head;
 }
 
-/* The first node >= q (gets without the index, and seeks). */
-static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const struct probe *q)
+/* The first node >= q (gets without the index, and seeks). A search
+ * that has stepped over CLIMB_AFTER nodes on one level goes up to the top
+ * level of the node it stands on (a finger search: the rest costs
+ * O(log distance), as from the head); *climbs counts those. */
+static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const struct probe *q,
+                                   uint64_t *climbs)
 {
-        int top;
-        struct eng_mt_node *x = search_start(mt, q, 1, &top);
+        int l;
+        struct eng_mt_node *x = search_start(mt, q, 1, &l), *next;
+        unsigned steps = 0;
 
-        for (int l = top; l >= 0; l--) {
-                struct eng_mt_node *next;
-
+        for (; l >= 0; l--, steps = 0) {
                 /* While next's header is on its way, fetch the node the
                  * level below starts with if x turns out to be the last
                  * before q: the two cache misses overlap. */
@@ -252,6 +260,11 @@ static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const struct p
                         if (node_cmp(next, q) >= 0)
                                 break;
                         x = next;
+                        if (++steps >= CLIMB_AFTER && x->height - 1 > l) {
+                                l = x->height - 1;
+                                steps = 0;
+                                ++*climbs;
+                        }
                 }
         }
         return x->next[0];
@@ -384,6 +397,7 @@ struct put_search {
         unsigned h;                     /* the new node's height */
         int l;                          /* level searched now; -1: done */
         int top;                        /* prev[0..top] come from the search */
+        unsigned steps;                 /* on level l so far */
         bool fresh;                     /* no step taken: x itself is on its way */
         struct eng_mt_node *x;
         struct eng_mt_node *prev[MAX_HEIGHT];
@@ -400,6 +414,7 @@ static void put_start(struct put_search *p, struct eng_memtable *mt, const struc
         p->h = random_height(mt);
         p->x = search_start(mt, &p->q, p->h > mt->height ? mt->height : p->h, &p->l);
         p->top = p->l;
+        p->steps = 0;
         p->fresh = true;
         __builtin_prefetch(p->x);
 }
@@ -416,9 +431,17 @@ static bool put_step(struct put_search *p)
         }
         if (next && node_cmp(next, &p->q) < 0) {
                 p->x = next;
+                if (++p->steps >= CLIMB_AFTER && next->height - 1 > p->l) {    /* as find_ge */
+                        p->l = next->height - 1;
+                        if (p->l > p->top)
+                                p->top = p->l;
+                        p->steps = 0;
+                        p->mt->climbs++;
+                }
                 __builtin_prefetch(next->next[p->l]);
                 return true;
         }
+        p->steps = 0;
         p->prev[p->l] = p->x;
         if (--p->l < 0)
                 return false;
@@ -522,6 +545,7 @@ int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t ke
 {
         struct probe q = probe_of(key, key_len, snapshot_seq);
         const struct eng_mt_node *n;
+        uint64_t climbs = 0;
 
         SCREE_ASSERT_SHARD(mt);
         if (mt->idx_ok) {
@@ -539,7 +563,7 @@ int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t ke
                 return 0;
         }
         /* (key, snapshot) sorts right before the newest version <= snapshot. */
-        n = find_ge(mt, &q);
+        n = find_ge(mt, &q, &climbs);
         if (!n || eng_key_cmp(node_key(n), n->key_len, key, key_len) != 0)
                 return -SCREE_ENOTFOUND;
         node_entry(n, ret);
@@ -549,6 +573,11 @@ int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t ke
 size_t eng_memtable_bytes(const struct eng_memtable *mt)
 {
         return mt->arena.used_bytes + mt_index_bytes(&mt->idx);
+}
+
+uint64_t eng_memtable_climbs(const struct eng_memtable *mt)
+{
+        return mt->climbs;
 }
 
 uint64_t eng_memtable_count(const struct eng_memtable *mt)
@@ -612,13 +641,20 @@ void eng_memtable_iter_init(struct eng_memtable_iter *it, const struct eng_memta
 {
         it->mt = mt;
         it->node = NULL;
+        it->climbs = 0;
 }
 
 void eng_memtable_iter_seek(struct eng_memtable_iter *it, const void *key, uint32_t key_len)
 {
-        struct probe q = probe_of(key, key_len, UINT64_MAX);
+        eng_memtable_iter_seek_version(it, key, key_len, UINT64_MAX);
+}
 
-        it->node = find_ge(it->mt, &q);
+void eng_memtable_iter_seek_version(struct eng_memtable_iter *it, const void *key,
+                                    uint32_t key_len, uint64_t seq)
+{
+        struct probe q = probe_of(key, key_len, seq);
+
+        it->node = find_ge(it->mt, &q, &it->climbs);
 }
 
 void eng_memtable_iter_seek_first(struct eng_memtable_iter *it)

@@ -90,6 +90,10 @@ int eng_memtable_get(const struct eng_memtable *mt, const void *key, uint32_t ke
  * versions stored. */
 size_t eng_memtable_bytes(const struct eng_memtable *mt);
 uint64_t eng_memtable_count(const struct eng_memtable *mt);
+/* Times a put's search, having stepped over many nodes on one level (a
+ * run of one key's versions, or of keys sharing their first 8 bytes, all
+ * in one directory bucket), went up to a higher level. For tests. */
+uint64_t eng_memtable_climbs(const struct eng_memtable *mt);
 
 /* Debug validator for asserts: true if every level is sorted and lower levels
  * contain the upper ones. O(n). */
@@ -101,11 +105,16 @@ bool eng_memtable_check(const struct eng_memtable *mt);
 struct eng_memtable_iter {
         const struct eng_memtable *mt;
         const struct eng_mt_node *node;
+        uint64_t climbs;                /* levels its seeks went up mid-search (memtable.c) */
 };
 
 void eng_memtable_iter_init(struct eng_memtable_iter *it, const struct eng_memtable *mt);
 /* Positions at the first version whose key is >= key (newest first). */
 void eng_memtable_iter_seek(struct eng_memtable_iter *it, const void *key, uint32_t key_len);
+/* Positions at the first version at or after (key, seq): the first whose
+ * key is above key, or equal with a seq <= seq. */
+void eng_memtable_iter_seek_version(struct eng_memtable_iter *it, const void *key,
+                                    uint32_t key_len, uint64_t seq);
 void eng_memtable_iter_seek_first(struct eng_memtable_iter *it);
 bool eng_memtable_iter_valid(const struct eng_memtable_iter *it);
 void eng_memtable_iter_next(struct eng_memtable_iter *it);

@@ -51,6 +51,7 @@ struct eng_merge_iter {
         uint8_t *last;                  /* the key of the current entry (USER, COMPACT) */
         size_t last_len, last_cap;
         bool has_last;
+        uint32_t skips;                 /* versions of last stepped over (USER) */
         struct eng_merge_stats stats;
 };
 
@@ -154,12 +155,20 @@ static void moved(struct eng_merge_iter *m, uint32_t i, int r)
         absorb(m, i, r);
 }
 
-/* Moves the child on the current entry to its next version. */
+/* Moves the child on the current entry to its next version; in the USER
+ * view, once ENG_MERGE_MAX_SKIPS versions of the remembered key were
+ * stepped over, past that key's last version instead (a seek to seq 0
+ * lands on a version of seq 0, if any, which is stepped over in turn). */
 static void step(struct eng_merge_iter *m)
 {
         uint32_t i = m->heap[0];
         struct eng_merge_child *c = m->slots[i].c;
 
+        if (m->o.view == ENG_MERGE_USER && m->skips > ENG_MERGE_MAX_SKIPS &&
+            m->slots[i].e.seq > 0) {
+                moved(m, i, c->ops->seek(c, m->last, m->last_len, 0));
+                return;
+        }
         moved(m, i, c->ops->next(c));
 }
 
@@ -214,8 +223,10 @@ static int wanted(struct eng_merge_iter *m, const struct eng_entry *e)
                 return 1;
         if (m->has_last && eng_key_cmp(e->key, e->key_len, m->last, m->last_len) == 0) {
                 m->stats.shadowed++;
+                m->skips++;
                 return 0;
         }
+        m->skips = 0;
         if ((r = remember(m, e)) < 0)
                 return r;
         return !drops_dead(m, e);
@@ -359,7 +370,7 @@ static int seek_all(struct eng_merge_iter *m, const void *key, size_t key_len)
         for (uint32_t i = 0; i < m->n; i++) {
                 struct eng_merge_child *c = m->slots[i].c;
 
-                moved(m, i, key ? c->ops->seek(c, key, key_len) : c->ops->seek_first(c));
+                moved(m, i, key ? c->ops->seek(c, key, key_len, UINT64_MAX) : c->ops->seek_first(c));
         }
         return settle(m);
 }
@@ -421,11 +432,11 @@ static int mt_at(const struct mt_child *x)
         return eng_memtable_iter_valid(&x->it) ? 1 : 0;
 }
 
-static int mt_seek(struct eng_merge_child *c, const void *key, size_t key_len)
+static int mt_seek(struct eng_merge_child *c, const void *key, size_t key_len, uint64_t seq)
 {
         struct mt_child *x = mt_of(c);
 
-        eng_memtable_iter_seek(&x->it, key, (uint32_t)key_len);
+        eng_memtable_iter_seek_version(&x->it, key, (uint32_t)key_len, seq);
         return mt_at(x);
 }
 
@@ -493,9 +504,9 @@ static void sst_moved(struct eng_sst_iter *it, int res, void *arg)
         eng_merge_child_done(arg, res);
 }
 
-static int sst_seek(struct eng_merge_child *c, const void *key, size_t key_len)
+static int sst_seek(struct eng_merge_child *c, const void *key, size_t key_len, uint64_t seq)
 {
-        return eng_sst_iter_seek(sst_of(c)->it, key, key_len, UINT64_MAX, sst_moved, c);
+        return eng_sst_iter_seek(sst_of(c)->it, key, key_len, seq, sst_moved, c);
 }
 
 static int sst_seek_first(struct eng_merge_child *c)

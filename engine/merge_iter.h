@@ -15,7 +15,13 @@
  * Views, chosen at creation:
  *   RAW      every version of every key;
  *   USER     a scan: the newest version of each key only, skipping keys
- *            whose newest version is a tombstone or has expired;
+ *            whose newest version is a tombstone or has expired. Older
+ *            versions are stepped over one at a time up to
+ *            ENG_MERGE_MAX_SKIPS per key; past that the child standing on
+ *            the key is sought beyond it (a hot key's thousands of
+ *            versions in a memtable cost one seek, as RocksDB's
+ *            max_sequential_skip_in_iterations), so `shadowed` then
+ *            counts only the versions stepped over;
  *   COMPACT  a compaction: the newest version of each key only; a
  *            tombstone or expired newest version is dropped only when the
  *            inputs are bottommost (no older data below them), else kept,
@@ -41,6 +47,9 @@
 struct eng_merge_iter;
 struct eng_merge_child;
 
+/* USER view: versions of one key stepped over before seeking past it. */
+#define ENG_MERGE_MAX_SKIPS 8u
+
 /* ---- children ---- */
 
 /*
@@ -50,9 +59,11 @@ struct eng_merge_child;
  * 1, 0 or <0. After 0 or an error only a seek follows.
  */
 struct eng_merge_child_ops {
-        /* The first version whose key is >= key (its newest). key is
-         * borrowed for the call. */
-        int (*seek)(struct eng_merge_child *c, const void *key, size_t key_len);
+        /* The first version at or after (key, seq) in the engine's order:
+         * the first whose key is above key, or equal with a seq <= seq
+         * (UINT64_MAX: key's newest version). key is borrowed for the
+         * call. */
+        int (*seek)(struct eng_merge_child *c, const void *key, size_t key_len, uint64_t seq);
         int (*seek_first)(struct eng_merge_child *c);
         /* REQUIRES: positioned. */
         int (*next)(struct eng_merge_child *c);
@@ -107,7 +118,7 @@ struct eng_merge_opts {
 /* What the views left out, counted per version. */
 struct eng_merge_stats {
         uint64_t entries;               /* yielded */
-        uint64_t shadowed;              /* older versions of a key already seen */
+        uint64_t shadowed;              /* older versions of a key already seen, stepped over */
         uint64_t tombstones;            /* newest versions that were tombstones, skipped or dropped */
         uint64_t expired;               /* newest versions that had expired, skipped or dropped */
 };

@@ -31,6 +31,7 @@ struct fake {
         bool async;                     /* every move pends and ends from the timer */
         uint64_t delay_ns;
         int fail;                       /* <0: the next move fails with it */
+        unsigned seeks, nexts;          /* moves asked of it */
         struct rx_timer timer;
         int res;                        /* of the move under way */
         struct eng_entry e;
@@ -63,11 +64,21 @@ static inline int fake_end_move(struct fake *f)
         return ENG_SST_PENDING;
 }
 
-static inline int fake_seek(struct eng_merge_child *c, const void *key, size_t key_len)
+/* Before (key, seq) in the engine's order: a lower key, or the same key
+ * with a newer seq. */
+static inline bool fake_before(const struct mver *v, const void *key, size_t key_len, uint64_t seq)
+{
+        int c = model_key_cmp(v->key, key, key_len);
+
+        return c < 0 || (c == 0 && v->seq > seq);
+}
+
+static inline int fake_seek(struct eng_merge_child *c, const void *key, size_t key_len, uint64_t seq)
 {
         struct fake *f = container_of(c, struct fake, c);
 
-        for (f->pos = 0; f->pos < f->n && model_key_cmp(f->v[f->pos].key, key, key_len) < 0;)
+        f->seeks++;
+        for (f->pos = 0; f->pos < f->n && fake_before(&f->v[f->pos], key, key_len, seq);)
                 f->pos++;
         return fake_end_move(f);
 }
@@ -85,6 +96,7 @@ static inline int fake_next(struct eng_merge_child *c)
         struct fake *f = container_of(c, struct fake, c);
 
         cr_assert(lt(sz, f->pos, f->n));
+        f->nexts++;
         f->pos++;
         return fake_end_move(f);
 }

@@ -314,3 +314,54 @@ Test(memtable, put_many_matches_one_by_one_puts)
         eng_memtable_unref(mt[0]);
         eng_memtable_unref(mt[1]);
 }
+
+/* A hot key's run of versions fills one directory bucket: a seek to the
+ * key after it, or a put there, climbs to higher levels instead of
+ * walking the run on the directory's (which made short scans after a
+ * zipfian update load 14x slower than RocksDB's), and both still land
+ * where they should. */
+Test(memtable, a_long_run_of_one_key_s_versions_is_searched_from_the_head)
+{
+        enum { KEYS = 4000, VERSIONS = 20000 };
+        struct eng_memtable *mt = eng_memtable_new(NULL);
+        struct eng_memtable_iter it;
+        struct eng_entry e;
+        char k[32];
+        uint64_t seq = 1, climbs;
+
+        for (unsigned i = 0; i < KEYS; i++) {
+                snprintf(k, sizeof(k), "key%08u", i * 10);
+                put(mt, k, (uint32_t)strlen(k), seq++, ENG_ENTRY_VALUE, "v");
+        }
+        for (unsigned i = 0; i < VERSIONS; i++)
+                put(mt, "key00020000", 11, seq++, ENG_ENTRY_VALUE, "hot");
+        climbs = eng_memtable_climbs(mt);
+        /* the key right after the run, as a put and as a seek */
+        put(mt, "key00020001", 11, seq++, ENG_ENTRY_VALUE, "after");
+        cr_expect(gt(u64, eng_memtable_climbs(mt), climbs));
+        eng_memtable_iter_init(&it, mt);
+        eng_memtable_iter_seek(&it, "key00020000x", 12);
+        cr_assert(eng_memtable_iter_valid(&it));
+        eng_memtable_iter_entry(&it, &e);
+        cr_expect(eq(int, memcmp(e.key, "key00020001", 11), 0));
+        cr_expect(gt(u64, it.climbs, 0));
+        /* past the run's versions down to seq 0 */
+        eng_memtable_iter_seek_version(&it, "key00020000", 11, 0);
+        cr_assert(eng_memtable_iter_valid(&it));
+        eng_memtable_iter_entry(&it, &e);
+        cr_expect(eq(int, memcmp(e.key, "key00020001", 11), 0));
+        /* into the run: the newest version at or below a seq */
+        eng_memtable_iter_seek_version(&it, "key00020000", 11, KEYS + 100);
+        cr_assert(eng_memtable_iter_valid(&it));
+        eng_memtable_iter_entry(&it, &e);
+        cr_expect(eq(u64, e.seq, KEYS + 100));
+        /* a key far from the run still starts from the directory */
+        climbs = it.climbs;
+        eng_memtable_iter_seek(&it, "key00001000", 11);
+        cr_expect(eq(u64, it.climbs, climbs));
+        cr_assert(eng_memtable_iter_valid(&it));
+        eng_memtable_iter_entry(&it, &e);
+        cr_expect(eq(int, memcmp(e.key, "key00001000", 11), 0));
+        cr_assert(eng_memtable_check(mt));
+        eng_memtable_unref(mt);
+}
