@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Segmented-LRU block cache; see block_cache.h. A chained hash table (power
- * of two buckets, grown at load 1) finds blocks; two circular lists with
- * sentinels order each segment, most recent at the head.
+ * of two buckets, grown at load 1) finds blocks and rows; two circular
+ * lists with sentinels order each segment, most recent at the head. A
+ * second, small chained table maps each file id to its entry list (a
+ * struct eng_cache_file of stable address), so erasing a file walks only
+ * its own entries.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,11 +18,20 @@
 #define DEFAULT_CAPACITY ((size_t)64 << 20)
 #define PROTECTED_PERCENT 80
 
+struct eng_cache_file {
+        uint64_t file_id;
+        struct eng_cached_block *first;
+        struct eng_cache_file *hash_next;
+};
+
 struct eng_block_cache {
         size_t capacity, protected_cap, protected_bytes;
         struct eng_cached_block **buckets;
         size_t n_buckets;
         struct eng_cached_block lru[2];         /* sentinels: probation, protected */
+        struct eng_cache_file **files;          /* by file id */
+        size_t n_file_buckets, n_files;
+        bool rows;                              /* point lookups keep rows */
         struct eng_block_cache_stats stats;
 };
 
@@ -61,7 +73,11 @@ int eng_block_cache_new(size_t capacity_bytes, struct eng_block_cache **ret)
         c->protected_cap = c->capacity / 100 * PROTECTED_PERCENT;
         c->n_buckets = 1024;
         c->buckets = calloc(c->n_buckets, sizeof(*c->buckets));
-        if (!c->buckets) {
+        c->n_file_buckets = 64;
+        c->files = calloc(c->n_file_buckets, sizeof(*c->files));
+        if (!c->buckets || !c->files) {
+                free(c->buckets);
+                free(c->files);
                 free(c);
                 return -ENOMEM;
         }
@@ -73,7 +89,8 @@ int eng_block_cache_new(size_t capacity_bytes, struct eng_block_cache **ret)
 
 static void block_free(struct eng_cached_block *b)
 {
-        mem_free_aligned(b->buf);
+        if (b->buf)
+                mem_free_aligned(b->buf);
         free(b);
 }
 
@@ -90,8 +107,87 @@ void eng_block_cache_free(struct eng_block_cache *c)
                         block_free(b);
                 }
         }
+        for (size_t i = 0; i < c->n_file_buckets; i++) {
+                struct eng_cache_file *f = c->files[i], *next;
+
+                for (; f; f = next) {
+                        next = f->hash_next;
+                        free(f);
+                }
+        }
+        free(c->files);
         free(c->buckets);
         free(c);
+}
+
+/* ---- files ---- */
+
+static struct eng_cache_file **file_slot(struct eng_block_cache *c, uint64_t file_id)
+{
+        uint64_t h = file_id * UINT64_C(0x9e3779b97f4a7c15);
+        struct eng_cache_file **p = &c->files[(h >> 32) & (c->n_file_buckets - 1)];
+
+        while (*p && (*p)->file_id != file_id)
+                p = &(*p)->hash_next;
+        return p;
+}
+
+static void files_grow(struct eng_block_cache *c)
+{
+        size_t n = c->n_file_buckets * 2, old_n = c->n_file_buckets;
+        struct eng_cache_file **old = c->files, **nf = calloc(n, sizeof(*nf));
+
+        if (!nf)
+                return;         /* longer chains, still correct */
+        c->files = nf;
+        c->n_file_buckets = n;
+        for (size_t i = 0; i < old_n; i++) {
+                struct eng_cache_file *f = old[i], *next;
+
+                for (; f; f = next) {
+                        struct eng_cache_file **p = file_slot(c, f->file_id);
+
+                        next = f->hash_next;
+                        f->hash_next = NULL;
+                        *p = f;
+                }
+        }
+        free(old);
+}
+
+/* The file's list, made on first use; NULL on ENOMEM. */
+static struct eng_cache_file *file_get(struct eng_block_cache *c, uint64_t file_id)
+{
+        struct eng_cache_file **p = file_slot(c, file_id), *f = *p;
+
+        if (f)
+                return f;
+        if (!(f = calloc(1, sizeof(*f))))
+                return NULL;
+        f->file_id = file_id;
+        *p = f;
+        if (++c->n_files > c->n_file_buckets)
+                files_grow(c);
+        return f;
+}
+
+static void file_link(struct eng_cache_file *f, struct eng_cached_block *b)
+{
+        b->file = f;
+        b->file_next = f->first;
+        b->file_pprev = &f->first;
+        if (f->first)
+                f->first->file_pprev = &b->file_next;
+        f->first = b;
+}
+
+static void file_unlink(struct eng_cached_block *b)
+{
+        *b->file_pprev = b->file_next;
+        if (b->file_next)
+                b->file_next->file_pprev = b->file_pprev;
+        b->file_next = NULL;
+        b->file_pprev = NULL;
 }
 
 static struct eng_cached_block **slot_of(struct eng_block_cache *c, uint64_t file_id,
@@ -112,10 +208,14 @@ static void detach(struct eng_block_cache *c, struct eng_cached_block *b)
         SCREE_ASSERT(*p == b);
         *p = b->hash_next;
         list_unlink(b);
+        file_unlink(b);
         if (b->segment == 1)
-                c->protected_bytes -= b->len;
-        c->stats.bytes -= b->len;
-        c->stats.blocks--;
+                c->protected_bytes -= b->charge;
+        c->stats.bytes -= b->charge;
+        if (b->offset & ENG_CACHE_ROW_BIT)
+                c->stats.rows--;
+        else
+                c->stats.blocks--;
 }
 
 /* Moves protected blocks to probation until protected fits its share. */
@@ -128,7 +228,7 @@ static void balance(struct eng_block_cache *c)
 
                 list_unlink(b);
                 b->segment = 0;
-                c->protected_bytes -= b->len;
+                c->protected_bytes -= b->charge;
                 list_push_head(&c->lru[0], b);
         }
 }
@@ -138,10 +238,19 @@ static void touch(struct eng_block_cache *c, struct eng_cached_block *b)
         list_unlink(b);
         if (b->segment == 0) {
                 b->segment = 1;
-                c->protected_bytes += b->len;
+                c->protected_bytes += b->charge;
         }
         list_push_head(&c->lru[1], b);
         balance(c);
+}
+
+/* A hit: pins b and makes it the most recent. */
+static struct eng_cached_block *hit(struct eng_block_cache *c, struct eng_cached_block *b)
+{
+        c->stats.pins++;
+        b->pins++;
+        touch(c, b);
+        return b;
 }
 
 struct eng_cached_block *eng_block_cache_get(struct eng_block_cache *c, uint64_t file_id,
@@ -154,10 +263,25 @@ struct eng_cached_block *eng_block_cache_get(struct eng_block_cache *c, uint64_t
                 return NULL;
         }
         c->stats.hits++;
-        c->stats.pins++;
-        b->pins++;
-        touch(c, b);
-        return b;
+        return hit(c, b);
+}
+
+static uint64_t row_offset(uint64_t hash)
+{
+        return ENG_CACHE_ROW_BIT | hash;      /* hashes differing only in bit 63 share a row */
+}
+
+struct eng_cached_block *eng_block_cache_get_row(struct eng_block_cache *c, uint64_t file_id,
+                                                 uint64_t hash)
+{
+        struct eng_cached_block *b = *slot_of(c, file_id, row_offset(hash));
+
+        if (!b) {
+                c->stats.row_misses++;
+                return NULL;
+        }
+        c->stats.row_hits++;
+        return hit(c, b);
 }
 
 /* Evicts the coldest unpinned blocks, probation first, until under capacity. */
@@ -202,18 +326,45 @@ static void grow_table(struct eng_block_cache *c)
         c->n_buckets = n;
 }
 
+/* Links the new entry b (pinned once) under *p and its file, and counts
+ * it. Returns b, or NULL (b freed) on ENOMEM. May evict. */
+static struct eng_cached_block *insert(struct eng_block_cache *c, struct eng_cached_block **p,
+                                       struct eng_cached_block *b)
+{
+        struct eng_cache_file *f = file_get(c, b->file_id);
+
+        if (!f) {
+                block_free(b);
+                return NULL;
+        }
+        *p = b;
+        file_link(f, b);
+        list_push_head(&c->lru[0], b);
+        c->stats.bytes += b->charge;
+        if (b->offset & ENG_CACHE_ROW_BIT) {
+                c->stats.rows++;
+                c->stats.row_inserts++;
+        } else {
+                c->stats.blocks++;
+                c->stats.inserts++;
+        }
+        c->stats.pins++;
+        evict(c);
+        if (c->stats.blocks + c->stats.rows > c->n_buckets)
+                grow_table(c);
+        return b;
+}
+
 struct eng_cached_block *eng_block_cache_put(struct eng_block_cache *c, uint64_t file_id,
                                              uint64_t offset, uint8_t *data_take, uint32_t len,
                                              const uint8_t *content, uint32_t content_len)
 {
         struct eng_cached_block **p = slot_of(c, file_id, offset), *b = *p;
 
+        SCREE_ASSERT(!(offset & ENG_CACHE_ROW_BIT));
         if (b) {
                 mem_free_aligned(data_take);
-                c->stats.pins++;
-                b->pins++;
-                touch(c, b);
-                return b;
+                return hit(c, b);
         }
         if (!(b = calloc(1, sizeof(*b)))) {
                 mem_free_aligned(data_take);
@@ -221,17 +372,44 @@ struct eng_cached_block *eng_block_cache_put(struct eng_block_cache *c, uint64_t
         }
         *b = (struct eng_cached_block){ .data = data_take, .buf = data_take, .len = len, .content = content,
                                         .content_len = content_len, .file_id = file_id,
-                                        .offset = offset, .pins = 1 };
-        *p = b;
-        list_push_head(&c->lru[0], b);
-        c->stats.bytes += len;
-        c->stats.blocks++;
-        c->stats.inserts++;
+                                        .offset = offset, .pins = 1, .charge = len };
+        return insert(c, p, b);
+}
+
+struct eng_cached_block *eng_block_cache_adopt(struct eng_block_cache *c, uint8_t *data_take,
+                                               uint32_t len, const uint8_t *content,
+                                               uint32_t content_len)
+{
+        struct eng_cached_block *b = calloc(1, sizeof(*b));
+
+        if (!b) {
+                mem_free_aligned(data_take);
+                return NULL;
+        }
+        *b = (struct eng_cached_block){ .data = data_take, .buf = data_take, .len = len, .content = content,
+                                        .content_len = content_len, .pins = 1, .erased = true };
         c->stats.pins++;
-        evict(c);
-        if (c->stats.blocks > c->n_buckets)
-                grow_table(c);
         return b;
+}
+
+struct eng_cached_block *eng_block_cache_put_row(struct eng_block_cache *c, uint64_t file_id,
+                                                 uint64_t hash, const void *bytes, uint32_t len)
+{
+        uint64_t offset = row_offset(hash);
+        struct eng_cached_block **p = slot_of(c, file_id, offset), *b = *p;
+        uint8_t *data;
+
+        if (b)
+                return hit(c, b);
+        if (!(b = malloc(sizeof(*b) + len)))
+                return NULL;
+        data = (uint8_t *)(b + 1);
+        if (len)
+                memcpy(data, bytes, len);
+        *b = (struct eng_cached_block){ .data = data, .len = len, .content = data, .content_len = len,
+                                        .file_id = file_id, .offset = offset, .pins = 1,
+                                        .charge = (uint32_t)sizeof(*b) + len };
+        return insert(c, p, b);
 }
 
 struct eng_cached_block *eng_block_cache_pin(struct eng_block_cache *c, struct eng_cached_block *b)
@@ -259,20 +437,32 @@ void eng_block_cache_release(struct eng_block_cache *c, struct eng_cached_block 
 
 void eng_block_cache_erase_file(struct eng_block_cache *c, uint64_t file_id)
 {
-        for (size_t i = 0; i < c->n_buckets; i++) {
-                struct eng_cached_block *b = c->buckets[i], *next;
+        struct eng_cache_file **p = file_slot(c, file_id), *f = *p;
 
-                for (; b; b = next) {
-                        next = b->hash_next;
-                        if (b->file_id != file_id)
-                                continue;
-                        detach(c, b);
-                        if (b->pins)
-                                b->erased = true;
-                        else
-                                block_free(b);
-                }
+        if (!f)
+                return;
+        while (f->first) {
+                struct eng_cached_block *b = f->first;
+
+                detach(c, b);           /* unlinks it from f too */
+                if (b->pins)
+                        b->erased = true;
+                else
+                        block_free(b);
         }
+        *p = f->hash_next;
+        c->n_files--;
+        free(f);
+}
+
+void eng_block_cache_set_rows(struct eng_block_cache *c, bool on)
+{
+        c->rows = on;
+}
+
+bool eng_block_cache_rows(const struct eng_block_cache *c)
+{
+        return c->rows;
 }
 
 const struct eng_block_cache_stats *eng_block_cache_stats(const struct eng_block_cache *c)

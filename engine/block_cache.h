@@ -10,6 +10,15 @@
  * blocks; release unpins). A pinned block is never evicted or freed, so
  * the cache may run over its capacity by what readers hold.
  *
+ * Rows: the same cache also holds small entries keyed by (file id, a 64-bit
+ * key hash) -- one version of one key as a point lookup found it in that
+ * file (sst_io.c), so a hot key costs its own bytes instead of its whole
+ * 4 KiB block. Rows and blocks share the capacity and the segments, so
+ * the split between them follows the workload; a row is charged its bytes
+ * and its header. Files are immutable, so neither ever goes stale; a file
+ * dropped after a compaction is erased with its entries, in time
+ * proportional to their number (each file keeps a list of its own).
+ *
  * Shard-local: one cache per shard, no locks.
  */
 #ifndef SCREE_ENGINE_BLOCK_CACHE_H
@@ -29,19 +38,30 @@ struct eng_cached_block {
         const uint8_t *content;
         uint32_t len, content_len;
         /* internal */
-        uint8_t *buf;                   /* = data, owned */
-        uint64_t file_id, offset;
+        uint8_t *buf;                   /* = data, owned (NULL for a row: it follows the header) */
+        uint64_t file_id, offset;       /* a row's offset: ENG_CACHE_ROW_BIT | its hash's bits */
         struct eng_cached_block *hash_next, *prev, *next;
+        struct eng_cached_block *file_next, **file_pprev;       /* its file's entries */
+        struct eng_cache_file *file;
         uint32_t pins;
+        uint32_t charge;                /* bytes counted against the capacity */
         uint8_t segment;                /* 0 probation, 1 protected */
         bool erased;                    /* file dropped: free at the last release */
 };
 
+struct eng_cache_file;
+
 struct eng_block_cache_stats {
-        uint64_t hits, misses, inserts, evictions;
-        uint64_t bytes, blocks;
+        uint64_t hits, misses, inserts;         /* blocks */
+        uint64_t evictions;                     /* blocks and rows */
+        uint64_t bytes;                         /* charged, blocks and rows */
+        uint64_t blocks;
         uint64_t pins;                  /* held by readers now, erased blocks included */
+        uint64_t row_hits, row_misses, row_inserts, rows;
 };
+
+/* Block offsets never have this bit; rows' keys always do. */
+#define ENG_CACHE_ROW_BIT (UINT64_C(1) << 63)
 
 /* capacity_bytes: 0 = default 64 MiB. Returns 0 and *ret, or -ENOMEM. */
 int eng_block_cache_new(size_t capacity_bytes, struct eng_block_cache **ret);
@@ -62,14 +82,39 @@ struct eng_cached_block *eng_block_cache_put(struct eng_block_cache *c, uint64_t
                                              uint64_t offset, uint8_t *data_take, uint32_t len,
                                              const uint8_t *content, uint32_t content_len);
 
+/* A row of file_id by its key's hash (any 64 bits; the caller checks the
+ * key it stored), pinned, or NULL. Counts in row_hits / row_misses. */
+struct eng_cached_block *eng_block_cache_get_row(struct eng_block_cache *c, uint64_t file_id,
+                                                 uint64_t hash);
+
+/* Inserts a row: len bytes copied from bytes (data = content, len =
+ * content_len). Returns it pinned -- the one already cached under this
+ * (file_id, hash) if there is one, unchanged -- or NULL on ENOMEM. May
+ * evict. */
+struct eng_cached_block *eng_block_cache_put_row(struct eng_block_cache *c, uint64_t file_id,
+                                                 uint64_t hash, const void *bytes, uint32_t len);
+
+/* Wraps a verified block like eng_block_cache_put, but outside the cache:
+ * nothing finds it, it takes no capacity, and it is freed at its last
+ * release (a point lookup that caches the row it needs, not the block).
+ * Returns it pinned, or NULL on ENOMEM (data_take is freed). */
+struct eng_cached_block *eng_block_cache_adopt(struct eng_block_cache *c, uint8_t *data_take,
+                                               uint32_t len, const uint8_t *content,
+                                               uint32_t content_len);
+
 /* Pins b once more (another reader of a block already pinned); returns b. */
 struct eng_cached_block *eng_block_cache_pin(struct eng_block_cache *c, struct eng_cached_block *b);
 
 /* Unpins. Accepts NULL. */
 void eng_block_cache_release(struct eng_block_cache *c, struct eng_cached_block *b);
 
-/* Drops every block of a file (deleted after a compaction); pinned ones go
- * at their last release. */
+/* Whether point lookups keep rows here (sst_io.c); off by default.
+ * Turning them off leaves the rows cached so far to age out. */
+void eng_block_cache_set_rows(struct eng_block_cache *c, bool on);
+bool eng_block_cache_rows(const struct eng_block_cache *c);
+
+/* Drops every block and row of a file (deleted after a compaction);
+ * pinned ones go at their last release. */
 void eng_block_cache_erase_file(struct eng_block_cache *c, uint64_t file_id);
 
 const struct eng_block_cache_stats *eng_block_cache_stats(const struct eng_block_cache *c);

@@ -61,6 +61,9 @@ static void stats_refresh_parts(struct eng_shard *s)
                 s->stats.cache_hits = c->hits;
                 s->stats.cache_misses = c->misses;
                 s->stats.cache_bytes = c->bytes;
+                s->stats.row_hits = c->row_hits;
+                s->stats.row_misses = c->row_misses;
+                s->stats.cache_rows = c->rows;
         }
 }
 

@@ -110,6 +110,7 @@ static int shard_alloc(struct rx_loop *loop, struct eng_fs *fs, const struct eng
         if (!s->dir || !s->tablets || eng_block_cache_new(s->o.cache_bytes, &s->cache) < 0 ||
             shard_pool_init(s) < 0)
                 goto nomem;
+        eng_block_cache_set_rows(s->cache, s->o.row_cache);
         for (uint32_t i = 0; i < s->n_tablets; i++) {
                 s->tablets[i].id = i;
                 s->tablets[i].active = eng_memtable_new(s->pool);

@@ -18,6 +18,7 @@
 
 #include "base/check.h"
 #include "base/compiler.h"
+#include "base/endian.h"
 #include "base/mem.h"
 #include "base/time.h"
 #include "engine/bloom.h"
@@ -529,8 +530,11 @@ static struct eng_cached_block *cache_read(struct eng_sst_block_read *rq, int re
                 *err = res;
                 return NULL;
         }
-        b = eng_block_cache_put(t->cache, t->file_id, h.offset, buf, h.size, content,
-                                (uint32_t)clen);
+        if (rq->no_cache)
+                b = eng_block_cache_adopt(t->cache, buf, h.size, content, (uint32_t)clen);
+        else
+                b = eng_block_cache_put(t->cache, t->file_id, h.offset, buf, h.size, content,
+                                        (uint32_t)clen);
         *err = b ? 0 : -ENOMEM;
         return b;
 }
@@ -595,6 +599,67 @@ int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng
 
 /* ---- point lookups ---- */
 
+/*
+ * Rows (block_cache.h): what a lookup found in this table, cached by the
+ * key's hash (the bloom's): le32 key length, the key, then the entry's
+ * value as the data block stores it. A hit answers without the block; a
+ * lookup that read the block adds the row. Only versions found are
+ * cached; a key absent from the table is the bloom filter's job.
+ */
+#define ROW_HEADER 4u
+
+/* Answers g from a cached row, if it holds g's key. 0 keeps the row
+ * pinned in g->block; -SCREE_ENOTFOUND: no such row (hash collisions
+ * included); -SCREE_ECORRUPT. */
+static int get_from_row(struct eng_sst_table *t, struct eng_sst_get *g)
+{
+        struct eng_cached_block *row = eng_block_cache_get_row(t->cache, t->file_id, g->hash);
+        const uint8_t *p;
+        uint32_t klen;
+        int r;
+
+        if (!row)
+                return -SCREE_ENOTFOUND;
+        p = row->content;
+        klen = le32_get(p);
+        if (klen != g->key_len || eng_key_cmp(p + ROW_HEADER, klen, g->key, g->key_len) != 0) {
+                eng_block_cache_release(t->cache, row);
+                return -SCREE_ENOTFOUND;
+        }
+        r = eng_sst_entry_decode(g->key, klen, p + ROW_HEADER + klen,
+                                 row->content_len - ROW_HEADER - klen, &g->entry);
+        if (r < 0) {
+                eng_block_cache_release(t->cache, row);
+                return r;
+        }
+        g->block = row;
+        t->stats.found++;
+        t->stats.row_hits++;
+        return 0;
+}
+
+/* Caches the entry t->lookup stands on as g's row (best effort: no memory,
+ * no row). */
+static void row_add(struct eng_sst_table *t, const struct eng_sst_get *g)
+{
+        size_t len = ROW_HEADER + g->key_len + t->lookup.value_len;
+        uint8_t small[512], *buf = len <= sizeof(small) ? small : malloc(len);
+        struct eng_cached_block *row;
+
+        if (!buf || len > UINT32_MAX) {
+                if (buf != small)
+                        free(buf);
+                return;
+        }
+        le32_put(buf, (uint32_t)g->key_len);
+        memcpy(buf + ROW_HEADER, g->key, g->key_len);
+        memcpy(buf + ROW_HEADER + g->key_len, t->lookup.value, t->lookup.value_len);
+        row = eng_block_cache_put_row(t->cache, t->file_id, g->hash, buf, (uint32_t)len);
+        eng_block_cache_release(t->cache, row);
+        if (buf != small)
+                free(buf);
+}
+
 /* Searches the pinned block b for g's key. 0 keeps b pinned in g->block;
  * otherwise b is released. */
 static int get_in_block(struct eng_sst_table *t, struct eng_sst_get *g, struct eng_cached_block *b)
@@ -607,6 +672,8 @@ static int get_in_block(struct eng_sst_table *t, struct eng_sst_get *g, struct e
                 g->entry.key = g->key;  /* the same bytes; the iterator's copy is reused */
                 g->block = b;
                 t->stats.found++;
+                if (eng_block_cache_rows(t->cache))
+                        row_add(t, g);
                 return 0;
         }
         eng_block_cache_release(t->cache, b);
@@ -632,7 +699,8 @@ int eng_sst_table_get(struct eng_sst_table *t, const void *key, size_t key_len,
 
         t->stats.gets++;
         g->block = NULL;
-        if (!eng_sst_reader_may_contain(t->r, eng_bloom_hash(key, key_len))) {
+        g->hash = eng_bloom_hash(key, key_len);
+        if (!eng_sst_reader_may_contain(t->r, g->hash)) {
                 t->stats.bloom_negatives++;
                 return -SCREE_ENOTFOUND;
         }
@@ -642,7 +710,12 @@ int eng_sst_table_get(struct eng_sst_table *t, const void *key, size_t key_len,
         }
         g->key = key;
         g->key_len = key_len;
+        if (eng_block_cache_rows(t->cache) && (r = get_from_row(t, g)) != -SCREE_ENOTFOUND)
+                return r;
         g->rq.done = on_get_block;
+        /* With rows, the row is what a lookup keeps: its block would take
+         * 4 KiB of cache for one hot key among cold ones. */
+        g->rq.no_cache = eng_block_cache_rows(t->cache);
         r = eng_sst_table_read_block(t, blk, &g->rq);
         if (r == 1)
                 return get_in_block(t, g, g->rq.block);

@@ -20,6 +20,7 @@
 #ifndef SCREE_ENGINE_SST_IO_H
 #define SCREE_ENGINE_SST_IO_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine/block_cache.h"
@@ -118,6 +119,10 @@ struct eng_sst_block_read {
         void (*done)(struct eng_sst_block_read *rq, int res);
         void *ctx;                              /* the caller's */
         struct eng_cached_block *block;         /* on success: pinned; release it */
+        /* Set by the caller: a block this request reads from disk is not
+         * kept in the cache (eng_block_cache_adopt). A waiter sharing
+         * another request's read gets what that one decided. */
+        bool no_cache;
         /* internal */
         struct eng_sst_table *t;
         uint32_t index;
@@ -153,11 +158,14 @@ struct eng_sst_get {
         struct eng_sst_block_read rq;
         const void *key;
         size_t key_len;
+        uint64_t hash;                          /* the key's (bloom and row cache) */
 };
 
 /*
- * Looks key up in t: the bloom filter, the index, then the one data block
- * that can hold it. Returns
+ * Looks key up in t: the bloom filter, the index, the row cache (when the
+ * cache keeps rows: block_cache.h), then the one data block that can hold
+ * it, whose entry for the key then becomes a row. g->block may be a row
+ * rather than a block; either way it is released the same. Returns
  *   0                 found at once (the block was cached): g->entry and
  *                     g->block are set, done won't run -- no allocation,
  *                     no callback;
@@ -182,6 +190,7 @@ struct eng_sst_read_stats {
         uint64_t bloom_negatives;       /* answered by the bloom filter alone */
         uint64_t bloom_false_positives; /* passed the bloom, but no version in the table */
         uint64_t found;                 /* a version found (tombstones included) */
+        uint64_t row_hits;              /* of those, answered by a cached row */
 };
 
 /* Borrowed; valid while t is referenced. */

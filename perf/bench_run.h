@@ -39,6 +39,7 @@ struct bench_opts {
         const char *dir;
         size_t memtable_budget, cache_bytes;
         bool compaction;
+        bool row_cache;                 /* scree: point lookups cache rows too */
         bool use_existing;              /* keep what --dir holds */
         bool timeseries;                /* keep per-second histograms */
 };

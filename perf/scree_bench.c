@@ -81,6 +81,7 @@ static void usage(FILE *f)
                 "  --table ordered|hashed   (default ordered: sorted, like RocksDB)\n"
                 "  --dir DIR           (default /var/tmp/scree-bench)  --use-existing-db\n"
                 "  --memtable-budget MIB (256)  --cache-size MIB (64)  --compaction on|off (on)\n"
+                "  --row-cache on|off (off; scree: lookups cache the rows they read, not blocks)\n"
                 "  --max-seconds N     per workload (default %u)  --seed N\n"
                 "  --json | --csv      machine-readable rows instead of the table\n"
                 "  --timeseries FILE   one CSV line per second per workload\n"
@@ -186,6 +187,10 @@ static int parse_word_opt(struct cli *c, int ch, const char *arg)
                 r = parse_choice(arg, "off", "on", &v);
                 o->compaction = v;
                 return r;
+        case 'w':
+                r = parse_choice(arg, "off", "on", &v);
+                o->row_cache = v;
+                return r;
         case 'E':
                 r = parse_choice(arg, "scree", "rocksdb", &v);
                 c->engine = arg;
@@ -283,6 +288,7 @@ static const struct option longopts[] = {
         { "scan-length", required_argument, NULL, 'L' },  { "duration", required_argument, NULL, 'u' },
         { "rate", required_argument, NULL, 'R' },         { "write-rate", required_argument, NULL, 'W' },
         { "csv", no_argument, NULL, 'V' },                { "timeseries", required_argument, NULL, 'X' },
+        { "row-cache", required_argument, NULL, 'w' },
         { NULL, 0, NULL, 0 },
 };
 

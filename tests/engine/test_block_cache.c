@@ -3,7 +3,9 @@
  * Block cache (engine/block_cache.h): hits and misses, the byte bound, a
  * one-off scan not flushing blocks that were hit twice, pinned blocks never
  * evicted, a second put of a key returning the first, and dropping a file's
- * blocks while one is pinned; stats.pins counts the pins held.
+ * blocks while one is pinned; stats.pins counts the pins held. Rows: keyed
+ * by file and hash apart from blocks, charged with their header, evicted
+ * with blocks, erased with their file only; adopted blocks stay outside.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +133,122 @@ Test(block_cache, erasing_a_file_drops_its_blocks_and_frees_pinned_ones_at_relea
         cr_expect(cached(c, 2, 3));
         cr_expect(eq(u8, pinned->data[0], 3), "still readable while pinned");
         eng_block_cache_release(c, pinned);     /* freed here (ASan checks) */
+        cr_expect(eq(u64, eng_block_cache_stats(c)->pins, 0));
+        eng_block_cache_free(c);
+}
+
+/* ---- rows ---- */
+
+static struct eng_cached_block *put_row(struct eng_block_cache *c, uint64_t file, uint64_t hash,
+                                        const char *bytes)
+{
+        struct eng_cached_block *b = eng_block_cache_put_row(c, file, hash, bytes,
+                                                             (uint32_t)strlen(bytes));
+
+        cr_assert(not(eq(ptr, b, NULL)));
+        return b;
+}
+
+Test(block_cache, rows_are_found_by_file_and_hash_and_charged_with_their_header)
+{
+        struct eng_block_cache *c;
+        struct eng_cached_block *b;
+        const struct eng_block_cache_stats *st;
+
+        cr_assert(eq(int, eng_block_cache_new(1 << 20, &c), 0));
+        st = eng_block_cache_stats(c);
+        cr_expect(not(eng_block_cache_rows(c)), "off by default");
+        eng_block_cache_release(c, put_row(c, 1, 42, "hello"));
+        /* the block at offset 0 and a row whose hash is 0 do not meet */
+        eng_block_cache_release(c, put(c, 1, 0));
+        eng_block_cache_release(c, put_row(c, 1, 0, "zero"));
+        b = eng_block_cache_get_row(c, 1, 42);
+        cr_assert(not(eq(ptr, b, NULL)));
+        cr_expect(eq(u32, b->content_len, 5));
+        cr_expect(eq(int, memcmp(b->content, "hello", 5), 0));
+        eng_block_cache_release(c, b);
+        /* a second put keeps the first row */
+        b = put_row(c, 1, 42, "other");
+        cr_expect(eq(int, memcmp(b->content, "hello", 5), 0));
+        eng_block_cache_release(c, b);
+        cr_expect(eq(ptr, eng_block_cache_get_row(c, 2, 42), NULL));
+        cr_expect(eq(ptr, eng_block_cache_get_row(c, 1, 43), NULL));
+        b = eng_block_cache_get_row(c, 1, 0);
+        cr_assert(not(eq(ptr, b, NULL)));
+        cr_expect(eq(int, memcmp(b->content, "zero", 4), 0));
+        eng_block_cache_release(c, b);
+        cr_expect(cached(c, 1, 0));
+        cr_expect(eq(u64, st->rows, 2));
+        cr_expect(eq(u64, st->row_inserts, 2));
+        cr_expect(eq(u64, st->row_hits, 2));
+        cr_expect(eq(u64, st->row_misses, 2));
+        cr_expect(eq(u64, st->blocks, 1));
+        cr_expect(eq(u64, st->hits, 1), "rows leave the block counters alone");
+        cr_expect(eq(u64, st->bytes, 4096 + 2 * sizeof(struct eng_cached_block) + 9));
+        eng_block_cache_free(c);
+}
+
+Test(block_cache, rows_and_blocks_share_the_capacity_and_a_file_erase_takes_only_its_own)
+{
+        enum { ROWS = 3000 };
+        struct eng_block_cache *c;
+        struct eng_cached_block *pinned;
+        const struct eng_block_cache_stats *st;
+        char v[100];
+
+        cr_assert(eq(int, eng_block_cache_new(256 << 10, &c), 0));
+        st = eng_block_cache_stats(c);
+        memset(v, 'v', sizeof(v) - 1);
+        v[sizeof(v) - 1] = 0;
+        for (uint64_t i = 0; i < ROWS; i++) {
+                eng_block_cache_release(c, put_row(c, 1 + i % 3, i, v));
+                if (i % 100 == 0)
+                        eng_block_cache_release(c, put(c, 1 + i % 3, i));
+                cr_assert(le(u64, st->bytes, 256 << 10));
+        }
+        cr_expect(lt(u64, st->rows, ROWS), "rows were evicted");
+        cr_expect(gt(u64, st->evictions, 0));
+        pinned = eng_block_cache_get_row(c, 2, ROWS - 2);      /* i % 3 == 1: file 2 */
+        cr_assert(not(eq(ptr, pinned, NULL)));
+        eng_block_cache_erase_file(c, 2);
+        for (uint64_t i = ROWS - 300; i < ROWS; i++) {
+                struct eng_cached_block *b = eng_block_cache_get_row(c, 1 + i % 3, i);
+
+                if (i % 3 == 1)
+                        cr_expect(eq(ptr, b, NULL), "row %lu of the erased file", (unsigned long)i);
+                else
+                        cr_expect(not(eq(ptr, b, NULL)), "row %lu of a kept file", (unsigned long)i);
+                eng_block_cache_release(c, b);
+        }
+        cr_expect(eq(int, memcmp(pinned->content, v, 99), 0), "a pinned row outlives the erase");
+        eng_block_cache_release(c, pinned);
+        cr_expect(eq(u64, st->pins, 0));
+        eng_block_cache_erase_file(c, 1);
+        eng_block_cache_erase_file(c, 3);
+        eng_block_cache_erase_file(c, 9);       /* never cached: nothing happens */
+        cr_expect(eq(u64, st->rows, 0));
+        cr_expect(eq(u64, st->blocks, 0));
+        cr_expect(eq(u64, st->bytes, 0));
+        eng_block_cache_free(c);
+}
+
+Test(block_cache, an_adopted_block_is_never_found_and_goes_at_its_last_release)
+{
+        struct eng_block_cache *c;
+        struct eng_cached_block *b;
+        uint8_t *buf = mem_alloc_aligned(MEM_DIRECT_ALIGN, 4096);
+
+        cr_assert(eq(int, eng_block_cache_new(1 << 20, &c), 0));
+        memset(buf, 7, 4096);
+        b = eng_block_cache_adopt(c, buf, 4096, buf + 16, 4080);
+        cr_assert(not(eq(ptr, b, NULL)));
+        cr_expect(eq(u8, b->content[0], 7));
+        eng_block_cache_pin(c, b);
+        cr_expect(eq(u64, eng_block_cache_stats(c)->pins, 2));
+        cr_expect(eq(u64, eng_block_cache_stats(c)->bytes, 0));
+        cr_expect(eq(u64, eng_block_cache_stats(c)->blocks, 0));
+        eng_block_cache_release(c, b);
+        eng_block_cache_release(c, b);  /* freed here: ASan checks */
         cr_expect(eq(u64, eng_block_cache_stats(c)->pins, 0));
         eng_block_cache_free(c);
 }

@@ -24,6 +24,7 @@
 #include "base/compiler.h"
 #include "engine/fault_fs.h"
 #include "engine/sst_io.h"
+#include "engine/bloom.h"
 #include "engine/sst_iter.h"
 #include "tests/engine/helpers.h"
 #include "tests/tmpdir.h"
@@ -409,6 +410,79 @@ Test(sst_iter, misses_are_not_found_and_bloom_negatives_are_synchronous)
         cr_expect(eq(u64, st->bloom_negatives + st->bloom_false_positives, n));
         cr_expect(gt(u64, st->bloom_negatives, n * 9 / 10), "~1%% false positives");
         cr_expect(le(u32, fp_waited, st->bloom_false_positives));
+}
+
+/* ---- rows (block_cache.h) ---- */
+
+/* Looks every key up once; returns how many waited for a read. */
+static unsigned get_every_key(void)
+{
+        unsigned waited = 0;
+
+        for (uint32_t i = 0; i < N_KEYS; i++) {
+                char k[16];
+                int kl = key_fmt(2 * i + 2, k);
+                struct get_wait w;
+                bool was_pending;
+
+                cr_assert(eq(int, get_key(k, (size_t)kl, &w, &was_pending), 0), "%s", k);
+                expect_entry(&w.g.entry, first_ver[i]);
+                eng_block_cache_release(cache, w.g.block);
+                waited += was_pending;
+        }
+        return waited;
+}
+
+Test(sst_iter, lookups_keep_rows_not_blocks_and_rows_answer_the_next_ones)
+{
+        const struct eng_block_cache_stats *st = eng_block_cache_stats(cache);
+
+        eng_block_cache_set_rows(cache, true);
+        cold_cache();
+        cr_expect(gt(u32, get_every_key(), 80), "cold lookups read blocks");
+        cr_expect(eq(u64, st->blocks, 0), "no block kept for a lookup");
+        cr_expect(eq(u64, st->rows, N_KEYS));
+        cr_expect(eq(u32, get_every_key(), 0), "every second lookup from its row");
+        cr_expect(eq(u64, st->row_hits, N_KEYS));
+        cr_expect(eq(u64, eng_sst_table_stats(table)->row_hits, N_KEYS));
+        cr_expect(eq(u64, eng_sst_table_stats(table)->found, 2 * N_KEYS));
+        cold_cache();
+        cr_expect(eq(u64, st->rows, 0), "the file's rows went with it");
+        cr_expect(eq(u64, st->bytes, 0));
+}
+
+Test(sst_iter, a_row_of_another_key_under_the_same_hash_is_not_taken_for_the_key)
+{
+        char k[16], other[16];
+        int kl = key_fmt(2 * 7 + 2, k), ol = key_fmt(2 * 8 + 2, other);
+        uint8_t row[64];
+        struct get_wait w;
+        bool was_pending;
+
+        /* other's row (a length, the key, no valid value) filed under k's hash */
+        eng_block_cache_set_rows(cache, true);
+        row[0] = (uint8_t)ol;
+        row[1] = row[2] = row[3] = 0;
+        memcpy(row + 4, other, (size_t)ol);
+        eng_block_cache_release(cache, eng_block_cache_put_row(cache, 1, eng_bloom_hash(k, (size_t)kl),
+                                                               row, 4 + (uint32_t)ol));
+        cr_assert(eq(int, get_key(k, (size_t)kl, &w, &was_pending), 0));
+        expect_entry(&w.g.entry, first_ver[7]);
+        cr_expect(was_pending, "read from its block");
+        eng_block_cache_release(cache, w.g.block);
+        cr_expect(eq(u64, eng_sst_table_stats(table)->row_hits, 0));
+}
+
+Test(sst_iter, with_rows_off_lookups_keep_blocks)
+{
+        const struct eng_block_cache_stats *st = eng_block_cache_stats(cache);
+
+        cold_cache();                   /* rows are off by default */
+        cr_expect(gt(u32, get_every_key(), 80));
+        cr_expect(eq(u64, st->rows, 0));
+        cr_expect(gt(u64, st->blocks, 80));
+        cr_expect(eq(u32, get_every_key(), 0), "from the cached blocks");
+        cr_expect(eq(u64, st->row_hits + st->row_misses, 0), "rows never looked at");
 }
 
 /* ---- scans ---- */
