@@ -173,7 +173,6 @@ static struct eng_cache_file *file_get(struct eng_block_cache *c, uint64_t file_
 
 static void file_link(struct eng_cache_file *f, struct eng_cached_block *b)
 {
-        b->file = f;
         b->file_next = f->first;
         b->file_pprev = &f->first;
         if (f->first)
@@ -393,22 +392,28 @@ struct eng_cached_block *eng_block_cache_adopt(struct eng_block_cache *c, uint8_
 }
 
 struct eng_cached_block *eng_block_cache_put_row(struct eng_block_cache *c, uint64_t file_id,
-                                                 uint64_t hash, const void *bytes, uint32_t len)
+                                                 uint64_t hash, const struct eng_cache_part *parts,
+                                                 unsigned n)
 {
         uint64_t offset = row_offset(hash);
         struct eng_cached_block **p = slot_of(c, file_id, offset), *b = *p;
+        size_t len = 0, at = 0;
         uint8_t *data;
 
         if (b)
                 return hit(c, b);
-        if (!(b = malloc(sizeof(*b) + len)))
+        for (unsigned i = 0; i < n; i++)
+                len += parts[i].len;
+        if (len > UINT32_MAX - sizeof(*b) || !(b = malloc(sizeof(*b) + len)))
                 return NULL;
         data = (uint8_t *)(b + 1);
-        if (len)
-                memcpy(data, bytes, len);
-        *b = (struct eng_cached_block){ .data = data, .len = len, .content = data, .content_len = len,
-                                        .file_id = file_id, .offset = offset, .pins = 1,
-                                        .charge = (uint32_t)sizeof(*b) + len };
+        for (unsigned i = 0; i < n; at += parts[i].len, i++)
+                if (parts[i].len)
+                        memcpy(data + at, parts[i].bytes, parts[i].len);
+        *b = (struct eng_cached_block){ .data = data, .len = (uint32_t)len, .content = data,
+                                        .content_len = (uint32_t)len, .file_id = file_id,
+                                        .offset = offset, .pins = 1,
+                                        .charge = (uint32_t)(sizeof(*b) + len) };
         return insert(c, p, b);
 }
 

@@ -42,7 +42,6 @@ struct eng_cached_block {
         uint64_t file_id, offset;       /* a row's offset: ENG_CACHE_ROW_BIT | its hash's bits */
         struct eng_cached_block *hash_next, *prev, *next;
         struct eng_cached_block *file_next, **file_pprev;       /* its file's entries */
-        struct eng_cache_file *file;
         uint32_t pins;
         uint32_t charge;                /* bytes counted against the capacity */
         uint8_t segment;                /* 0 probation, 1 protected */
@@ -87,12 +86,19 @@ struct eng_cached_block *eng_block_cache_put(struct eng_block_cache *c, uint64_t
 struct eng_cached_block *eng_block_cache_get_row(struct eng_block_cache *c, uint64_t file_id,
                                                  uint64_t hash);
 
-/* Inserts a row: len bytes copied from bytes (data = content, len =
- * content_len). Returns it pinned -- the one already cached under this
- * (file_id, hash) if there is one, unchanged -- or NULL on ENOMEM. May
- * evict. */
+/* Borrowed bytes, one part of a row. */
+struct eng_cache_part {
+        const void *bytes;
+        size_t len;
+};
+
+/* Inserts a row: the n parts copied back to back (data = content, len =
+ * content_len = their total). Returns it pinned -- the one already cached
+ * under this (file_id, hash) if there is one, unchanged -- or NULL on
+ * ENOMEM or a row over 4 GiB. May evict. */
 struct eng_cached_block *eng_block_cache_put_row(struct eng_block_cache *c, uint64_t file_id,
-                                                 uint64_t hash, const void *bytes, uint32_t len);
+                                                 uint64_t hash, const struct eng_cache_part *parts,
+                                                 unsigned n);
 
 /* Wraps a verified block like eng_block_cache_put, but outside the cache:
  * nothing finds it, it takes no capacity, and it is freed at its last

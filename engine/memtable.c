@@ -239,14 +239,24 @@ static struct eng_mt_node *search_start(const struct eng_memtable *mt, const str
         return mt->head;
 }
 
-/* The first node >= q (gets without the index, and seeks). A search
- * that has stepped over CLIMB_AFTER nodes on one level goes up to the top
- * level of the node it stands on (a finger search: the rest costs
- * O(log distance), as from the head); *climbs counts those. */
+/* The level a search on level l goes on at, having just stepped onto x
+ * (*steps counts the nodes stepped over on that level): once CLIMB_AFTER
+ * are, x's top level if higher (a finger search: the rest costs
+ * O(log distance), as from the head). */
+static int climb(const struct eng_mt_node *x, int l, unsigned *steps)
+{
+        if (++*steps < CLIMB_AFTER || x->height - 1 <= l)
+                return l;
+        *steps = 0;
+        return x->height - 1;
+}
+
+/* The first node >= q (gets without the index, and seeks), climbing as
+ * climb() says; *climbs counts the climbs. */
 static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const struct probe *q,
                                    uint64_t *climbs)
 {
-        int l;
+        int l, up;
         struct eng_mt_node *x = search_start(mt, q, 1, &l), *next;
         unsigned steps = 0;
 
@@ -260,9 +270,8 @@ static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const struct p
                         if (node_cmp(next, q) >= 0)
                                 break;
                         x = next;
-                        if (++steps >= CLIMB_AFTER && x->height - 1 > l) {
-                                l = x->height - 1;
-                                steps = 0;
+                        if ((up = climb(x, l, &steps)) != l) {
+                                l = up;
                                 ++*climbs;
                         }
                 }
@@ -430,12 +439,13 @@ static bool put_step(struct put_search *p)
                 return true;
         }
         if (next && node_cmp(next, &p->q) < 0) {
+                int up = climb(next, p->l, &p->steps);
+
                 p->x = next;
-                if (++p->steps >= CLIMB_AFTER && next->height - 1 > p->l) {    /* as find_ge */
-                        p->l = next->height - 1;
-                        if (p->l > p->top)
-                                p->top = p->l;
-                        p->steps = 0;
+                if (up != p->l) {
+                        p->l = up;
+                        if (up > p->top)
+                                p->top = up;
                         p->mt->climbs++;
                 }
                 __builtin_prefetch(next->next[p->l]);

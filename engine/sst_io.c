@@ -642,22 +642,16 @@ static int get_from_row(struct eng_sst_table *t, struct eng_sst_get *g)
  * no row). */
 static void row_add(struct eng_sst_table *t, const struct eng_sst_get *g)
 {
-        size_t len = ROW_HEADER + g->key_len + t->lookup.value_len;
-        uint8_t small[512], *buf = len <= sizeof(small) ? small : malloc(len);
-        struct eng_cached_block *row;
+        uint8_t klen[ROW_HEADER];
+        const struct eng_cache_part parts[] = {
+                { klen, sizeof(klen) },
+                { g->key, g->key_len },
+                { t->lookup.value, t->lookup.value_len },
+        };
 
-        if (!buf || len > UINT32_MAX) {
-                if (buf != small)
-                        free(buf);
-                return;
-        }
-        le32_put(buf, (uint32_t)g->key_len);
-        memcpy(buf + ROW_HEADER, g->key, g->key_len);
-        memcpy(buf + ROW_HEADER + g->key_len, t->lookup.value, t->lookup.value_len);
-        row = eng_block_cache_put_row(t->cache, t->file_id, g->hash, buf, (uint32_t)len);
-        eng_block_cache_release(t->cache, row);
-        if (buf != small)
-                free(buf);
+        le32_put(klen, (uint32_t)g->key_len);
+        eng_block_cache_release(t->cache, eng_block_cache_put_row(t->cache, t->file_id, g->hash,
+                                                                  parts, ARRAY_SIZE(parts)));
 }
 
 /* Searches the pinned block b for g's key. 0 keeps b pinned in g->block;
@@ -695,6 +689,7 @@ int eng_sst_table_get(struct eng_sst_table *t, const void *key, size_t key_len,
                       struct eng_sst_get *g)
 {
         uint32_t blk;
+        bool rows;
         int r;
 
         t->stats.gets++;
@@ -710,12 +705,13 @@ int eng_sst_table_get(struct eng_sst_table *t, const void *key, size_t key_len,
         }
         g->key = key;
         g->key_len = key_len;
-        if (eng_block_cache_rows(t->cache) && (r = get_from_row(t, g)) != -SCREE_ENOTFOUND)
+        rows = eng_block_cache_rows(t->cache);
+        if (rows && (r = get_from_row(t, g)) != -SCREE_ENOTFOUND)
                 return r;
         g->rq.done = on_get_block;
         /* With rows, the row is what a lookup keeps: its block would take
          * 4 KiB of cache for one hot key among cold ones. */
-        g->rq.no_cache = eng_block_cache_rows(t->cache);
+        g->rq.no_cache = rows;
         r = eng_sst_table_read_block(t, blk, &g->rq);
         if (r == 1)
                 return get_in_block(t, g, g->rq.block);

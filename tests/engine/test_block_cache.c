@@ -142,8 +142,8 @@ Test(block_cache, erasing_a_file_drops_its_blocks_and_frees_pinned_ones_at_relea
 static struct eng_cached_block *put_row(struct eng_block_cache *c, uint64_t file, uint64_t hash,
                                         const char *bytes)
 {
-        struct eng_cached_block *b = eng_block_cache_put_row(c, file, hash, bytes,
-                                                             (uint32_t)strlen(bytes));
+        const struct eng_cache_part part = { bytes, strlen(bytes) };
+        struct eng_cached_block *b = eng_block_cache_put_row(c, file, hash, &part, 1);
 
         cr_assert(not(eq(ptr, b, NULL)));
         return b;

@@ -440,17 +440,15 @@ Test(sst_iter, a_row_of_another_key_under_the_same_hash_is_not_taken_for_the_key
 {
         char k[16], other[16];
         int kl = key_fmt(2 * 7 + 2, k), ol = key_fmt(2 * 8 + 2, other);
-        uint8_t row[64];
+        uint8_t klen[4] = { (uint8_t)ol };
+        const struct eng_cache_part row[] = { { klen, sizeof(klen) }, { other, (size_t)ol } };
         struct get_wait w;
         bool was_pending;
 
         /* other's row (a length, the key, no valid value) filed under k's hash */
         eng_block_cache_set_rows(cache, true);
-        row[0] = (uint8_t)ol;
-        row[1] = row[2] = row[3] = 0;
-        memcpy(row + 4, other, (size_t)ol);
         eng_block_cache_release(cache, eng_block_cache_put_row(cache, 1, eng_bloom_hash(k, (size_t)kl),
-                                                               row, 4 + (uint32_t)ol));
+                                                               row, ARRAY_SIZE(row)));
         cr_assert(eq(int, get_key(k, (size_t)kl, &w, &was_pending), 0));
         expect_entry(&w.g.entry, first_ver[7]);
         cr_expect(was_pending, "read from its block");
