@@ -42,6 +42,7 @@ struct bench_opts {
         bool row_cache;                 /* scree: point lookups cache rows too */
         bool use_existing;              /* keep what --dir holds */
         bool timeseries;                /* keep per-second histograms */
+        bool stats;                     /* scree: print engine counters per workload */
 };
 
 /* What one worker did in one workload. */

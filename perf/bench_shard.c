@@ -8,6 +8,7 @@
  * time limit is reached and the last op is back.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +240,24 @@ static bool can_issue(const struct bench_shard *b, uint64_t now_ns)
         return !b->res->err && b->issued < b->pace.target && now_ns < b->pace.deadline_ns;
 }
 
+#define D(f) (st->f - b->before.f)
+
+/* --stats: what the engine did during the workload, on stderr. */
+static void print_stats(const struct bench_shard *b, const struct eng_shard_stats *st)
+{
+        fprintf(stderr,
+                "stats %s shard %u: gets %" PRIu64 " (memtable %" PRIu64 ", sst reads %" PRIu64
+                "), blocks hit %" PRIu64 " miss %" PRIu64 ", rows hit %" PRIu64 " miss %" PRIu64
+                " (%" PRIu64 " now), cache %" PRIu64 " MiB, flushes %" PRIu64 ", compactions %" PRIu64
+                " (%" PRIu64 " MiB in), tables %" PRIu64 " (%" PRIu64 " MiB)\n",
+                bench_workload_name(b->w), b->id, D(gets), D(get_memtable_hits), D(get_sst_reads),
+                D(cache_hits), D(cache_misses), D(row_hits), D(row_misses), st->cache_rows,
+                st->cache_bytes >> 20, D(flushes), D(compactions), D(compaction_bytes_in) >> 20,
+                st->sstables, st->sstable_bytes >> 20);
+}
+
+#undef D
+
 static void run_finish(struct bench_shard *b)
 {
         const struct eng_shard_stats *st = eng_shard_stats(b->sh);
@@ -252,6 +271,8 @@ static void run_finish(struct bench_shard *b)
         res->stalls = st->stalls - b->before.stalls;
         res->flushes = st->flushes - b->before.flushes;
         res->sst_reads = st->get_sst_reads - b->before.get_sst_reads;
+        if (b->o->stats)
+                print_stats(b, st);
         rx_alien_complete(&b->req, res->err);
 }
 

@@ -82,6 +82,8 @@ static void usage(FILE *f)
                 "  --dir DIR           (default /var/tmp/scree-bench)  --use-existing-db\n"
                 "  --memtable-budget MIB (256)  --cache-size MIB (64)  --compaction on|off (on)\n"
                 "  --row-cache on|off (off; scree: lookups cache the rows they read, not blocks)\n"
+                "  --stats             scree: after each workload, each shard's engine counters\n"
+                "                      (gets, cache, tables, compactions) on stderr\n"
                 "  --max-seconds N     per workload (default %u)  --seed N\n"
                 "  --json | --csv      machine-readable rows instead of the table\n"
                 "  --timeseries FILE   one CSV line per second per workload\n"
@@ -199,6 +201,7 @@ static int parse_word_opt(struct cli *c, int ch, const char *arg)
         case 'Z': return parse_theta(arg, &o->k.theta);
         case 'd': o->dir = arg; return 0;
         case 'e': o->use_existing = true; return 0;
+        case 'G': o->stats = true; return 0;
         case 'j': c->fmt = BENCH_FORMAT_JSON; return 0;
         case 'V': c->fmt = BENCH_FORMAT_CSV; return 0;
         case 'X': c->timeseries = arg; return 0;
@@ -288,7 +291,7 @@ static const struct option longopts[] = {
         { "scan-length", required_argument, NULL, 'L' },  { "duration", required_argument, NULL, 'u' },
         { "rate", required_argument, NULL, 'R' },         { "write-rate", required_argument, NULL, 'W' },
         { "csv", no_argument, NULL, 'V' },                { "timeseries", required_argument, NULL, 'X' },
-        { "row-cache", required_argument, NULL, 'w' },
+        { "row-cache", required_argument, NULL, 'w' },    { "stats", no_argument, NULL, 'G' },
         { NULL, 0, NULL, 0 },
 };
 
