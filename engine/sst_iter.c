@@ -8,7 +8,11 @@
  *
  * Block reads go through two slots. While no move waits, at most one slot
  * is busy (a readahead is started only when both are free), so a move
- * always finds its block's slot or a free one. A slot whose block is no
+ * always finds its block's slot or a free one. A move that must read its
+ * block starts the read of the next one with it, in the other slot, so a
+ * short scan that needs both waits for the disk once, not twice -- unless
+ * it is a seek below the table's smallest key: such a table is likely
+ * merged in for one entry, or none. A slot whose block is no
  * longer wanted is released when its read completes; a freed iterator
  * lives on until its last pending read has called back.
  */
@@ -44,6 +48,8 @@ struct eng_sst_iter {
         struct eng_block_cache *cache;
         const struct eng_sst_reader *r;
         uint32_t n_blocks;
+        const uint8_t *smallest;        /* the table's smallest key (its props) */
+        uint32_t smallest_len;
         uint32_t cur;                   /* the block it is in, while block is set */
         struct eng_cached_block *block; /* pinned */
         struct eng_block_iter bi;       /* over block's content */
@@ -54,6 +60,7 @@ struct eng_sst_iter {
         eng_sst_iter_cb cb;
         void *arg;
         bool seeking;                   /* the move is a seek to (target, target_seq) */
+        bool ahead_at_miss;             /* a read for the move reads the next block too */
         uint8_t *target;
         size_t target_len, target_cap;
         uint64_t target_seq;
@@ -73,6 +80,8 @@ int eng_sst_iter_new(struct eng_sst_table *t, struct eng_sst_iter **ret)
         it->cache = eng_sst_table_cache(t);
         it->r = eng_sst_table_reader(t);
         it->n_blocks = eng_sst_reader_n_blocks(it->r);
+        it->smallest = eng_sst_reader_props(it->r)->smallest;
+        it->smallest_len = eng_sst_reader_props(it->r)->smallest_len;
         *ret = it;
         return 0;
 }
@@ -153,6 +162,16 @@ static void read_ahead(struct eng_sst_iter *it)
         (void)start_read(it, &it->slots[0], next);
 }
 
+/* A miss: starts the read of block `next` in the slot other than s, if it
+ * is free, so the two reads overlap. */
+static void read_ahead_with(struct eng_sst_iter *it, const struct slot *s, uint32_t next)
+{
+        struct slot *other = &it->slots[s == &it->slots[0]];
+
+        if (next < it->n_blocks && other->state == SLOT_FREE)
+                (void)start_read(it, other, next);      /* as in read_ahead */
+}
+
 /* Makes the block slot s holds the current one. 0 or the read's error. */
 static int take(struct eng_sst_iter *it, struct slot *s)
 {
@@ -195,6 +214,8 @@ static int enter(struct eng_sst_iter *it, uint32_t index)
                 s = free_slot;
                 if ((r = start_read(it, s, index)) < 0)
                         return r;
+                if (s->state == SLOT_PENDING && it->ahead_at_miss)
+                        read_ahead_with(it, s, index + 1);
         }
         if (s->state == SLOT_PENDING) {
                 s->stale = false;
@@ -307,6 +328,7 @@ int eng_sst_iter_seek_first(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *a
 {
         begin(it, cb, arg);
         it->seeking = false;
+        it->ahead_at_miss = false;
         return move_to(it, 0);
 }
 
@@ -325,6 +347,7 @@ int eng_sst_iter_seek(struct eng_sst_iter *it, const void *key, size_t key_len, 
         it->target_len = key_len;
         it->target_seq = seq;
         it->seeking = true;
+        it->ahead_at_miss = eng_key_cmp(key, key_len, it->smallest, it->smallest_len) >= 0;
         if (eng_sst_reader_find_block(it->r, key, key_len, &index) < 0)
                 return stop(it, 0);     /* above the table's largest key */
         return move_to(it, index);
@@ -335,6 +358,7 @@ int eng_sst_iter_next(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
         SCREE_ASSERT(it->valid);
         begin(it, cb, arg);
         it->seeking = false;
+        it->ahead_at_miss = true;
         eng_block_iter_next(&it->bi);
         return settle(it);
 }

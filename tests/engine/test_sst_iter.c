@@ -796,6 +796,52 @@ Test(sst_iter, entering_a_block_reads_the_next_one_ahead_so_crossing_does_not_wa
         cold_cache();
 }
 
+/* A seek that must read its block reads the next one in the same breath,
+ * so a short scan across the two waits once; a seek below the table's
+ * smallest key (the table is likely merged in for an entry or none) does
+ * not, and entering its block reads ahead as before. */
+Test(sst_iter, a_seek_that_misses_reads_the_next_block_with_its_own)
+{
+        struct move_wait w = { 0 };
+        uint32_t at = key_in_block(50);
+        struct eng_sst_iter *it;
+        uint64_t misses;
+        char k[16];
+        int kl = key_fmt(2 * at + 2, k);
+        size_t vi = first_ver[at];
+
+        cold_cache();
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        misses = eng_block_cache_stats(cache)->misses;
+        cr_assert(eq(int, eng_sst_iter_seek(it, k, (size_t)kl, UINT64_MAX, on_move, &w),
+                     ENG_SST_PENDING));
+        cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 2),
+                  "blocks 50 and 51 are read together");
+        cr_assert(eq(int, finish_move(ENG_SST_PENDING, &w), 1));
+        cr_assert(ge(int, read_block_wait(51), 0));
+        n_pending = 0;
+        for (; eng_block_cache_stats(cache)->misses == misses + 2; vi++) {
+                cr_assert(lt(sz, vi, n_vers));
+                expect_at(it, vi);
+                cr_assert(eq(int, next(it), 1));
+        }
+        cr_expect(eq(u32, n_pending, 0), "block 51 was there when the scan crossed");
+        eng_sst_iter_free(it);
+
+        cold_cache();
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        misses = eng_block_cache_stats(cache)->misses;
+        w = (struct move_wait){ 0 };
+        cr_assert(eq(int, eng_sst_iter_seek(it, "a", 1, UINT64_MAX, on_move, &w), ENG_SST_PENDING));
+        cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 1), "block 0 alone");
+        cr_assert(eq(int, finish_move(ENG_SST_PENDING, &w), 1));
+        expect_at(it, 0);
+        cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 2), "block 1 ahead");
+        cr_assert(ge(int, read_block_wait(1), 0));
+        eng_sst_iter_free(it);
+        cold_cache();
+}
+
 /* ---- failures ---- */
 
 Test(sst_iter, a_corrupt_block_is_ecorrupt_for_lookups_and_scans)
