@@ -7,7 +7,9 @@
  * top, and while a next is pending it stays there, so its completion only
  * sifts it down or removes it. A seek empties the heap and moves every
  * child; children are pushed as their seeks finish, and the view is applied
- * once none is pending.
+ * once none is pending. A child whose known smallest key lies above the
+ * target is pushed lazy instead, on a stand-in entry, and really sought
+ * when it reaches the top (merge_iter.h).
  *
  * The views skip versions by stepping the top child: older versions of the
  * key last looked at (its bytes are copied, as stepping may invalidate
@@ -34,6 +36,7 @@ struct slot {
         struct eng_entry e;             /* the child's entry while positioned */
         bool pending;                   /* a move of the child is under way */
         bool in_heap;
+        bool lazy;                      /* e is (c->lo, UINT64_MAX); the seek is put off */
 };
 
 struct eng_merge_iter {
@@ -232,6 +235,16 @@ static int wanted(struct eng_merge_iter *m, const struct eng_entry *e)
         return !drops_dead(m, e);
 }
 
+/* Seeks the lazy top child i to its stand-in's key, for real. */
+static void wake(struct eng_merge_iter *m, uint32_t i)
+{
+        struct slot *s = &m->slots[i];
+
+        s->lazy = false;
+        m->stats.woken++;
+        moved(m, i, s->c->ops->seek(s->c, s->c->lo, s->c->lo_len, UINT64_MAX));
+}
+
 /* Finishes a move once no child is pending: applies the view, stepping
  * the top child over what it leaves out. 1, 0, <0 or ENG_SST_PENDING. */
 static int settle(struct eng_merge_iter *m)
@@ -249,6 +262,10 @@ static int settle(struct eng_merge_iter *m)
                 e = &m->slots[m->heap[0]].e;
                 if (m->end && eng_key_cmp(e->key, e->key_len, m->end, m->o.end_len) >= 0)
                         return stop(m, 0);
+                if (m->slots[m->heap[0]].lazy) {
+                        wake(m, m->heap[0]);
+                        continue;
+                }
                 if ((r = wanted(m, e)) < 0)
                         return stop(m, r);
                 if (r) {
@@ -368,8 +385,17 @@ static int seek_all(struct eng_merge_iter *m, const void *key, size_t key_len)
         heap_clear(m);
         m->has_last = false;
         for (uint32_t i = 0; i < m->n; i++) {
-                struct eng_merge_child *c = m->slots[i].c;
+                struct slot *s = &m->slots[i];
+                struct eng_merge_child *c = s->c;
 
+                s->lazy = key && c->lo && eng_key_cmp(key, key_len, c->lo, c->lo_len) < 0;
+                if (s->lazy) {
+                        s->e = (struct eng_entry){ .key = c->lo, .key_len = (uint32_t)c->lo_len,
+                                                   .seq = UINT64_MAX };
+                        m->stats.lazy++;
+                        heap_push(m, i);
+                        continue;
+                }
                 moved(m, i, key ? c->ops->seek(c, key, key_len, UINT64_MAX) : c->ops->seek_first(c));
         }
         return settle(m);
@@ -541,6 +567,7 @@ static const struct eng_merge_child_ops sst_ops = {
 
 int eng_merge_child_sst_new(struct eng_sst_table *t, struct eng_merge_child **ret)
 {
+        const struct eng_sst_props *props = eng_sst_reader_props(eng_sst_table_reader(t));
         struct sst_child *x = calloc(1, sizeof(*x));
         int r;
 
@@ -551,6 +578,8 @@ int eng_merge_child_sst_new(struct eng_sst_table *t, struct eng_merge_child **re
                 return r;
         }
         x->c.ops = &sst_ops;
+        x->c.lo = props->smallest;
+        x->c.lo_len = props->smallest_len;
         *ret = &x->c;
         return 0;
 }

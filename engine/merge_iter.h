@@ -79,6 +79,14 @@ struct eng_merge_child_ops {
 /* Embedded in the child's own struct (container_of). */
 struct eng_merge_child {
         const struct eng_merge_child_ops *ops;
+        /* The child's smallest key when it is known without a read (an
+         * SSTable's, from its properties; borrowed for the child's life),
+         * or NULL. A seek below it is put off: the child stands in the
+         * heap on (lo, UINT64_MAX), which sorts before any real version,
+         * and is sought to lo only when the merge reaches it -- a table
+         * that the scan ends before costs no block. */
+        const uint8_t *lo;
+        size_t lo_len;
         /* set by eng_merge_iter_add_take */
         struct eng_merge_iter *m;
         uint32_t index;
@@ -121,6 +129,7 @@ struct eng_merge_stats {
         uint64_t shadowed;              /* older versions of a key already seen, stepped over */
         uint64_t tombstones;            /* newest versions that were tombstones, skipped or dropped */
         uint64_t expired;               /* newest versions that had expired, skipped or dropped */
+        uint64_t lazy, woken;           /* children whose seek was put off; then made */
 };
 
 /* res: what the pending move returns now that it is done (1, 0 or <0). */

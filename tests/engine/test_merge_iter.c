@@ -621,6 +621,67 @@ Test(merge_iter, a_user_scan_seeks_past_a_hot_key_instead_of_stepping_over_its_v
         world_free();
 }
 
+/* A table of keys first..first+n-1, one version each. */
+static void run_child(struct child *c, uint32_t first, size_t n)
+{
+        *c = (struct child){ .kind = CHILD_SST, .n = n };
+        c->v = calloc(n, sizeof(*c->v));
+        for (size_t i = 0; i < n; i++)
+                c->v[i] = (struct mver){ .key = first + (uint32_t)i, .seq = 1 + first + i,
+                                         .kind = ENG_ENTRY_VALUE, .value_len = 300 };
+        child_load(c);
+}
+
+/* Two tables side by side, as sequential loads leave them: a seek into the
+ * first puts off the second's until the scan gets there, and a scan that
+ * ends before it never reads it. */
+Test(merge_iter, a_table_above_the_seek_is_not_read_until_the_scan_reaches_it)
+{
+        struct eng_merge_opts o = { .view = ENG_MERGE_USER, .now_ms = MODEL_NOW_MS };
+        const struct eng_merge_stats *st;
+        struct eng_merge_iter *m;
+        uint32_t k = 110;
+        int r;
+
+        w.n_children = 2;
+        run_child(&w.c[0], 130, 30);    /* newest first: the upper run */
+        run_child(&w.c[1], 100, 30);
+        cold_cache();
+        m = merge_make(&o, false);
+        st = eng_merge_iter_stats(m);
+        r = seek(m, model_keys[k], model_key_lens[k]);
+        cr_expect(eq(u64, st->lazy, 1));
+        for (; k < 160; k++) {
+                cr_assert(eq(int, r, 1), "key %u", k);
+                expect_at(m, &w.c[k < 130].v[(k - 100) % 30]);
+                cr_expect(eq(u64, st->woken, k >= 130), "key %u", k);
+                r = next(m);
+        }
+        cr_expect(eq(int, r, 0));
+        eng_merge_iter_free(m);
+
+        /* Ending at k125: the upper run is never read. */
+        cold_cache();
+        o.end_key = model_keys[125];
+        o.end_len = model_key_lens[125];
+        m = merge_make(&o, false);
+        st = eng_merge_iter_stats(m);
+        for (k = 110, r = seek(m, model_keys[k], model_key_lens[k]); r == 1; k++, r = next(m))
+                expect_at(m, &w.c[1].v[k - 100]);
+        cr_expect(eq(int, r, 0));
+        cr_expect(eq(u32, k, 125));
+        cr_expect(eq(u64, st->woken, 0));
+        cr_expect(eq(ptr, eng_block_cache_get(cache, w.c[0].file_id, 0), NULL),
+                  "the upper run's first block was read");
+        /* A seek below both puts off both; the lower one wakes first. */
+        cr_assert(eq(int, seek(m, "a", 1), 1));
+        cr_expect(eq(u64, st->lazy, 3));
+        cr_expect(eq(u64, st->woken, 1));
+        expect_at(m, &w.c[1].v[0]);
+        eng_merge_iter_free(m);
+        world_free();
+}
+
 Test(merge_iter, bad_views_are_refused_and_the_end_key_is_copied)
 {
         struct eng_merge_opts o = { .view = ENG_MERGE_VIEW_INVALID };
