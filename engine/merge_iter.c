@@ -348,14 +348,6 @@ int eng_merge_iter_add_memtable(struct eng_merge_iter *m, struct eng_memtable *m
         return r < 0 ? r : eng_merge_iter_add_take(m, c);
 }
 
-int eng_merge_iter_add_sst(struct eng_merge_iter *m, struct eng_sst_table *t)
-{
-        struct eng_merge_child *c;
-        int r = eng_merge_child_sst_new(t, &c);
-
-        return r < 0 ? r : eng_merge_iter_add_take(m, c);
-}
-
 void eng_merge_iter_free(struct eng_merge_iter *m)
 {
         if (!m)
@@ -582,4 +574,16 @@ int eng_merge_child_sst_new(struct eng_sst_table *t, struct eng_merge_child **re
         x->c.lo_len = props->smallest_len;
         *ret = &x->c;
         return 0;
+}
+
+/* After the SSTable child, whose iterator it tells the merge's span. */
+int eng_merge_iter_add_sst(struct eng_merge_iter *m, struct eng_sst_table *t)
+{
+        struct eng_merge_child *c;
+        int r = eng_merge_child_sst_new(t, &c);
+
+        if (r < 0)
+                return r;
+        eng_sst_iter_set_span(sst_of(c)->it, m->o.span);
+        return eng_merge_iter_add_take(m, c);
 }

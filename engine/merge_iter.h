@@ -121,6 +121,10 @@ struct eng_merge_opts {
         bool bottommost;                /* COMPACT: nothing older lies below the inputs */
         const void *end_key;            /* exclusive; NULL = none; copied */
         size_t end_len;
+        /* Entries a seek will likely be followed for (a scan's limit), 0 =
+         * unknown: an SSTable child whose seek must read reads that far
+         * ahead at once (eng_sst_iter_set_span). */
+        uint32_t span;
 };
 
 /* What the views left out, counted per version. */

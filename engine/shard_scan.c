@@ -101,6 +101,7 @@ static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8
 {
         struct eng_merge_opts o = {
                 .view = ENG_MERGE_USER, .now_ms = sc->now_ms, .end_key = end, .end_len = end_len,
+                .span = sc->limit - sc->n,
         };
         struct eng_merge_iter *m;
         int r;

@@ -6,13 +6,16 @@
  * until it stands on an entry -- a key's versions may run over several
  * blocks.
  *
- * Block reads go through two slots. While no move waits, at most one slot
- * is busy (a readahead is started only when both are free), so a move
- * always finds its block's slot or a free one. A move that must read its
- * block starts the read of the next one with it, in the other slot, so a
- * short scan that needs both waits for the disk once, not twice -- unless
- * it is a seek below the table's smallest key: such a table is likely
- * merged in for one entry, or none. A slot whose block is no
+ * Block reads go through ITER_SLOTS slots. A readahead leaves one slot free
+ * (it starts only while two are), so a move always finds its block's slot
+ * or a free one; entering a block keeps the reads of the blocks just after
+ * it and lets the others go. Entering a block reads the next one ahead. A
+ * move that must read its block reads the next ones with it, so that a
+ * scan that needs several waits for the disk once, not once a block: as
+ * many as the span (eng_sst_iter_set_span) covers at the table's entries
+ * per block, at most ITER_MAX_AHEAD, else one -- unless it is a seek below
+ * the table's smallest key: such a table is likely merged in for one
+ * entry, or none. A slot whose block is no
  * longer wanted is released when its read completes; a freed iterator
  * lives on until its last pending read has called back.
  */
@@ -27,6 +30,10 @@
 #include "base/mem.h"
 #include "engine/key.h"
 #include "engine/sst_iter.h"
+
+/* Blocks read ahead of a move's own block at most, and the slots for them. */
+#define ITER_MAX_AHEAD 3u
+#define ITER_SLOTS (ITER_MAX_AHEAD + 1)
 
 enum slot_state {
         SLOT_FREE,
@@ -55,12 +62,14 @@ struct eng_sst_iter {
         struct eng_block_iter bi;       /* over block's content */
         struct eng_entry entry;
         bool valid;
-        struct slot slots[2];
+        struct slot slots[ITER_SLOTS];
+        uint32_t span;                  /* entries a move is expected to lead to; 0 = unknown */
+        uint32_t per_block;             /* the table's entries per data block, at least 1 */
         struct slot *wait;              /* the read the pending move waits for */
         eng_sst_iter_cb cb;
         void *arg;
         bool seeking;                   /* the move is a seek to (target, target_seq) */
-        bool ahead_at_miss;             /* a read for the move reads the next block too */
+        bool ahead_at_miss;             /* a read for the move reads ahead with it */
         uint8_t *target;
         size_t target_len, target_cap;
         uint64_t target_seq;
@@ -82,6 +91,10 @@ int eng_sst_iter_new(struct eng_sst_table *t, struct eng_sst_iter **ret)
         it->n_blocks = eng_sst_reader_n_blocks(it->r);
         it->smallest = eng_sst_reader_props(it->r)->smallest;
         it->smallest_len = eng_sst_reader_props(it->r)->smallest_len;
+        it->per_block = it->n_blocks ? (uint32_t)(eng_sst_reader_props(it->r)->n_entries /
+                                                   it->n_blocks) : 1;
+        if (!it->per_block)
+                it->per_block = 1;
         *ret = it;
         return 0;
 }
@@ -98,7 +111,7 @@ static void maybe_destroy(struct eng_sst_iter *it)
 {
         if (!it->freeing || it->in_cb)
                 return;
-        for (unsigned i = 0; i < ARRAY_SIZE(it->slots); i++)
+        for (unsigned i = 0; i < ITER_SLOTS; i++)
                 if (it->slots[i].state == SLOT_PENDING)
                         return;
         eng_block_iter_fini(&it->bi);
@@ -121,7 +134,7 @@ void eng_sst_iter_free(struct eng_sst_iter *it)
         it->freeing = true;
         it->wait = NULL;
         leave_block(it);
-        for (unsigned i = 0; i < ARRAY_SIZE(it->slots); i++)
+        for (unsigned i = 0; i < ITER_SLOTS; i++)
                 if (it->slots[i].state == SLOT_READY)
                         slot_drop(it, &it->slots[i]);
         maybe_destroy(it);
@@ -150,26 +163,57 @@ static int start_read(struct eng_sst_iter *it, struct slot *s, uint32_t index)
         return 0;
 }
 
-static void read_ahead(struct eng_sst_iter *it)
+void eng_sst_iter_set_span(struct eng_sst_iter *it, uint32_t entries)
 {
-        uint32_t next = it->cur + 1;
-
-        if (next >= it->n_blocks || it->slots[0].state != SLOT_FREE ||
-            it->slots[1].state != SLOT_FREE)
-                return;
-        /* A read that cannot start is no loss: the move that needs the
-         * block starts it again and reports the error. */
-        (void)start_read(it, &it->slots[0], next);
+        it->span = entries;
 }
 
-/* A miss: starts the read of block `next` in the slot other than s, if it
- * is free, so the two reads overlap. */
-static void read_ahead_with(struct eng_sst_iter *it, const struct slot *s, uint32_t next)
+/* The slot busy with block `index`, or NULL. */
+static struct slot *slot_of(struct eng_sst_iter *it, uint32_t index)
 {
-        struct slot *other = &it->slots[s == &it->slots[0]];
+        for (unsigned i = 0; i < ITER_SLOTS; i++)
+                if (it->slots[i].state != SLOT_FREE && it->slots[i].index == index)
+                        return &it->slots[i];
+        return NULL;
+}
 
-        if (next < it->n_blocks && other->state == SLOT_FREE)
-                (void)start_read(it, other, next);      /* as in read_ahead */
+static struct slot *free_slot(struct eng_sst_iter *it, unsigned *ret_n)
+{
+        struct slot *f = NULL;
+
+        *ret_n = 0;
+        for (unsigned i = 0; i < ITER_SLOTS; i++) {
+                if (it->slots[i].state == SLOT_FREE) {
+                        f = &it->slots[i];
+                        ++*ret_n;
+                }
+        }
+        return f;
+}
+
+/* Starts reading blocks from+1 .. from+n that no slot holds yet, while more
+ * than `spare` slots are free. A read that cannot start is no loss: the
+ * move that needs the block starts it again and reports the error. */
+static void read_ahead(struct eng_sst_iter *it, uint32_t from, uint32_t n, unsigned spare)
+{
+        for (uint32_t i = from + 1; i <= from + n && i < it->n_blocks; i++) {
+                unsigned n_free;
+                struct slot *f = free_slot(it, &n_free);
+
+                if (slot_of(it, i))
+                        continue;
+                if (n_free <= spare)
+                        return;
+                (void)start_read(it, f, i);
+        }
+}
+
+/* How far a move that must read its block reads ahead with it. */
+static uint32_t miss_depth(const struct eng_sst_iter *it)
+{
+        uint32_t n = (it->span + it->per_block - 1) / it->per_block;
+
+        return !it->ahead_at_miss ? 0 : n < 1 ? 1 : n > ITER_MAX_AHEAD ? ITER_MAX_AHEAD : n;
 }
 
 /* Makes the block slot s holds the current one. 0 or the read's error. */
@@ -185,37 +229,48 @@ static int take(struct eng_sst_iter *it, struct slot *s)
         r = eng_block_iter_reset(&it->bi, it->block->content, it->block->content_len);
         if (r < 0)
                 return r;
-        read_ahead(it);
+        read_ahead(it, it->cur, 1, 1);
         return 0;
 }
 
+/* Whether a read of block x is worth keeping for a move into index. */
+static bool just_after(uint32_t x, uint32_t index)
+{
+        return x > index && x - index <= ITER_MAX_AHEAD;
+}
+
 /* Moves into block `index`: 0 when it is the current block, ENG_SST_PENDING
- * (it->wait set), or <0. Blocks read for other indexes are let go. */
+ * (it->wait set), or <0. Reads of the blocks just after it are kept; the
+ * others are let go. */
 static int enter(struct eng_sst_iter *it, uint32_t index)
 {
-        struct slot *s = NULL, *free_slot = NULL;
+        struct slot *s = NULL;
+        unsigned n_free;
         int r;
 
         leave_block(it);
-        for (unsigned i = 0; i < ARRAY_SIZE(it->slots); i++) {
+        for (unsigned i = 0; i < ITER_SLOTS; i++) {
                 struct slot *x = &it->slots[i];
 
-                if (x->state != SLOT_FREE && x->index == index)
-                        s = x;
-                else if (x->state == SLOT_READY)
-                        slot_drop(it, x);
-                else if (x->state == SLOT_PENDING)
-                        x->stale = true;
                 if (x->state == SLOT_FREE)
-                        free_slot = x;
+                        continue;
+                if (x->index == index || just_after(x->index, index)) {
+                        x->stale = false;
+                        if (x->index == index)
+                                s = x;
+                } else if (x->state == SLOT_READY) {
+                        slot_drop(it, x);
+                } else {
+                        x->stale = true;
+                }
         }
         if (!s) {
-                SCREE_ASSERT(free_slot);
-                s = free_slot;
+                s = free_slot(it, &n_free);
+                SCREE_ASSERT(s);
                 if ((r = start_read(it, s, index)) < 0)
                         return r;
-                if (s->state == SLOT_PENDING && it->ahead_at_miss)
-                        read_ahead_with(it, s, index + 1);
+                if (s->state == SLOT_PENDING)
+                        read_ahead(it, index, miss_depth(it), 0);
         }
         if (s->state == SLOT_PENDING) {
                 s->stale = false;

@@ -10,8 +10,11 @@
  * next one (readahead of one block), so a scan that yields to the loop
  * between blocks rarely waits.
  *
+ * A move that has to read its block reads the following ones with it: as
+ * many as the span (eng_sst_iter_set_span) covers, at most 3, else one.
+ *
  * The iterator holds a reference to its table (the owner may drop its own
- * meanwhile) and pins at most two blocks: the one it stands in and the one
+ * meanwhile) and pins at most four blocks: the one it stands in and those
  * read ahead. Freeing it mid-scan, or while a read is pending, is allowed:
  * the pins go at once, and the memory and the table reference when the
  * last of its reads completes.
@@ -72,6 +75,12 @@ int eng_sst_iter_seek(struct eng_sst_iter *it, const void *key, size_t key_len, 
 
 /* The next version. REQUIRES: positioned. */
 int eng_sst_iter_next(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg);
+
+/* Tells the iterator that a move will likely lead on to about `entries`
+ * entries (a scan's limit); 0 = unknown (the default). A move that must
+ * read its block then reads as many blocks after it as those entries
+ * fill at the table's entries per block, in the same breath. */
+void eng_sst_iter_set_span(struct eng_sst_iter *it, uint32_t entries);
 
 /* True when the last move left the iterator on an entry. */
 bool eng_sst_iter_is_valid(const struct eng_sst_iter *it);

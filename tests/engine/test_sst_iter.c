@@ -842,6 +842,45 @@ Test(sst_iter, a_seek_that_misses_reads_the_next_block_with_its_own)
         cold_cache();
 }
 
+/* With a span, a seek that misses reads as many blocks after its own as
+ * the span fills (here three, the most), and the scan crosses all of them
+ * without waiting: entering a block keeps the reads of those after it. */
+Test(sst_iter, a_seek_with_a_span_reads_the_blocks_it_covers_at_once)
+{
+        const struct eng_sst_props *p = eng_sst_reader_props(eng_sst_table_reader(table));
+        uint32_t per_block = (uint32_t)(p->n_entries / eng_sst_reader_n_blocks(eng_sst_table_reader(table)));
+        struct move_wait w = { 0 };
+        uint32_t at = key_in_block(40);
+        struct eng_sst_iter *it;
+        uint64_t misses;
+        char k[16];
+        int kl = key_fmt(2 * at + 2, k);
+        size_t vi = first_ver[at];
+
+        cold_cache();
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        eng_sst_iter_set_span(it, 5 * per_block);
+        misses = eng_block_cache_stats(cache)->misses;
+        cr_assert(eq(int, eng_sst_iter_seek(it, k, (size_t)kl, UINT64_MAX, on_move, &w),
+                     ENG_SST_PENDING));
+        cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 4),
+                  "block 40 and the three after it");
+        cr_assert(eq(int, finish_move(ENG_SST_PENDING, &w), 1));
+        for (uint32_t b = 41; b <= 43; b++)
+                cr_assert(ge(int, read_block_wait(b), 0));
+        n_pending = 0;
+        for (; eng_block_cache_stats(cache)->misses < misses + 5; vi++) {
+                cr_assert(lt(sz, vi, n_vers));
+                expect_at(it, vi);
+                cr_assert(eq(int, next(it), 1));
+        }
+        cr_expect(eq(u32, n_pending, 0), "blocks 41-43 were there when the scan crossed");
+        expect_at(it, vi);
+        cr_expect(ge(int, read_block_wait(44), 0), "entering block 43 reads block 44 ahead");
+        eng_sst_iter_free(it);
+        cold_cache();
+}
+
 /* ---- failures ---- */
 
 Test(sst_iter, a_corrupt_block_is_ecorrupt_for_lookups_and_scans)
