@@ -796,6 +796,46 @@ Test(sst_iter, entering_a_block_reads_the_next_one_ahead_so_crossing_does_not_wa
         cold_cache();
 }
 
+/* Seeks a new iterator with span `span` to the first key in `block` with
+ * the cache cold, expecting `at_once` block reads to start with the seek;
+ * returns it positioned, the version it stands on and the misses before. */
+static struct eng_sst_iter *seek_cold_into(uint32_t block, uint32_t span, uint64_t at_once,
+                                           size_t *ret_vi, uint64_t *ret_misses)
+{
+        struct move_wait w = { 0 };
+        uint32_t at = key_in_block(block);
+        struct eng_sst_iter *it;
+        char k[16];
+        int kl = key_fmt(2 * at + 2, k);
+
+        cold_cache();
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        eng_sst_iter_set_span(it, span);
+        *ret_misses = eng_block_cache_stats(cache)->misses;
+        cr_assert(eq(int, eng_sst_iter_seek(it, k, (size_t)kl, UINT64_MAX, on_move, &w),
+                     ENG_SST_PENDING));
+        cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - *ret_misses, at_once),
+                  "reads started with the seek into block %u", block);
+        cr_assert(eq(int, finish_move(ENG_SST_PENDING, &w), 1));
+        *ret_vi = first_ver[at];
+        expect_at(it, *ret_vi);
+        return it;
+}
+
+/* Scans on from version vi until the cache has seen `misses` misses in
+ * all, checking that no move waited; returns the version it stands on. */
+static size_t cross_without_waiting(struct eng_sst_iter *it, size_t vi, uint64_t misses)
+{
+        n_pending = 0;
+        for (; eng_block_cache_stats(cache)->misses < misses; vi++) {
+                cr_assert(lt(sz, vi, n_vers));
+                expect_at(it, vi);
+                cr_assert(eq(int, next(it), 1));
+        }
+        cr_expect(eq(u32, n_pending, 0), "the blocks read ahead were there when the scan crossed");
+        return vi;
+}
+
 /* A seek that must read its block reads the next one in the same breath,
  * so a short scan across the two waits once; a seek below the table's
  * smallest key (the table is likely merged in for an entry or none) does
@@ -803,35 +843,18 @@ Test(sst_iter, entering_a_block_reads_the_next_one_ahead_so_crossing_does_not_wa
 Test(sst_iter, a_seek_that_misses_reads_the_next_block_with_its_own)
 {
         struct move_wait w = { 0 };
-        uint32_t at = key_in_block(50);
         struct eng_sst_iter *it;
         uint64_t misses;
-        char k[16];
-        int kl = key_fmt(2 * at + 2, k);
-        size_t vi = first_ver[at];
+        size_t vi;
 
-        cold_cache();
-        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
-        misses = eng_block_cache_stats(cache)->misses;
-        cr_assert(eq(int, eng_sst_iter_seek(it, k, (size_t)kl, UINT64_MAX, on_move, &w),
-                     ENG_SST_PENDING));
-        cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 2),
-                  "blocks 50 and 51 are read together");
-        cr_assert(eq(int, finish_move(ENG_SST_PENDING, &w), 1));
+        it = seek_cold_into(50, 0, 2, &vi, &misses);
         cr_assert(ge(int, read_block_wait(51), 0));
-        n_pending = 0;
-        for (; eng_block_cache_stats(cache)->misses == misses + 2; vi++) {
-                cr_assert(lt(sz, vi, n_vers));
-                expect_at(it, vi);
-                cr_assert(eq(int, next(it), 1));
-        }
-        cr_expect(eq(u32, n_pending, 0), "block 51 was there when the scan crossed");
+        cross_without_waiting(it, vi, misses + 3);
         eng_sst_iter_free(it);
 
         cold_cache();
         cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
         misses = eng_block_cache_stats(cache)->misses;
-        w = (struct move_wait){ 0 };
         cr_assert(eq(int, eng_sst_iter_seek(it, "a", 1, UINT64_MAX, on_move, &w), ENG_SST_PENDING));
         cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 1), "block 0 alone");
         cr_assert(eq(int, finish_move(ENG_SST_PENDING, &w), 1));
@@ -847,34 +870,17 @@ Test(sst_iter, a_seek_that_misses_reads_the_next_block_with_its_own)
  * without waiting: entering a block keeps the reads of those after it. */
 Test(sst_iter, a_seek_with_a_span_reads_the_blocks_it_covers_at_once)
 {
-        const struct eng_sst_props *p = eng_sst_reader_props(eng_sst_table_reader(table));
-        uint32_t per_block = (uint32_t)(p->n_entries / eng_sst_reader_n_blocks(eng_sst_table_reader(table)));
-        struct move_wait w = { 0 };
-        uint32_t at = key_in_block(40);
+        const struct eng_sst_reader *rd = eng_sst_table_reader(table);
+        uint32_t per_block = (uint32_t)(eng_sst_reader_props(rd)->n_entries /
+                                        eng_sst_reader_n_blocks(rd));
         struct eng_sst_iter *it;
         uint64_t misses;
-        char k[16];
-        int kl = key_fmt(2 * at + 2, k);
-        size_t vi = first_ver[at];
+        size_t vi;
 
-        cold_cache();
-        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
-        eng_sst_iter_set_span(it, 5 * per_block);
-        misses = eng_block_cache_stats(cache)->misses;
-        cr_assert(eq(int, eng_sst_iter_seek(it, k, (size_t)kl, UINT64_MAX, on_move, &w),
-                     ENG_SST_PENDING));
-        cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 4),
-                  "block 40 and the three after it");
-        cr_assert(eq(int, finish_move(ENG_SST_PENDING, &w), 1));
+        it = seek_cold_into(40, 5 * per_block, 4, &vi, &misses);
         for (uint32_t b = 41; b <= 43; b++)
                 cr_assert(ge(int, read_block_wait(b), 0));
-        n_pending = 0;
-        for (; eng_block_cache_stats(cache)->misses < misses + 5; vi++) {
-                cr_assert(lt(sz, vi, n_vers));
-                expect_at(it, vi);
-                cr_assert(eq(int, next(it), 1));
-        }
-        cr_expect(eq(u32, n_pending, 0), "blocks 41-43 were there when the scan crossed");
+        vi = cross_without_waiting(it, vi, misses + 5);
         expect_at(it, vi);
         cr_expect(ge(int, read_block_wait(44), 0), "entering block 43 reads block 44 ahead");
         eng_sst_iter_free(it);
