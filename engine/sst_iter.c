@@ -81,6 +81,7 @@ static void on_read(struct eng_sst_block_read *rq, int res);
 int eng_sst_iter_new(struct eng_sst_table *t, struct eng_sst_iter **ret)
 {
         struct eng_sst_iter *it = calloc(1, sizeof(*it));
+        const struct eng_sst_props *props;
 
         if (!it)
                 return -ENOMEM;
@@ -89,10 +90,10 @@ int eng_sst_iter_new(struct eng_sst_table *t, struct eng_sst_iter **ret)
         it->cache = eng_sst_table_cache(t);
         it->r = eng_sst_table_reader(t);
         it->n_blocks = eng_sst_reader_n_blocks(it->r);
-        it->smallest = eng_sst_reader_props(it->r)->smallest;
-        it->smallest_len = eng_sst_reader_props(it->r)->smallest_len;
-        it->per_block = it->n_blocks ? (uint32_t)(eng_sst_reader_props(it->r)->n_entries /
-                                                   it->n_blocks) : 1;
+        props = eng_sst_reader_props(it->r);
+        it->smallest = props->smallest;
+        it->smallest_len = props->smallest_len;
+        it->per_block = it->n_blocks ? (uint32_t)(props->n_entries / it->n_blocks) : 0;
         if (!it->per_block)
                 it->per_block = 1;
         *ret = it;
@@ -198,11 +199,11 @@ static void read_ahead(struct eng_sst_iter *it, uint32_t from, uint32_t n, unsig
 {
         for (uint32_t i = from + 1; i <= from + n && i < it->n_blocks; i++) {
                 unsigned n_free;
-                struct slot *f = free_slot(it, &n_free);
+                struct slot *f;
 
                 if (slot_of(it, i))
                         continue;
-                if (n_free <= spare)
+                if (!(f = free_slot(it, &n_free)) || n_free <= spare)
                         return;
                 (void)start_read(it, f, i);
         }
