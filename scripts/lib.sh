@@ -36,7 +36,9 @@ build() {
         ninja -C "$dir"
 }
 
-# summary DIR...: prints "tests: N passed, M failed" over the meson test logs given.
+# summary DIR...: prints "tests: N passed, M failed" over the meson test logs
+# given, after naming each failed test with the tail of its output (CI shows
+# only the end of what it printed).
 summary() {
         /usr/bin/python3 - "$@" <<'PY'
 import json, sys
@@ -47,13 +49,17 @@ for d in sys.argv[1:]:
     except OSError:
         continue
     for line in lines:
-        r = json.loads(line)["result"]
+        t = json.loads(line)
+        r = t["result"]
         if r in ("OK", "EXPECTEDFAIL"):
             ok += 1
         elif r == "SKIP":
             skip += 1
         else:
             bad += 1
+            tail = (t.get("stdout") or "").splitlines()[-25:]
+            print(f"== FAILED ({r}): {d}: {t['name']}")
+            print("\n".join("   " + l for l in tail))
 print(f"tests: {ok} passed, {bad} failed, {skip} skipped")
 PY
 }
