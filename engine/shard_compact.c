@@ -143,8 +143,8 @@ static struct eng_tset *tset_replace(const struct eng_shard_compaction *c)
                 }
                 if (i >= at && i < at + c->n)
                         continue;
-                ts->e[k] = cur->e[i];
-                eng_sst_table_ref(cur->e[k++].t);
+                ts->e[k++] = cur->e[i];
+                eng_sst_table_ref(cur->e[i].t);
         }
         if (n_out) {
                 eng_sst_table_ref(c->out);

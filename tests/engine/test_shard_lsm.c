@@ -420,6 +420,89 @@ Test(shard_lsm, a_compaction_above_older_tables_keeps_tombstones)
         expect_ordered_scan(0, NKEYS, 100);
 }
 
+static bool cut_now;
+
+/* Keys "big%05u" with 1000-byte values, outside the model's key range. */
+static void put_big(uint32_t i)
+{
+        char k[16], v[1000];
+        struct eng_mutation m = { .kind = ENG_MUT_PUT, .table = ENG_TABLE_ORDERED, .key = k,
+                                  .value = v, .value_len = sizeof(v) };
+
+        snprintf(k, sizeof(k), "big%05u", i);
+        m.key_len = (uint32_t)strlen(k);
+        memset(v, 'a' + (int)(i % 26), sizeof(v));
+        cr_assert(eq(int, write_sync(&m, 1), 0));
+}
+
+static void expect_big(uint32_t i)
+{
+        char k[16];
+        struct rd x;
+        int r;
+
+        snprintf(k, sizeof(k), "big%05u", i);
+        r = get_wait(ENG_TABLE_ORDERED, k, (uint32_t)strlen(k), &x);
+        cr_assert(eq(int, r, 0), "%s: %d", k, r);
+        cr_assert(eq(u32, x.g.value_len, 1000), "%s", k);
+        cr_assert(eq(int, ((const char *)x.g.value)[999], 'a' + (int)(i % 26)), "%s", k);
+        eng_get_release(&x.g);
+}
+
+static void on_poll_timer(struct rx_loop *l, struct rx_timer *t)
+{
+        (void)l;
+        (void)t;
+        cut_now = true;
+}
+
+/* Runs the loop for about ms milliseconds. */
+static void run_for_ms(unsigned ms)
+{
+        struct rx_timer timer = { .fn = on_poll_timer, .name = "poll" };
+
+        cut_now = false;
+        cr_assert(eq(int, rx_timer_arm_after(loop, &timer, ms * NS_PER_MS), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &cut_now), 0));
+}
+
+/* A flush that lands while a compaction runs puts its table in front of
+ * the inputs; the set the compaction publishes must still hold a reference
+ * to the table behind them. Regression: the references went to the tables
+ * at the new set's positions in the old set, so the oldest table was
+ * closed while a get could still reach it. */
+Test(shard_lsm, a_flush_during_a_compaction_keeps_the_tables_behind_its_inputs)
+{
+        opts.compaction_rate = 256 << 10;       /* the output's second chunk waits ~1 s */
+        cr_assert(eq(int, shard_open_sync(), 0));
+        for (uint32_t i = 0; i < 1000; i++)     /* the oldest table, ~1 MB */
+                put_big(i);
+        cr_assert(eq(int, flush_sync(), 0));
+        for (uint32_t i = 1000; i < 1400; i++) {        /* four of ~100 KB: the 4th starts it */
+                put_big(i);
+                if (i % 100 == 99)
+                        cr_assert(eq(int, flush_sync(), 0));
+        }
+        for (uint32_t i = 2000; i < 2010; i++)
+                put_big(i);
+        cr_assert(eq(int, flush_sync(), 0));
+        cr_assert(eq(u64, eng_shard_stats(sh)->compactions, 0),
+                  "the compaction ended before the flush: the test needs a lower rate");
+        for (unsigned ms = 0; ms < 20000 && count_files(".sst") != 3; ms += 5)
+                run_for_ms(5);
+        cr_assert(eq(u32, count_files(".sst"), 3), "the compaction did not end");
+        run_for_ms(20);                 /* its last unlink has called back */
+        cr_assert(eq(u64, eng_shard_stats(sh)->compactions, 1));
+        cr_assert(eq(u64, eng_shard_stats(sh)->sstables, 3));
+        for (uint32_t i = 0; i < 1400; i++)
+                expect_big(i);
+        for (uint32_t i = 2000; i < 2010; i++)
+                expect_big(i);
+        cr_assert(eq(int, reopen(), 0));
+        expect_big(0);
+        expect_big(1399);
+}
+
 Test(shard_lsm, a_major_compaction_leaves_one_table_and_drops_the_dead)
 {
         opts.no_compaction = true;              /* only the major one */
@@ -485,7 +568,7 @@ Test(shard_lsm, a_failed_compaction_leaves_the_data_and_the_next_one_works)
         expect_ordered_gets();
 }
 
-static bool cut_now;
+
 
 static void on_cut_timer(struct rx_loop *l, struct rx_timer *t)
 {
