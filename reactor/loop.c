@@ -184,29 +184,43 @@ void rx_loop_stall(struct rx_loop *loop, const char *name, uint64_t duration_ns)
                 loop->opts.on_stall(loop, loop->stats.stall_last_name, duration_ns);
 }
 
-/* Runs tasks until the queue is empty or the quota is spent; advances *now_ns
- * to the time the last task ended. */
+/* Puts the tasks from head to tail, not yet run, back in front of the queue. */
+static void requeue_front(struct rx_loop *loop, struct rx_task *head, struct rx_task *tail)
+{
+        tail->next = loop->task_head;
+        if (!loop->task_head)
+                loop->task_tail = tail;
+        loop->task_head = head;
+}
+
+/*
+ * Runs the tasks that were queued when it was called, until they are done or
+ * the quota is spent; advances *now_ns to the time the last task ended. A
+ * task they post waits for the next iteration, after the pollers and the
+ * completions: a task that re-posts itself (a yield, a spin) cannot hold the
+ * loop for a whole quota while finished I/O waits to be reaped.
+ */
 static unsigned run_tasks(struct rx_loop *loop, uint64_t *now_ns)
 {
+        struct rx_task *batch = loop->task_head, *batch_tail = loop->task_tail;
         uint64_t start_ns = *now_ns, prev = start_ns;
         unsigned n = 0;
 
-        while (loop->task_head) {
-                struct rx_task *t = loop->task_head;
+        loop->task_head = loop->task_tail = NULL;
+        while (batch) {
+                struct rx_task *t = batch;
                 const char *name = t->name;     /* t may be freed by its fn */
                 uint64_t now;
 
-                loop->task_head = t->next;
-                if (!loop->task_head)
-                        loop->task_tail = NULL;
+                batch = t->next;
                 t->fn(loop, t);
                 n++;
                 now = time_now_ns();
                 rx_loop_account(loop, name, &prev, now);
                 *now_ns = now;
-                if (now - start_ns >= loop->opts.task_quota_ns) {
-                        if (loop->task_head)
-                                loop->stats.quota_yields++;
+                if (batch && now - start_ns >= loop->opts.task_quota_ns) {
+                        loop->stats.quota_yields++;
+                        requeue_front(loop, batch, batch_tail);
                         break;
                 }
         }

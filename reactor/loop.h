@@ -3,8 +3,10 @@
  * The reactor loop: one per shard thread, built on that thread's io_uring.
  *
  * Each iteration: (1) run pollers (cross-shard queues, the foreign inbox),
- * (2) run ready tasks until the queue is empty or the task quota (default
- * 0.5 ms) is spent, (3) fire due timers, (4) submit queued SQEs and reap
+ * (2) run the tasks that were ready when this step began until they are
+ * done or the task quota (default 0.5 ms) is spent -- a task posted by a
+ * task runs in the next iteration, so a task that re-posts itself yields to
+ * pollers and completions --, (3) fire due timers, (4) submit queued SQEs and reap
  * posted completions without blocking; while steps 1-3 keep finding work,
  * every RX_LOOP_COLLECT_NS it also asks the kernel to post finished I/O.
  * When an iteration finds nothing to do, and either I/O is in flight or
@@ -131,7 +133,8 @@ bool rx_loop_is_stopping(const struct rx_loop *loop);
  * by a seq_cst fence (rx_smp does this). */
 bool rx_loop_wake(struct rx_loop *loop);
 
-/* Queues t to run on this loop (FIFO). Never runs t inside the call. Shard-local. */
+/* Queues t to run on this loop (FIFO). Never runs t inside the call; posted
+ * from a task, t runs in the next iteration. Shard-local. */
 void rx_loop_post(struct rx_loop *loop, struct rx_task *t);
 
 /* Submits the I/O queued so far to the kernel now, instead of at the end of

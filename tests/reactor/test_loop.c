@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The loop itself: task order, the task quota keeping I/O completions
- * flowing past a CPU-hungry task, the stall detector, set-up hints, and a
+ * flowing past CPU-hungry tasks, a re-posted task yielding an iteration, the stall detector, set-up hints, and a
  * sleeping loop being woken by another thread, an idle loop with I/O in
  * flight sleeping rather than spinning, and completions collected by a loop
  * that never sleeps.
@@ -61,10 +61,12 @@ Test(loop, tasks_run_in_post_order_and_never_inside_post)
         rx_loop_free(loop);
 }
 
-/* A task that burns 50 us and re-posts itself forever; a NOP submitted while
- * it runs must still complete after a bounded number of its runs. */
+/* QUOTA_TASKS tasks that burn 50 us each and re-post themselves forever, so
+ * each iteration's batch (800 us) outlasts the quota; a NOP submitted while
+ * they run must still complete after a bounded number of their runs. */
+#define QUOTA_TASKS 16
 struct quota_state {
-        struct rx_task busy;
+        struct rx_task busy[QUOTA_TASKS];
         struct rx_op nop;
         uint64_t busy_runs;
         uint64_t runs_at_submit;
@@ -101,7 +103,7 @@ static void busy_task(struct rx_loop *loop, struct rx_task *t)
         rx_loop_post(loop, t);
 }
 
-Test(loop, task_quota_bounds_how_long_a_busy_task_delays_io_completions)
+Test(loop, task_quota_bounds_how_long_busy_tasks_delay_io_completions)
 {
         struct rx_loop_opts o = { .task_quota_ns = 500 * NS_PER_US };
         struct rx_loop *loop;
@@ -110,10 +112,12 @@ Test(loop, task_quota_bounds_how_long_a_busy_task_delays_io_completions)
 
         SKIP_IF_NO_URING(r);
         cr_assert(eq(int, r, 0));
-        qs.busy = (struct rx_task){ .fn = busy_task, .name = "busy" };
-        rx_loop_post(loop, &qs.busy);
+        for (int i = 0; i < QUOTA_TASKS; i++) {
+                qs.busy[i] = (struct rx_task){ .fn = busy_task, .name = "busy" };
+                rx_loop_post(loop, &qs.busy[i]);
+        }
         rx_loop_run(loop);
-        cr_assert(qs.completed, "the I/O completion starved behind a busy task");
+        cr_assert(qs.completed, "the I/O completion starved behind busy tasks");
         /* Each run takes >= 50 us, so one 500 us quota holds at most 11 runs; the
          * NOP is reaped at the end of the round it was submitted in or the next.
          * A slower machine only lowers the count, so this bound is noise-proof. */
@@ -122,6 +126,87 @@ Test(loop, task_quota_bounds_how_long_a_busy_task_delays_io_completions)
                   "%llu busy runs before the completion ran",
                   (unsigned long long)(qs.runs_at_completion - qs.runs_at_submit));
         cr_expect(gt(u64, rx_loop_stats(loop)->quota_yields, 0));
+        rx_loop_free(loop);
+}
+
+/* A task that re-posts itself runs once an iteration: each run sees a
+ * later iteration than the one before, and a NOP it submits completes. */
+static uint64_t yield_iters[16];
+static unsigned yield_runs;
+static struct rx_op yield_nop;
+static bool yield_nop_done;
+
+static void on_yield_nop(struct rx_loop *loop, struct rx_op *op, int res)
+{
+        (void)loop;
+        (void)op;
+        cr_assert(eq(int, res, 0));
+        yield_nop_done = true;
+}
+
+static void yield_task(struct rx_loop *loop, struct rx_task *t)
+{
+        yield_iters[yield_runs++] = rx_loop_stats(loop)->iterations;
+        if (yield_runs == 1)
+                cr_assert(eq(int, rx_nop(loop, &yield_nop, on_yield_nop), 0));
+        if (yield_runs == 16 || yield_nop_done) {
+                rx_loop_stop(loop);
+                return;
+        }
+        rx_loop_post(loop, t);
+}
+
+Test(loop, a_task_posted_by_a_task_waits_for_the_next_iteration)
+{
+        struct rx_loop *loop;
+        struct rx_task t = { .fn = yield_task, .name = "yield" };
+        int r = rx_loop_new(NULL, &loop);
+
+        SKIP_IF_NO_URING(r);
+        cr_assert(eq(int, r, 0));
+        rx_loop_post(loop, &t);
+        rx_loop_run(loop);
+        cr_assert(ge(u32, yield_runs, 2));
+        for (unsigned i = 1; i < yield_runs; i++)
+                cr_expect(gt(u64, yield_iters[i], yield_iters[i - 1]),
+                          "run %u in the same iteration as run %u", i, i - 1);
+        rx_loop_free(loop);
+}
+
+/* With a quota spent by every task, what a batch leaves keeps its place in
+ * front of the tasks posted meanwhile. */
+static int order_ran[4], order_n;
+static struct seq_task order_tasks[4];
+
+static void order_record(struct rx_loop *loop, struct rx_task *t)
+{
+        struct seq_task *s = (struct seq_task *)t;
+
+        order_ran[order_n++] = s->id;
+        if (s->id == 0)
+                rx_loop_post(loop, &order_tasks[3].t);
+        if (s->id == 3)
+                rx_loop_stop(loop);
+}
+
+Test(loop, tasks_left_by_a_spent_quota_run_before_those_posted_meanwhile)
+{
+        struct rx_loop_opts o = { .task_quota_ns = 1 };
+        struct rx_loop *loop;
+        int r = rx_loop_new(&o, &loop);
+
+        SKIP_IF_NO_URING(r);
+        cr_assert(eq(int, r, 0));
+        for (int i = 0; i < 4; i++)
+                order_tasks[i] = (struct seq_task){ .t = { .fn = order_record, .name = "order" },
+                                                    .id = i };
+        for (int i = 0; i < 3; i++)
+                rx_loop_post(loop, &order_tasks[i].t);
+        rx_loop_run(loop);
+        cr_assert(eq(int, order_n, 4));
+        for (int i = 0; i < 4; i++)
+                cr_expect(eq(int, order_ran[i], i));
+        cr_expect(ge(u64, rx_loop_stats(loop)->quota_yields, 2));
         rx_loop_free(loop);
 }
 
