@@ -128,11 +128,11 @@ void bench_report_header(FILE *f, enum bench_format fmt, const struct bench_engi
                 return;
         fprintf(f, "# scree-bench: engine=%s num=%" PRIu64 " reads=%" PRIu64 " key=%u value=%u "
                    "workers=%u sync=%s inflight=%u table=%s budget=%zuMiB cache=%zuMiB "
-                   "compaction=%s dist=%s rate=%" PRIu64 " dir=%s\n",
+                   "compaction=%s prefault=%s dist=%s rate=%" PRIu64 " dir=%s\n",
                 e->name, o->k.num, o->reads, o->k.key_size, o->k.value_size, o->k.workers,
                 o->sync == ENG_WAL_SYNC_BATCH ? "batch" : "periodic", o->inflight,
                 o->k.table == ENG_TABLE_ORDERED ? "ordered" : "hashed", o->memtable_budget >> 20,
-                o->cache_bytes >> 20, o->compaction ? "on" : "off",
+                o->cache_bytes >> 20, o->compaction ? "on" : "off", o->prefault ? "on" : "off",
                 o->k.dist == KEYDIST_INVALID ? "default" : keydist_name(o->k.dist), o->rate, o->dir);
         fprintf(f, "# keys per worker:");
         for (unsigned i = 0; i < e->n; i++)

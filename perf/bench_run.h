@@ -40,6 +40,7 @@ struct bench_opts {
         size_t memtable_budget, cache_bytes;
         bool compaction;
         bool row_cache;                 /* scree: point lookups cache rows too */
+        bool prefault;                  /* scree: memtable memory faulted in before the run */
         bool use_existing;              /* keep what --dir holds */
         bool timeseries;                /* keep per-second histograms */
         bool stats;                     /* scree: print engine counters per workload */

@@ -82,6 +82,8 @@ static void usage(FILE *f)
                 "  --dir DIR           (default /var/tmp/scree-bench)  --use-existing-db\n"
                 "  --memtable-budget MIB (256)  --cache-size MIB (64)  --compaction on|off (on)\n"
                 "  --row-cache on|off (off; scree: lookups cache the rows they read, not blocks)\n"
+                "  --prefault on|off   scree: fault the memtable budget in before the first\n"
+                "                      workload (default on, as the server's --prefault)\n"
                 "  --stats             scree: after each workload, each shard's engine counters\n"
                 "                      (gets, cache, tables, compactions) on stderr\n"
                 "  --max-seconds N     per workload (default %u)  --seed N\n"
@@ -193,6 +195,10 @@ static int parse_word_opt(struct cli *c, int ch, const char *arg)
                 r = parse_choice(arg, "off", "on", &v);
                 o->row_cache = v;
                 return r;
+        case 'F':
+                r = parse_choice(arg, "off", "on", &v);
+                o->prefault = v;
+                return r;
         case 'E':
                 r = parse_choice(arg, "scree", "rocksdb", &v);
                 c->engine = arg;
@@ -251,7 +257,7 @@ static void defaults(struct cli *c)
                        .table = ENG_TABLE_ORDERED, .seek_nexts = 10, .scan_max = 100,
                        .dist = KEYDIST_INVALID, .theta = KEYDIST_DEFAULT_THETA, .seed = 301 },
                 .inflight = 1, .max_seconds = DEFAULT_MAX_SECONDS, .sync = ENG_WAL_SYNC_PERIODIC,
-                .dir = "/var/tmp/scree-bench", .compaction = true,
+                .dir = "/var/tmp/scree-bench", .compaction = true, .prefault = true,
                 .memtable_budget = ENG_SHARD_DEFAULT_BUDGET, .cache_bytes = (size_t)64 << 20,
         };
         for (unsigned i = 0; i < BENCH_DEFAULT_WORKLOADS; i++)
@@ -292,6 +298,7 @@ static const struct option longopts[] = {
         { "rate", required_argument, NULL, 'R' },         { "write-rate", required_argument, NULL, 'W' },
         { "csv", no_argument, NULL, 'V' },                { "timeseries", required_argument, NULL, 'X' },
         { "row-cache", required_argument, NULL, 'w' },    { "stats", no_argument, NULL, 'G' },
+        { "prefault", required_argument, NULL, 'F' },
         { NULL, 0, NULL, 0 },
 };
 

@@ -172,6 +172,21 @@ def test_progress_line_on_a_terminal():
     assert "\r" not in out                            # stdout stays clean
 
 
+def test_prefault_is_on_by_default_and_done_before_the_run():
+    """Like the server's --prefault: the shards fault their memtable budget
+    in before the first workload starts, unless told not to."""
+    def bench(*args):
+        with tempfile.TemporaryDirectory(prefix="scree-bench-smoke-", dir="/var/tmp") as d:
+            return subprocess.run([BENCH, "--num", "500", "--dir", d, "--benchmarks", "fillseq",
+                                   "--memtable-budget", "8", *args],
+                                  capture_output=True, text=True, timeout=90)
+    on, off = bench(), bench("--prefault", "off")
+    assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
+    assert "prefault=on" in on.stdout and "prefault=off" in off.stdout
+    assert "memtable memory faulted in" in on.stderr
+    assert "faulted in" not in off.stderr
+
+
 @pytest.mark.parametrize("args,word", [
     (["--benchmarks", "fillnothing"], "--benchmarks"),
     (["--distribution", "pareto"], "--distribution"),
@@ -182,6 +197,7 @@ def test_progress_line_on_a_terminal():
     (["--key-size", "4", "--num", "3000000000"], "keys"),
     (["--timeseries", "/nonexistent-dir/ts.csv"], "/nonexistent-dir/ts.csv"),
     (["--num", "10", "extra"], "unexpected argument"),
+    (["--prefault", "maybe"], "--prefault"),
 ])
 def test_bad_options_are_refused(args, word):
     p = subprocess.run([BENCH, *args], capture_output=True, text=True, timeout=30)
