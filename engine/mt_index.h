@@ -7,7 +7,9 @@
  *
  * Growing never stalls: at 3/4 full a table twice the size takes new keys
  * while every put moves a few slots of the old one over (as Redis's dict
- * does); lookups meanwhile try the new table, then the old. A put of a key
+ * does); lookups meanwhile try the new table, then the old. The bigger
+ * table itself is made ready a segment at a time while the current one
+ * fills from 1/2 to 3/4, so no single put takes and zeroes all of it. A put of a key
  * still in the old table leaves a tombstone there (node NULL, hash kept so
  * probe chains stay whole), so a moved slot never duplicates a key.
  *
@@ -45,6 +47,8 @@ struct arena_pool;
 
 struct mt_index {
         struct mt_table cur, old;       /* old.seg: being moved into cur, or NULL */
+        struct mt_table next;           /* the next cur, twice its size, or seg NULL */
+        uint64_t next_ready;            /* next's first segments taken and zeroed */
         uint64_t cur_used;              /* slots with a hash in cur */
         uint64_t moved;                 /* old slots [0, moved) are done */
         struct arena_pool *pool;        /* whole segments come from it; may be NULL */
@@ -80,7 +84,7 @@ static inline bool mt_index_moving(const struct mt_index *x)
         return x->old.seg != NULL;
 }
 
-/* Bytes the tables take. */
+/* Bytes the tables take (the next one's ready segments too). */
 size_t mt_index_bytes(const struct mt_index *x);
 
 #endif

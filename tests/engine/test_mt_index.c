@@ -8,6 +8,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -159,5 +160,48 @@ Test(mt_index, big_tables_take_zeroed_segments_from_the_pool_and_give_them_back)
         mt_index_fini(&x);
         cr_expect(eq(u32, pool->out, 0));
         cr_expect(eq(u32, pool->refs, 1), "fini dropped the index's reference");
+        arena_pool_unref(pool);
+}
+
+/* The next table is made ready a segment at a time while the current one
+ * fills from 1/2 to 3/4: no put takes more than one segment, where the
+ * switch used to take the whole bigger table at once (a stall of the
+ * shard). The segments still come zeroed from a pool full of garbage. */
+Test(mt_index, a_grow_never_takes_more_than_one_segment_in_one_put)
+{
+        enum { KEYS = 300000 };                 /* ends in 512K slots, preparing 1M */
+        struct arena_pool *pool = arena_pool_new(32, 32 * ARENA_HUGE_BYTES);
+        static struct node big[KEYS];
+        size_t before, max_step = 0;
+        struct mt_index x;
+
+        cr_assert(not(eq(ptr, pool, NULL)));
+        for (unsigned i = 0; i < 32; i++) {
+                void *b = arena_pool_cold(pool);
+
+                memset(b, 0x5a, ARENA_HUGE_BYTES);
+                cr_assert(arena_pool_put(pool, b));
+        }
+        cr_assert(eq(int, mt_index_init(&x, pool), 0));
+        before = mt_index_bytes(&x);
+        for (uint32_t k = 0; k < KEYS; k++) {
+                size_t now;
+
+                big[k] = (struct node){ k, 1 };
+                put(&x, &big[k], hash_of(k));
+                now = mt_index_bytes(&x);
+                if (now > before && now - before > max_step)
+                        max_step = now - before;
+                before = now;
+        }
+        cr_expect(le(sz, max_step, (size_t)ARENA_HUGE_BYTES), "one put took %zu bytes", max_step);
+        cr_expect(eq(u64, x.cur.mask + 1, (uint64_t)1 << 19));
+        cr_expect(gt(u64, x.next_ready, 0), "past half full: the next table is on its way");
+        cr_expect(lt(u64, x.next_ready, 8), "but not all of it yet");
+        cr_expect(eq(u32, pool->out, (uint32_t)(mt_index_bytes(&x) / ARENA_HUGE_BYTES)));
+        for (uint32_t k = 0; k < KEYS; k += 5)
+                cr_assert(eq(ptr, find(&x, k, hash_of(k)), &big[k]), "key %u", k);
+        mt_index_fini(&x);
+        cr_expect(eq(u32, pool->out, 0), "the next table's segments went back too");
         arena_pool_unref(pool);
 }
