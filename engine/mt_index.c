@@ -172,34 +172,44 @@ static void move_some(struct mt_index *x, unsigned n)
                 table_free(x, &x->old);
 }
 
+/* Takes segments of the next table (twice cur's size) until `upto` are
+ * ready; false if one cannot be had now (a later put tries again). */
+static bool next_fill(struct mt_index *x, uint64_t upto)
+{
+        uint64_t slots = (x->cur.mask + 1) * 2;
+
+        if (!x->next.seg) {
+                x->next.seg = calloc(seg_count(slots), sizeof(*x->next.seg));
+                if (!x->next.seg)
+                        return false;
+                x->next.mask = slots - 1;
+        }
+        for (; x->next_ready < upto; x->next_ready++) {
+                x->next.seg[x->next_ready] = seg_new(x, SEG_SLOTS);
+                if (!x->next.seg[x->next_ready])
+                        return false;
+        }
+        return true;
+}
+
 /*
- * Makes segments of the next table (twice cur's size) ready in step with
- * cur filling from 1/2 to 3/4, the last one shortly before grow() needs
- * them: taking and zeroing a whole table at once stopped the shard for
- * 4-6 ms per 2 MiB segment under readwhilewriting on a VM (a block the
- * pool hands out cold is faulted in by the memset). Tables below two
- * segments are left to grow(). A segment that cannot be had now is tried again at later puts.
+ * Makes the next table's segments ready in step with cur filling from 1/2
+ * to 3/4, the last one shortly before grow() needs them: taking and zeroing
+ * a whole table at once stopped the shard for 4-6 ms per 2 MiB segment
+ * under readwhilewriting on a VM (a block the pool hands out cold is
+ * faulted in by the memset). Tables below two segments are left to grow().
  */
 static void prepare_next(struct mt_index *x)
 {
-        uint64_t slots = x->cur.mask + 1, n = seg_count(2 * slots), want;
+        uint64_t slots = x->cur.mask + 1, n, want;
 
-        if (n < 2 || x->next_ready == n || x->cur_used <= slots / 2)
+        if (x->cur_used <= slots / 2)
+                return;
+        n = seg_count(2 * slots);
+        if (n < 2 || x->next_ready == n)
                 return;
         want = 1 + (x->cur_used - slots / 2) * n / (slots / 4);
-        if (!x->next.seg) {
-                x->next.seg = calloc(n, sizeof(*x->next.seg));
-                if (!x->next.seg)
-                        return;
-                x->next.mask = 2 * slots - 1;
-        }
-        while (x->next_ready < want && x->next_ready < n) {
-                struct mt_slot *seg = seg_new(x, SEG_SLOTS);
-
-                if (!seg)
-                        return;
-                x->next.seg[x->next_ready++] = seg;
-        }
+        next_fill(x, want < n ? want : n);
 }
 
 /* The next table, whole: what prepare_next made ready and the rest. */
@@ -209,11 +219,8 @@ static bool take_next(struct mt_index *x, struct mt_table *t)
 
         if (!x->next.seg)
                 return table_new(x, t, slots);
-        for (; x->next_ready < seg_count(slots); x->next_ready++) {
-                x->next.seg[x->next_ready] = seg_new(x, SEG_SLOTS);
-                if (!x->next.seg[x->next_ready])
-                        return false;   /* kept: a later put tries again */
-        }
+        if (!next_fill(x, seg_count(slots)))
+                return false;
         *t = x->next;
         x->next = (struct mt_table){ 0 };
         x->next_ready = 0;
