@@ -55,6 +55,12 @@ struct eng_shard_opts {
         uint64_t period_ns;             /* periodic sync; default 10 ms */
         uint64_t segment_bytes;         /* commit-log segment; default 32 MiB */
         size_t memtable_budget;         /* bytes; default 256 MiB */
+        /* Commit log kept behind the newest segment before the memtables
+         * holding its oldest segments are sealed and flushed, whatever
+         * their size (RocksDB's max_total_wal_size): a tablet that stopped
+         * taking writes would otherwise keep every segment since its last
+         * write. Default memtable_budget; at least 4 segments. */
+        uint64_t log_limit_bytes;
         size_t cache_bytes;             /* block cache; default 64 MiB */
         /* Point lookups that read a block cache the version they found as
          * a row (block_cache.h) instead of the block, in cache_bytes: hot
@@ -85,6 +91,7 @@ struct eng_shard_stats {
         uint64_t disk_bytes_written;                    /* log + SSTables (not the manifest) */
         uint64_t log_records;                           /* commit-log records (groups of writes) */
         uint64_t segments_removed;
+        uint64_t log_limit_seals;                       /* memtables sealed for log_limit_bytes */
         uint64_t memtable_bytes, imm_bytes;             /* now */
         uint64_t replayed_records;                      /* records with an entry not yet flushed */
         /* memtable blocks: faulted in off the shard's thread, taken ready

@@ -415,8 +415,41 @@ static void start_flush(struct eng_shard *s)
         s->busy++;
 }
 
+/*
+ * Once per log segment: when the log behind the newest segment has grown
+ * past log_limit_bytes, seals every active memtable whose first record lies
+ * in the segments beyond the limit, so their flushes let the log be cut.
+ * Only a tablet that has stopped taking writes (a sequential load moves on
+ * through the key ranges) holds one that long: the budget seals the
+ * busiest memtable first. A tablet that cannot be sealed now (its sealed
+ * memtables are at the limit) is tried again at the next segment.
+ */
+static void seal_log_holders(struct eng_shard *s)
+{
+        uint64_t cur = s->wal ? eng_wal_segment(s->wal) : 0;
+        uint64_t keep = s->o.log_limit_bytes / s->o.segment_bytes;
+
+        if (cur == s->log_checked)
+                return;
+        s->log_checked = cur;
+        if (keep < SHARD_LOG_MIN_SEGMENTS)
+                keep = SHARD_LOG_MIN_SEGMENTS;
+        if (cur <= keep)
+                return;
+        for (uint32_t i = 0; i < s->n_tablets; i++) {
+                struct eng_tablet *t = &s->tablets[i];
+
+                if (t->active_first_segment && t->active_first_segment <= cur - keep &&
+                    t->n_imm < SHARD_MAX_IMM) {
+                        shard_seal(s, t);
+                        s->stats.log_limit_seals += !t->active_first_segment;
+                }
+        }
+}
+
 void shard_maybe_flush(struct eng_shard *s)
 {
+        seal_log_holders(s);
         while (s->active_bytes >= s->o.memtable_budget / 2) {
                 struct eng_tablet *big = NULL;
 

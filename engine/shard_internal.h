@@ -53,6 +53,10 @@ struct eng_tablet {
         bool compacting;
 };
 
+/* The commit log a shard keeps at the least before log_limit_bytes seals
+ * memtables (shard_flush.c): the segment being written, and some behind. */
+#define SHARD_LOG_MIN_SEGMENTS 4u
+
 /* Memtable blocks faulted in at once, on io-wq workers (shard_pool.c). */
 #define SHARD_PREFAULT_SLOTS 2u
 
@@ -112,6 +116,7 @@ struct eng_shard {
         bool wake_posted;
         /* commit-log segments [log_oldest, log_cut) are no longer needed */
         uint64_t log_oldest, log_cut;
+        uint64_t log_checked;           /* segment of the last log-limit check (shard_flush.c) */
         bool unlinking;
         struct eng_fs_op unlink_op;
         char unlink_path[4096];

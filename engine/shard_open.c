@@ -57,6 +57,8 @@ static void opts_defaults(struct eng_shard_opts *o)
                 o->segment_bytes = ENG_WAL_DEFAULT_SEGMENT_BYTES;
         if (!o->period_ns)
                 o->period_ns = ENG_WAL_DEFAULT_PERIOD_NS;
+        if (!o->log_limit_bytes)
+                o->log_limit_bytes = o->memtable_budget;
 }
 
 static void shard_free(struct eng_shard *s)

@@ -538,6 +538,49 @@ Test(shard, flushed_log_segments_are_removed)
         expect_value("r3k199", (snprintf(v, sizeof(v), "%0400d", 199), v));
 }
 
+/* A tablet that stops taking writes must not keep the log: its memtable
+ * is sealed and flushed once the log behind the newest segment passes
+ * log_limit_bytes, as a sequential load leaves every range but the last.
+ * Regression: the budget only ever sealed the busiest memtable, so one
+ * key in another tablet kept every segment written after it. */
+Test(shard, an_idle_tablet_does_not_keep_the_log)
+{
+        char k[32], v[512];
+        struct eng_mutation idle = { .kind = ENG_MUT_PUT, .table = ENG_TABLE_ORDERED,
+                                     .key = "idle", .key_len = 4, .value = "kept", .value_len = 4 };
+        struct eng_mutation m[8];
+        struct rd x;
+
+        opts.segment_bytes = 64 << 10;
+        opts.memtable_budget = 256 << 10;       /* log limit: 4 segments */
+        cr_assert(eq(int, shard_open_sync(), 0));
+        cr_assert(eq(int, write_sync(&idle, 1), 0));
+        /* ~2.4 MB into the default table: ~37 segments of log. */
+        for (int i = 0; i < 600; i++) {
+                char keys[8][32];
+
+                for (int j = 0; j < 8; j++) {
+                        snprintf(keys[j], sizeof(keys[j]), "k%06d", i * 8 + j);
+                        snprintf(v, sizeof(v), "%0480d", i);
+                        m[j] = put_m(keys[j], v, 0);
+                }
+                cr_assert(eq(int, write_sync(m, 8), 0));
+        }
+        /* Segments in use: the limit's 4 and the one being written, the
+         * reserve, 2 kept for reuse; a flush may still be cutting. */
+        for (int ms = 0; ms < 5000 && count_files(".log") > 9; ms += 10)
+                run_for_ms(10);
+        cr_expect(le(u32, count_files(".log"), 9), "%u segments kept", count_files(".log"));
+        cr_expect(ge(u64, eng_shard_stats(sh)->log_limit_seals, 1));
+        cr_assert(eq(int, reopen(), 0));
+        cr_assert(eq(int, get_wait(ENG_TABLE_ORDERED, "idle", 4, &x), 0));
+        cr_expect(eq(u32, x.g.value_len, 4));
+        cr_expect(eq(int, memcmp(x.g.value, "kept", 4), 0));
+        eng_get_release(&x.g);
+        snprintf(k, sizeof(k), "k%06d", 4799);
+        expect_value(k, (snprintf(v, sizeof(v), "%0480d", 599), v));
+}
+
 Test(shard, start_ups_without_writes_leave_no_old_log_behind)
 {
         char v[512];

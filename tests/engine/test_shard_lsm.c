@@ -449,23 +449,6 @@ static void expect_big(uint32_t i)
         eng_get_release(&x.g);
 }
 
-static void on_poll_timer(struct rx_loop *l, struct rx_timer *t)
-{
-        (void)l;
-        (void)t;
-        cut_now = true;
-}
-
-/* Runs the loop for about ms milliseconds. */
-static void run_for_ms(unsigned ms)
-{
-        struct rx_timer timer = { .fn = on_poll_timer, .name = "poll" };
-
-        cut_now = false;
-        cr_assert(eq(int, rx_timer_arm_after(loop, &timer, ms * NS_PER_MS), 0));
-        cr_assert(eq(int, rx_loop_run_until(loop, &cut_now), 0));
-}
-
 /* A flush that lands while a compaction runs puts its table in front of
  * the inputs; the set the compaction publishes must still hold a reference
  * to the table behind them. Regression: the references went to the tables
