@@ -32,6 +32,8 @@
 #define DIR_LEVELS 2u
 #define DIR_MIN_TALL 64u
 #define DIR_OUTSIDE UINT32_MAX
+/* Buckets after its own a new tall node becomes the entry of (dir_add). */
+#define DIR_PUSH 8u
 /* A search that steps over this many nodes on one level -- from the
  * directory, through a run of one key's versions or of keys sharing their
  * first word, which all fall in one bucket -- climbs (find_ge). */
@@ -59,8 +61,9 @@ struct eng_memtable {
         unsigned height;                /* levels in use */
         uint64_t rng;
         uint64_t count;
-        /* The directory (see dir_*): dir[b] is head or the last tall node
-         * (height >= DIR_LEVELS) whose key sorts before bucket b. */
+        /* The directory (see dir_*): dir[b] is head or a tall node
+         * (height >= DIR_LEVELS) whose key sorts before bucket b, usually
+         * the last one. */
         struct eng_mt_node **dir;
         uint32_t dir_n;                 /* buckets, a power of two; 0: none yet */
         unsigned dir_shift;
@@ -68,6 +71,7 @@ struct eng_memtable {
         uint64_t n_tall;
         uint64_t n_outside;             /* tall nodes outside the buckets since the rebuild */
         uint64_t climbs;                /* of puts' searches (see find_ge) */
+        uint64_t dir_pushes;            /* bucket entries dir_add rewrote */
         /* Point lookups: key -> its newest node (mt_index.h); off after
          * an ENOMEM, when gets search the list instead. */
         struct mt_index idx;
@@ -214,12 +218,19 @@ static void dir_add(struct eng_memtable *mt, struct eng_mt_node *t)
                         dir_rebuild(mt, mt->dir_n);
                 return;
         }
-        /* t now precedes the buckets after its own up to the next tall node. */
+        /* t now precedes the buckets after its own up to the next tall
+         * node; the first DIR_PUSH of them take it. Those further on keep
+         * an entry that still sorts before them, only further back (a
+         * search from it climbs): else keys written in order inside the
+         * range -- after a rebuild that rounded the range up to the
+         * buckets -- each rewrote every bucket after their own, O(buckets)
+         * a tall node. */
         q = probe_of(node_key(t), t->key_len, t->seq);
-        for (uint32_t b = c + 1; b < mt->dir_n; b++) {
+        for (uint32_t b = c + 1; b < mt->dir_n && b <= c + DIR_PUSH; b++) {
                 if (mt->dir[b] != mt->head && node_cmp(mt->dir[b], &q) > 0)
                         break;
                 mt->dir[b] = t;
+                mt->dir_pushes++;
         }
 }
 
@@ -588,6 +599,11 @@ size_t eng_memtable_bytes(const struct eng_memtable *mt)
 uint64_t eng_memtable_climbs(const struct eng_memtable *mt)
 {
         return mt->climbs;
+}
+
+uint64_t eng_memtable_dir_pushes(const struct eng_memtable *mt)
+{
+        return mt->dir_pushes;
 }
 
 uint64_t eng_memtable_count(const struct eng_memtable *mt)

@@ -94,6 +94,9 @@ uint64_t eng_memtable_count(const struct eng_memtable *mt);
  * run of one key's versions, or of keys sharing their first 8 bytes, all
  * in one directory bucket), went up to a higher level. For tests. */
 uint64_t eng_memtable_climbs(const struct eng_memtable *mt);
+/* Directory entries new tall nodes have taken over (not counting
+ * rebuilds). For tests. */
+uint64_t eng_memtable_dir_pushes(const struct eng_memtable *mt);
 
 /* Debug validator for asserts: true if every level is sorted and lower levels
  * contain the upper ones. O(n). */

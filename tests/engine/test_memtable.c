@@ -251,6 +251,34 @@ Test(memtable, the_directory_finds_every_key_whatever_the_insert_order)
         eng_memtable_unref(mt);
 }
 
+/* Keys written in order land in buckets a rebuild rounded the range up
+ * to: each tall node takes over a few buckets after its own, not all of
+ * them. Regression: it took every later bucket, so a sequential load
+ * cost O(buckets) a tall node (fillseq of 10M keys ran at 250k puts/s
+ * against 1.3M with the fix). */
+Test(memtable, keys_written_in_order_take_over_few_directory_buckets)
+{
+        enum { N = 200000 };
+        struct eng_memtable *mt = eng_memtable_new(NULL);
+        char k[32];
+
+        for (unsigned i = 0; i < N; i++) {
+                snprintf(k, sizeof(k), "%016llx", (unsigned long long)i << 40);
+                put(mt, k, (uint32_t)strlen(k), i + 1, ENG_ENTRY_VALUE, "v");
+        }
+        /* ~N/4 tall nodes, each taking over at most 8 entries. */
+        cr_expect(le(u64, eng_memtable_dir_pushes(mt), 8 * (uint64_t)N / 2),
+                  "%llu entries rewritten", (unsigned long long)eng_memtable_dir_pushes(mt));
+        for (unsigned i = 0; i < N; i += 997) {
+                struct eng_entry e;
+
+                snprintf(k, sizeof(k), "%016llx", (unsigned long long)i << 40);
+                cr_assert(eq(int, eng_memtable_get(mt, k, (uint32_t)strlen(k), UINT64_MAX, &e), 0), "%s", k);
+        }
+        cr_assert(eng_memtable_check(mt));
+        eng_memtable_unref(mt);
+}
+
 /* eng_memtable_put_many does what eng_memtable_put does one by one: batches
  * of 1..8 puts over two memtables, with duplicates inside a batch and bad
  * kinds, leave valid lists whose every version reads back. */
