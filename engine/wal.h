@@ -78,6 +78,7 @@ struct eng_wal_stats {
         uint64_t recycled;              /* segments prepared from a recycled file */
         uint64_t zeroed_bytes;          /* zeros written over new segments (batch mode);
                                          * counted in written_bytes too */
+        uint64_t buffers;               /* write buffers allocated */
 };
 
 /* Old segment files a log keeps for reuse (eng_wal_recycle). */
