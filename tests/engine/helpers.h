@@ -21,6 +21,7 @@
 #include "engine/fault_fs.h"
 #include "engine/sst_io.h"
 #include "reactor/loop.h"
+#include "reactor/timer.h"
 #include "tests/reactor/helpers.h"
 
 static inline void engine_test_loop_fs(struct rx_loop **ret_loop, struct eng_fs **ret_fs)
@@ -31,6 +32,26 @@ static inline void engine_test_loop_fs(struct rx_loop **ret_loop, struct eng_fs 
         cr_assert(eq(int, r, 0));
         *ret_fs = eng_fault_fs_new(*ret_loop);
         cr_assert(not(eq(ptr, *ret_fs, NULL)));
+}
+
+static bool engine_test_waited;
+
+static inline void engine_test_wait_done(struct rx_loop *l, struct rx_timer *t)
+{
+        (void)l;
+        (void)t;
+        engine_test_waited = true;
+}
+
+/* Runs l for about ms milliseconds. */
+static inline void engine_test_run_for_ms(struct rx_loop *l, unsigned ms)
+{
+        struct rx_timer t;
+
+        engine_test_waited = false;
+        rx_timer_init(&t, engine_test_wait_done, "test:wait");
+        cr_assert(eq(int, rx_timer_arm_after(l, &t, (uint64_t)ms * 1000 * 1000), 0));
+        cr_assert(eq(int, rx_loop_run_until(l, &engine_test_waited), 0));
 }
 
 /* engine_test_loop_fs, and a block cache of cache_bytes. */

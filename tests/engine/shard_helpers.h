@@ -19,9 +19,7 @@
 
 #include <scree/scree_errors.h>
 
-#include "base/time.h"
 #include "engine/shard.h"
-#include "reactor/timer.h"
 #include "tests/engine/helpers.h"
 #include "tests/tmpdir.h"
 
@@ -242,23 +240,9 @@ static inline int flush_sync(void)
         return op_res;
 }
 
-static bool run_for_elapsed;
-
-static inline void on_run_for_timer(struct rx_loop *l, struct rx_timer *t)
-{
-        (void)l;
-        (void)t;
-        run_for_elapsed = true;
-}
-
-/* Runs the loop for about ms milliseconds. */
 static inline void run_for_ms(unsigned ms)
 {
-        struct rx_timer timer = { .fn = on_run_for_timer, .name = "run for" };
-
-        run_for_elapsed = false;
-        cr_assert(eq(int, rx_timer_arm_after(loop, &timer, ms * NS_PER_MS), 0));
-        cr_assert(eq(int, rx_loop_run_until(loop, &run_for_elapsed), 0));
+        engine_test_run_for_ms(loop, ms);
 }
 
 static inline unsigned count_files(const char *ext)

@@ -236,23 +236,9 @@ static inline unsigned close_and_expect_records(struct eng_wal *wal, unsigned n)
 
 #define SEG_BYTES (64u * 1024u)
 
-static bool ticked;
-
-static inline void tick(struct rx_loop *l, struct rx_timer *t)
-{
-        (void)l;
-        (void)t;
-        ticked = true;
-}
-
 static inline void run_for_ms(unsigned ms)
 {
-        struct rx_timer t;
-
-        ticked = false;
-        rx_timer_init(&t, tick, "test:wait");
-        rx_timer_arm_after(loop, &t, (uint64_t)ms * 1000 * 1000);
-        cr_assert(eq(int, rx_loop_run_until(loop, &ticked), 0));
+        engine_test_run_for_ms(loop, ms);
 }
 
 /*
