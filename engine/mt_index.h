@@ -9,9 +9,10 @@
  * while every put moves a few slots of the old one over (as Redis's dict
  * does); lookups meanwhile try the new table, then the old. The bigger
  * table itself is made ready a segment at a time while the current one
- * fills from 1/2 to 3/4, so no single put takes and zeroes all of it. A put of a key
- * still in the old table leaves a tombstone there (node NULL, hash kept so
- * probe chains stay whole), so a moved slot never duplicates a key.
+ * fills from 1/2 to 3/4, so no single put takes and zeroes all of it. A
+ * put of a key still in the old table leaves a tombstone there (node NULL,
+ * hash kept so probe chains stay whole), so a moved slot never duplicates
+ * a key.
  *
  * A table is a row of segments of up to 2 MiB; tables from 2 MiB up take
  * whole segments from the shard's block pool (base/arena.h), which holds

@@ -121,13 +121,13 @@ static bool flush_allowed(const struct eng_wal *wal)
 
 /* ---- buffers ---- */
 
-static int wbuf_init(struct wbuf *b, size_t cap, uint64_t file_off, struct eng_wal_stats *st)
+static int wbuf_init(struct eng_wal *wal, struct wbuf *b, size_t cap, uint64_t file_off)
 {
         cap = (cap + BLOCK - 1) & ~(size_t)(BLOCK - 1);
         b->data = mem_alloc_aligned(BLOCK, cap);
         if (!b->data)
                 return -ENOMEM;
-        st->buffers++;
+        wal->stats.buffers++;
         b->cap = cap;
         b->len = 0;
         b->file_off = file_off;
@@ -151,7 +151,7 @@ static void wbuf_fini(struct wbuf *b)
 static int wbuf_take(struct eng_wal *wal, struct wbuf *b, size_t cap, uint64_t file_off)
 {
         if (!wal->spare.data || wal->spare.cap < cap)
-                return wbuf_init(b, cap, file_off, &wal->stats);
+                return wbuf_init(wal, b, cap, file_off);
         *b = wal->spare;
         wal->spare = (struct wbuf){ 0 };
         b->len = 0;
@@ -178,7 +178,7 @@ static int wbuf_reserve(struct eng_wal *wal, struct wbuf *b, size_t n)
 
         if (b->len + n <= b->cap)
                 return 0;
-        if (wbuf_init(&nb, (b->len + n) * 2, b->file_off, &wal->stats) < 0)
+        if (wbuf_init(wal, &nb, (b->len + n) * 2, b->file_off) < 0)
                 return -ENOMEM;
         memcpy(nb.data, b->data, b->len);
         nb.len = b->len;
@@ -352,7 +352,7 @@ static struct wal_seg *seg_new(struct eng_wal *wal, uint64_t id)
         s->header = mem_alloc_aligned(BLOCK, RECYCLED_HEAD_BYTES);
         if (s->header)
                 memset(s->header, 0, RECYCLED_HEAD_BYTES);
-        if (!s->header || wbuf_init(&s->active, MIN_BUF, ENG_WAL_SEGMENT_HEADER_BYTES, &wal->stats) < 0 ||
+        if (!s->header || wbuf_init(wal, &s->active, MIN_BUF, ENG_WAL_SEGMENT_HEADER_BYTES) < 0 ||
             (wal->dir_fd >= 0 && prep_start(s) < 0)) {
                 if (s->recycled_id)
                         wal->pool[wal->n_pool++] = s->recycled_id;

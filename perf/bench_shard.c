@@ -249,14 +249,15 @@ static void print_stats(const struct bench_shard *b, const struct eng_shard_stat
         fprintf(stderr,
                 "stats %s shard %u: gets %" PRIu64 " (memtable %" PRIu64 ", sst reads %" PRIu64
                 "), blocks hit %" PRIu64 " miss %" PRIu64 ", rows hit %" PRIu64 " miss %" PRIu64
-                " (%" PRIu64 " now), cache %" PRIu64 " MiB, flushes %" PRIu64 " (%" PRIu64 " for the log"
-                " limit), compactions %" PRIu64
-                " (%" PRIu64 " MiB in), tables %" PRIu64 " (%" PRIu64 " MiB), memtable blocks"
-                " warm %" PRIu64 " cold %" PRIu64 "\n",
+                " (%" PRIu64 " now), cache %" PRIu64 " MiB, flushes %" PRIu64
+                " (%" PRIu64 " for the log limit), compactions %" PRIu64 " (%" PRIu64 " MiB in),"
+                " tables %" PRIu64 " (%" PRIu64 " MiB), memtable blocks warm %" PRIu64
+                " cold %" PRIu64 "\n",
                 bench_workload_name(b->w), b->id, D(gets), D(get_memtable_hits), D(get_sst_reads),
                 D(cache_hits), D(cache_misses), D(row_hits), D(row_misses), st->cache_rows,
-                st->cache_bytes >> 20, D(flushes), D(log_limit_seals), D(compactions), D(compaction_bytes_in) >> 20,
-                st->sstables, st->sstable_bytes >> 20, D(block_pool_hits), D(block_pool_misses));
+                st->cache_bytes >> 20, D(flushes), D(log_limit_seals), D(compactions),
+                D(compaction_bytes_in) >> 20, st->sstables, st->sstable_bytes >> 20,
+                D(block_pool_hits), D(block_pool_misses));
 }
 
 #undef D
