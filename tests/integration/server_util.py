@@ -5,6 +5,7 @@ Every server binds 127.0.0.1 on a free port, lives in a temporary --dir,
 and is stopped by its own PID (SIGTERM, then SIGKILL after a timeout).
 """
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,7 +22,13 @@ def free_port():
 
 
 class Server:
+    """One scree process. close() stops it and removes the --dir it made;
+    conftest.py closes every Server a test made, also when the test fails."""
+
+    made = []       # every Server not yet closed, oldest first
+
     def __init__(self, dir=None, smp=2, args=(), port=None):
+        Server.made.append(self)
         self.own_dir = dir is None
         self.dir = dir or tempfile.mkdtemp(prefix="scree-it-")
         self.smp = smp
@@ -75,6 +82,17 @@ class Server:
         for bad in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
             assert bad not in out, out[-4000:]
         return rc
+
+    def close(self):
+        """Stops the server (as stop()) and removes its directory unless the
+        caller passed it in; returns stop()'s exit status."""
+        try:
+            return self.stop()
+        finally:
+            if self.own_dir:
+                shutil.rmtree(self.dir, ignore_errors=True)
+            if self in Server.made:
+                Server.made.remove(self)
 
     def rss_kib(self):
         with open(f"/proc/{self.proc.pid}/status") as f:

@@ -202,7 +202,7 @@ def test_limits_on_keys_and_values(server):
         assert c.strlen("ap") == 90
         assert c.ping()
     finally:
-        s.stop()
+        s.close()
 
 
 def test_unknown_command_keeps_the_connection(r):

@@ -2,7 +2,6 @@
 """Restarts: data kept on the same --dir, every acknowledged write kept
 across SIGTERM and (in batch mode) kill -9 under a write load, a
 directory made with another --smp refused."""
-import shutil
 import signal
 import subprocess
 import threading
@@ -29,8 +28,7 @@ def test_restart_on_the_same_dir_keeps_the_data():
         assert r.get("k5") == b"v5" and r.get("k7") is None
         assert 990 <= r.ttl("ttl") <= 1000
     finally:
-        s.stop()
-        shutil.rmtree(s.dir, ignore_errors=True)
+        s.close()
 
 
 class Writers:
@@ -95,8 +93,7 @@ def run_load_then(sig, sync):
         check_all_present(s, w.acked)
         return rc, s
     finally:
-        s.stop()
-        shutil.rmtree(s.dir, ignore_errors=True)
+        s.close()
 
 
 def test_sigterm_under_write_load_keeps_every_acknowledged_write():
@@ -126,5 +123,4 @@ def test_a_dir_from_another_smp_is_refused():
         s.start()
         assert s.client().get("a") == b"1", "the refused start changed nothing"
     finally:
-        s.stop()
-        shutil.rmtree(s.dir, ignore_errors=True)
+        s.close()

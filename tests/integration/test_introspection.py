@@ -132,7 +132,7 @@ def test_idle_timeout_closes_idle_clients():
         kept.cmd("PING")
         assert kept.reply() == (b"+", b"PONG")
     finally:
-        s.stop()
+        s.close()
 
 
 def test_slowlog_get_on_empty_logs(r):

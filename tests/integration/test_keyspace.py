@@ -171,7 +171,7 @@ def test_setrange_over_max_value_bytes():
         assert r.setrange("k", 5000, "") == 1000
         assert r.strlen("k") == 1000
     finally:
-        s.stop()
+        s.close()
 
 
 def test_getex(r):

@@ -5,7 +5,6 @@ cumulative up to +Inf and consistent with _count), command counters grow,
 engine numbers are there for both shards; other paths, methods and
 oversized heads are refused; a silent client does not block a fetch."""
 import re
-import shutil
 import socket
 import urllib.error
 import urllib.request
@@ -24,8 +23,7 @@ def msrv():
     s.mport = int(s.args[1])
     s.start()
     yield s
-    s.stop()
-    shutil.rmtree(s.dir, ignore_errors=True)
+    s.close()
 
 
 def fetch(s, path="/metrics"):

@@ -162,7 +162,7 @@ def test_requirepass_flow():
         assert c.reply() == (b"+", b"OK")
         assert c.is_closed()
     finally:
-        s.stop()
+        s.close()
 
 
 def test_auth_without_a_password_set(r):
@@ -189,7 +189,7 @@ def test_maxclients():
         again.cmd("PING")
         assert again.reply() == (b"+", b"PONG")
     finally:
-        s.stop()
+        s.close()
 
 
 def test_a_client_that_never_reads_does_not_grow_the_server():
@@ -216,4 +216,4 @@ def test_a_client_that_never_reads_does_not_grow_the_server():
         time.sleep(0.2)
         assert r.dbsize() == 4
     finally:
-        s.stop()
+        s.close()

@@ -62,7 +62,7 @@ def start_server(args=()):
     if os.access(SCREE, os.X_OK):
         server_util.BIN = SCREE
         s = server_util.Server(smp=2, args=list(args)).start()
-        return s, s.stop
+        return s, s.close
     if shutil.which("redis-server"):
         s = RedisServer(args)
         return s, s.stop
