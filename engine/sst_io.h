@@ -81,6 +81,9 @@ const struct eng_sst_props *eng_sst_write_props(const struct eng_sst_write *w);
 uint64_t eng_sst_write_file_size(const struct eng_sst_write *w);
 /* Nanoseconds spent waiting for the throttle. */
 uint64_t eng_sst_write_throttled_ns(const struct eng_sst_write *w);
+/* Times building gave the loop back before a chunk was ready (it does so
+ * every ~100 us, so a flush or compaction never holds the shard long). */
+uint64_t eng_sst_write_slices(const struct eng_sst_write *w);
 /* Accepts NULL. REQUIRES: done ran. */
 void eng_sst_write_free(struct eng_sst_write *w);
 

@@ -6,7 +6,8 @@
  * a file shorter than the manifest says, a corrupt footer or data block on
  * disk, a failed write or fdatasync, a source error; the throttle
  * engaging at a byte rate; a source that makes the writer wait
- * (ENG_SST_PENDING) and resumes it.
+ * (ENG_SST_PENDING) and resumes it; a slow source's building giving the
+ * loop back long before a chunk is built.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #include <scree/scree_errors.h>
 
 #include "base/compiler.h"
+#include "base/time.h"
 #include "engine/bloom.h"
 #include "engine/fault_fs.h"
 #include "engine/sst_io.h"
@@ -400,4 +402,86 @@ Test(sst_io, a_source_error_after_a_wait_and_a_write_error_while_waiting_reach_d
         cr_expect(eq(int, write_from(&y.s, 20000, 0, &y.w, &size, NULL), -EIO));
         cr_expect(eq(u32, y.resumes, y.waits));
         cr_expect(lt(u32, y.x.i, 20000), "the writer stopped asking the source");
+}
+
+/* A source that spins SPIN_NS before every entry, and a task that re-posts
+ * itself until the write is done, counting the entries built between two
+ * of its runs: how long building kept the loop from everything else. */
+enum { SPIN_NS = 10 * 1000 };
+
+struct busy_src {
+        struct src x;
+        struct eng_sst_source s;
+        struct rx_task probe;
+        unsigned since_probe, most_between, probes;
+        bool probe_stopped;
+};
+
+static int busy_next(struct eng_sst_source *s, struct eng_entry *ret)
+{
+        struct busy_src *y = container_of(s, struct busy_src, s);
+        uint64_t until = time_now_ns() + SPIN_NS;
+
+        while (time_now_ns() < until)
+                ;
+        y->since_probe++;
+        return src_next(&y->x.s, ret);
+}
+
+static void busy_probe(struct rx_loop *l, struct rx_task *t)
+{
+        struct busy_src *y = container_of(t, struct busy_src, probe);
+
+        y->probes++;
+        if (y->since_probe > y->most_between)
+                y->most_between = y->since_probe;
+        y->since_probe = 0;
+        if (write_done)
+                y->probe_stopped = true;
+        else
+                rx_loop_post(l, t);
+}
+
+static int busy_write(struct busy_src *y, unsigned n, uint64_t *ret_slices, uint64_t *ret_size)
+{
+        struct eng_sst_write_opts o = { .path = path, .table = { .file_id = 1 },
+                                        .chunk_bytes = CHUNK };
+        struct eng_sst_write *w;
+
+        *y = (struct busy_src){ .x = { .s = { .next = src_next }, .n = n, .fail_at = UINT32_MAX },
+                                .s = { .next = busy_next },
+                                .probe = { .fn = busy_probe, .name = "test:probe" } };
+        write_done = false;
+        cr_assert(eq(int, eng_sst_write_start(fs, &o, &y->s, on_write, NULL, &w), 0));
+        rx_loop_post(loop, &y->probe);
+        cr_assert(eq(int, rx_loop_run_until(loop, &y->probe_stopped), 0));
+        *ret_slices = eng_sst_write_slices(w);
+        *ret_size = eng_sst_write_file_size(w);
+        eng_sst_write_free(w);
+        return write_res;
+}
+
+Test(sst_io, building_gives_the_loop_back_long_before_a_chunk_is_built)
+{
+        /* ~1,600 entries a 64 KiB chunk: 1,000 entries are one chunk, 16 ms
+         * of building at 10 us an entry. */
+        enum { N = 1000 };
+        struct busy_src y;
+        uint64_t slices, size, plain_size;
+
+        cr_assert(eq(int, write_table(N, UINT32_MAX, 0, &plain_size, NULL), 0));
+        cr_assert(eq(int, busy_write(&y, N, &slices, &size), 0));
+        cr_expect(eq(u64, size, plain_size), "the same table as from a fast source");
+        /* A slice is 100 us: the clock, read every 16 entries, ends it at
+         * the first read. Built in one go, all N would come between. */
+        cr_expect(le(u32, y.most_between, 32), "%u entries built without a break",
+                  y.most_between);
+        cr_expect(ge(u64, slices, N / 32));
+        cr_expect(ge(u32, y.probes, N / 32));
+
+        /* A write that fails while the next chunk is built in slices:
+         * done runs once, with the error, after the building stops. */
+        eng_fault_fs_fail(fs, ENG_FS_WRITE, EIO, 1);
+        cr_expect(eq(int, busy_write(&y, 3 * N, &slices, &size), -EIO));
+        cr_expect(gt(u64, slices, 0));
 }
