@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "base/check.h"
-#include "base/mem.h"
+#include "base/arena.h"
+#include "base/page_slab.h"
 #include "engine/block_cache.h"
 
 #define DEFAULT_CAPACITY ((size_t)64 << 20)
@@ -32,6 +33,7 @@ struct eng_block_cache {
         struct eng_cache_file **files;          /* by file id */
         size_t n_file_buckets, n_files;
         bool rows;                              /* point lookups keep rows */
+        struct page_slab pages;                 /* blocks' data (eng_block_cache_use_pool) */
         struct eng_block_cache_stats stats;
 };
 
@@ -81,16 +83,16 @@ int eng_block_cache_new(size_t capacity_bytes, struct eng_block_cache **ret)
                 free(c);
                 return -ENOMEM;
         }
+        page_slab_init(&c->pages, NULL, 0);
         list_init(&c->lru[0]);
         list_init(&c->lru[1]);
         *ret = c;
         return 0;
 }
 
-static void block_free(struct eng_cached_block *b)
+static void block_free(struct eng_block_cache *c, struct eng_cached_block *b)
 {
-        if (b->buf)
-                mem_free_aligned(b->buf);
+        page_slab_free(&c->pages, b->buf, b->len);
         free(b);
 }
 
@@ -104,7 +106,7 @@ void eng_block_cache_free(struct eng_block_cache *c)
                 for (; b; b = next) {
                         next = b->hash_next;
                         SCREE_ASSERT(b->pins == 0);
-                        block_free(b);
+                        block_free(c, b);
                 }
         }
         for (size_t i = 0; i < c->n_file_buckets; i++) {
@@ -117,7 +119,39 @@ void eng_block_cache_free(struct eng_block_cache *c)
         }
         free(c->files);
         free(c->buckets);
+        page_slab_fini(&c->pages);
         free(c);
+}
+
+/* The capacity's worth and an eighth more: what readers pin and the reads
+ * in flight run over it. */
+void eng_block_cache_use_pool(struct eng_block_cache *c, struct arena_pool *pool)
+{
+        SCREE_ASSERT(c->pages.pages_out == 0 && c->pages.n_blocks == 0);
+        page_slab_fini(&c->pages);
+        page_slab_init(&c->pages, pool, c->capacity + c->capacity / 8 + 2 * ARENA_HUGE_BYTES);
+}
+
+uint8_t *eng_block_cache_alloc_data(struct eng_block_cache *c, uint32_t len)
+{
+        return page_slab_alloc(&c->pages, len);
+}
+
+void eng_block_cache_free_data(struct eng_block_cache *c, uint8_t *data, uint32_t len)
+{
+        page_slab_free(&c->pages, data, len);
+}
+
+size_t eng_block_cache_capacity(const struct eng_block_cache *c)
+{
+        return c->capacity;
+}
+
+void eng_block_cache_page_stats(const struct eng_block_cache *c, uint64_t *huge_pages,
+                                uint64_t *fallbacks)
+{
+        *huge_pages = c->pages.pages_out;
+        *fallbacks = c->pages.fallbacks;
 }
 
 /* ---- files ---- */
@@ -294,7 +328,7 @@ static void evict(struct eng_block_cache *c)
 
                         if (b->pins == 0) {
                                 detach(c, b);
-                                block_free(b);
+                                block_free(c, b);
                                 c->stats.evictions++;
                         }
                         b = prev;
@@ -333,7 +367,7 @@ static struct eng_cached_block *insert(struct eng_block_cache *c, struct eng_cac
         struct eng_cache_file *f = file_get(c, b->file_id);
 
         if (!f) {
-                block_free(b);
+                block_free(c, b);
                 return NULL;
         }
         *p = b;
@@ -362,11 +396,11 @@ struct eng_cached_block *eng_block_cache_put(struct eng_block_cache *c, uint64_t
 
         SCREE_ASSERT(!(offset & ENG_CACHE_ROW_BIT));
         if (b) {
-                mem_free_aligned(data_take);
+                page_slab_free(&c->pages, data_take, len);
                 return hit(c, b);
         }
         if (!(b = calloc(1, sizeof(*b)))) {
-                mem_free_aligned(data_take);
+                page_slab_free(&c->pages, data_take, len);
                 return NULL;
         }
         *b = (struct eng_cached_block){ .data = data_take, .buf = data_take, .len = len, .content = content,
@@ -382,7 +416,7 @@ struct eng_cached_block *eng_block_cache_adopt(struct eng_block_cache *c, uint8_
         struct eng_cached_block *b = calloc(1, sizeof(*b));
 
         if (!b) {
-                mem_free_aligned(data_take);
+                page_slab_free(&c->pages, data_take, len);
                 return NULL;
         }
         *b = (struct eng_cached_block){ .data = data_take, .buf = data_take, .len = len, .content = content,
@@ -434,7 +468,7 @@ void eng_block_cache_release(struct eng_block_cache *c, struct eng_cached_block 
         if (--b->pins > 0)
                 return;
         if (b->erased) {
-                block_free(b);
+                block_free(c, b);
                 return;
         }
         evict(c);
@@ -453,7 +487,7 @@ void eng_block_cache_erase_file(struct eng_block_cache *c, uint64_t file_id)
                 if (b->pins)
                         b->erased = true;
                 else
-                        block_free(b);
+                        block_free(c, b);
         }
         *p = f->hash_next;
         c->n_files--;

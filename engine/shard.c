@@ -64,6 +64,8 @@ static void stats_refresh_parts(struct eng_shard *s)
                 s->stats.row_hits = c->row_hits;
                 s->stats.row_misses = c->row_misses;
                 s->stats.cache_rows = c->rows;
+                eng_block_cache_page_stats(s->cache, &s->stats.cache_pages_huge,
+                                           &s->stats.cache_pages_malloc);
         }
 }
 

@@ -104,6 +104,9 @@ struct eng_shard_stats {
         uint64_t log_bytes_written, log_syncs;          /* this run's commit log */
         uint64_t cache_hits, cache_misses, cache_bytes; /* block cache: blocks; bytes of all */
         uint64_t row_hits, row_misses, cache_rows;      /* its rows (row_cache) */
+        /* its single-page blocks: now in huge pages from the memtables'
+         * pool; ever from malloc, past what the pool may give it */
+        uint64_t cache_pages_huge, cache_pages_malloc;
 };
 
 typedef void (*eng_shard_open_cb)(void *arg, int res, struct eng_shard *s);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The shard's memtable blocks (base/arena.h, struct arena_pool).
+ * The shard's memtable blocks (base/arena.h, struct arena_pool), which
+ * also hold its block cache's pages (base/page_slab.h).
  *
  * Memtables carve their nodes from 2 MiB huge blocks. On a VM whose host
  * takes back the memory the guest frees (virtio-balloon free page
@@ -13,7 +14,8 @@
  *   budget's worth, not to the kernel: the next memtables reuse memory
  *   the host already backs.
  * - With prefault_memtables (the server's --prefault), the shard fills
- *   the pool with the budget's worth of blocks as soon as it is open, off
+ *   the pool with the budget's and the cache's worth of blocks as soon as
+ *   it is open, off
  *   its thread: MADV_POPULATE_WRITE through IORING_OP_MADVISE, which the
  *   kernel runs on an io-wq worker, SHARD_PREFAULT_SLOTS at a time. Later
  *   it tops the pool up again only while the blocks in use and ready are
@@ -108,15 +110,17 @@ static void refill(struct arena_pool *pool, void *ctx)
         }
         if (!s->prefault_logged && !s->prefaulting && !shard_prefault_pending(s)) {
                 s->prefault_logged = true;
-                log_info("%zu MiB of memtable memory faulted in (%.2f s)", (size_t)pool->cap * (ARENA_HUGE_BYTES >> 20),
+                log_info("%zu MiB of memtable and cache memory faulted in (%.2f s)", (size_t)pool->cap * (ARENA_HUGE_BYTES >> 20),
                          (double)(time_now_ns() - s->prefault_start_ns) / 1e9);
         }
 }
 
 int shard_pool_init(struct eng_shard *s)
 {
-        /* The budget's worth, plus a partly used block per tablet. */
-        size_t cap = s->o.memtable_budget / ARENA_HUGE_BYTES + s->n_tablets;
+        /* The budget's worth, plus a partly used block per tablet, plus
+         * the block cache's pages (eng_block_cache_use_pool). */
+        size_t cap = s->o.memtable_budget / ARENA_HUGE_BYTES + s->n_tablets +
+                     eng_block_cache_capacity(s->cache) / ARENA_HUGE_BYTES;
 
         /* Address space for twice that; past it, blocks come from malloc. */
         s->pool = arena_pool_new((unsigned)cap, 2 * cap * ARENA_HUGE_BYTES);
@@ -124,6 +128,7 @@ int shard_pool_init(struct eng_shard *s)
                 return -ENOMEM;
         s->pool->refill = refill;
         s->pool->ctx = s;
+        eng_block_cache_use_pool(s->cache, s->pool);
         return 0;
 }
 

@@ -572,7 +572,7 @@ static struct eng_cached_block *cache_read(struct eng_sst_block_read *rq, int re
         if (res >= 0)
                 res = eng_sst_data_open(t->r, rq->index, buf, h.size, &content, &clen);
         if (res < 0) {
-                mem_free_aligned(buf);
+                eng_block_cache_free_data(t->cache, buf, h.size);
                 *err = res;
                 return NULL;
         }
@@ -629,11 +629,11 @@ int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng
                 t->refs++;
                 return 0;
         }
-        if (!(rq->buf = mem_alloc_aligned(MEM_DIRECT_ALIGN, h.size)))
+        if (!(rq->buf = eng_block_cache_alloc_data(t->cache, h.size)))
                 return -ENOMEM;
         r = eng_fs_read(t->fs, &rq->op, t->fd, rq->buf, h.size, h.offset, on_block_read);
         if (r < 0) {
-                mem_free_aligned(rq->buf);
+                eng_block_cache_free_data(t->cache, rq->buf, h.size);
                 rq->buf = NULL;
                 return r;
         }

@@ -81,8 +81,8 @@ static const struct cfg_def defs[] = {
         { "memory", CFG_SIZE, OFF(memory), "1GiB", 16 * MIB, UINT64_MAX, NULL, false, false,
           "memory budget of all shards: half memtables, half block cache", NULL },
         { "prefault", CFG_BOOL, OFF(prefault), "yes", 0, 0, NULL, false, false,
-          "fault the memtables' half of --memory in at start-up, in the background, so no write "
-          "waits for fresh memory", NULL },
+          "fault the memtables' half and the cache's quarter of --memory in at start-up, in the "
+          "background, so no write or cache fill waits for fresh memory", NULL },
         { "commitlog-sync", CFG_ENUM, OFF(sync), "batch", 0, 0, sync_words, false, false,
           "batch: a write is acknowledged once durable; periodic: at once, synced every period",
           NULL },

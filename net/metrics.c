@@ -155,10 +155,12 @@ static const struct family families[] = {
         { "scree_write_stall_seconds_total", "Time writes waited for memtable space.", COUNTER, true,
           true, SNAP(eng.stall_ns) },
         { "scree_memtable_blocks_prefaulted_total",
-          "Memtable blocks faulted in off the shard's thread, ahead of use.", COUNTER, true, false,
+          "Memtable and block-cache huge blocks faulted in off the shard's thread, ahead of use.",
+          COUNTER, true, false,
           SNAP(eng.blocks_prefaulted) },
         { "scree_memtable_block_pool_misses_total",
-          "Memtable blocks taken cold, faulted in on the shard's thread.", COUNTER, true, false,
+          "Memtable and block-cache huge blocks taken cold, faulted in on the shard's thread.",
+          COUNTER, true, false,
           SNAP(eng.block_pool_misses) },
 };
 

@@ -5,7 +5,8 @@
  * thread once it is open, and writes then take ready blocks, never cold
  * ones; without it nothing is faulted ahead, but flushed memtables' blocks
  * are reused; closing while blocks fault in waits for them (ASan checks
- * that nothing leaks).
+ * that nothing leaks); the block cache's pages come from the pool, up to
+ * its capacity and an eighth, then from malloc.
  */
 #include "tests/engine/shard_helpers.h"
 
@@ -74,17 +75,20 @@ Test(shard_pool, prefaulting_fills_the_budget_and_writes_take_only_ready_blocks)
         uint64_t misses, prefaulted;
 
         opts.memtable_budget = 32 << 20;
+        opts.cache_bytes = 16 << 20;
         opts.prefault_memtables = true;
         opts.sync = ENG_WAL_SYNC_PERIODIC;
         cr_assert(eq(int, shard_open_sync(), 0));
         if (!kernel_populates())
                 cr_skip_test("no MADV_POPULATE_WRITE here (Linux < 5.14)");
         st = run_until_prefaulted();
-        /* The budget's worth (16 blocks) and a block per tablet (4 of each
-         * table), less the blocks the first memtables took at open. */
+        /* The budget's worth (16 blocks), a block per tablet (4 of each
+         * table) and the cache's worth (8), less the blocks the first
+         * memtables took at open. */
         misses = st->block_pool_misses;
         prefaulted = st->blocks_prefaulted;
-        cr_expect(eq(u64, prefaulted + misses, (32 << 20) / ARENA_HUGE_BYTES + ENG_TABLE_MAX * ENG_SHARD_DEFAULT_TABLETS),
+        cr_expect(eq(u64, prefaulted + misses, (32 << 20) / ARENA_HUGE_BYTES + ENG_TABLE_MAX * ENG_SHARD_DEFAULT_TABLETS +
+                                               (16 << 20) / ARENA_HUGE_BYTES),
                   "%llu prefaulted, %llu taken cold", (unsigned long long)prefaulted,
                   (unsigned long long)misses);
         put_keys(0, 80000);                     /* ~16 MiB: a few blocks a tablet */
@@ -123,4 +127,33 @@ Test(shard_pool, closing_while_blocks_fault_in_waits_for_them)
         shard_close_sync();                     /* with populates in flight */
         cr_assert(eq(int, shard_open_sync(), 0));
         expect_value("k", "v");
+}
+
+Test(shard_pool, the_block_caches_pages_come_from_the_pool_up_to_its_capacity)
+{
+        const struct eng_shard_stats *st;
+        uint64_t taken;
+
+        opts.memtable_budget = 4 << 20;
+        opts.cache_bytes = 2 << 20;             /* with the slack: 3 huge blocks, 1,536 pages */
+        opts.sync = ENG_WAL_SYNC_PERIODIC;
+        cr_assert(eq(int, shard_open_sync(), 0));
+        put_keys(0, 60000);                     /* ~8 MiB of tables: more blocks than that */
+        cr_assert(eq(int, flush_sync(), 0));
+        taken = eng_shard_stats(sh)->block_pool_hits + eng_shard_stats(sh)->block_pool_misses;
+        expect_keys(0, 60000);
+        st = eng_shard_stats(sh);
+        cr_expect(gt(u64, st->cache_misses, 0), "the reads went to the tables");
+        cr_expect(gt(u64, st->cache_pages_huge, 0), "cached blocks sit in the pool's huge blocks");
+        cr_expect(le(u64, st->cache_pages_huge, 3 * ARENA_HUGE_BYTES / 4096));
+        cr_expect(le(u64, st->block_pool_hits + st->block_pool_misses - taken, 3),
+                  "the cache took at most its capacity and an eighth, in whole blocks");
+        /* Evicted pages are reused before malloc is asked: the cache's
+         * bytes stay near its capacity, so it never needs more pages. */
+        cr_expect(le(u64, st->cache_bytes, (2 << 20) + 64 * 4096));
+        cr_expect(eq(u64, st->cache_pages_malloc, 0));
+        expect_keys(0, 60000);
+        cr_expect(eq(u64, eng_shard_stats(sh)->cache_pages_malloc, 0));
+        cr_assert(eq(int, reopen(), 0));
+        expect_keys(0, 60000);
 }

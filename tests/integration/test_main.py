@@ -123,7 +123,7 @@ def test_prefault_faults_the_memtable_budget_in_after_start():
                 assert v["blocks_prefaulted"] > 0, shards
         r.mset({"p%d" % i: "v" * 100 for i in range(2000)})
         assert r.get("p1999") == b"v" * 100
-        assert "MiB of memtable memory faulted in" in s.output()
+        assert "MiB of memtable and cache memory faulted in" in s.output()
     finally:
         s.close()
 

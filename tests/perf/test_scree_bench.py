@@ -183,7 +183,7 @@ def test_prefault_is_on_by_default_and_done_before_the_run():
     on, off = bench(), bench("--prefault", "off")
     assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
     assert "prefault=on" in on.stdout and "prefault=off" in off.stdout
-    assert "memtable memory faulted in" in on.stderr
+    assert "memtable and cache memory faulted in" in on.stderr
     assert "faulted in" not in off.stderr
 
 
