@@ -4,10 +4,19 @@
 #include <string.h>
 
 #include "base/arena.h"
+#include "base/check.h"
 #include "base/mem.h"
 #include "base/page_slab.h"
 
 #if defined(__SANITIZE_ADDRESS__)
+#define PAGE_SLAB_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)           /* clang's spelling */
+#define PAGE_SLAB_ASAN 1
+#endif
+#endif
+
+#ifdef PAGE_SLAB_ASAN
 #include <sanitizer/asan_interface.h>
 #define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
@@ -40,6 +49,9 @@ void page_slab_init(struct page_slab *s, struct arena_pool *pool, size_t max_byt
 
 void page_slab_fini(struct page_slab *s)
 {
+        /* A page still out would go back to the pool with its block and be
+         * handed to a memtable while its owner still uses it. */
+        SCREE_VERIFY(s->pages_out == 0);
         for (unsigned i = 0; i < s->n_blocks; i++) {
                 UNPOISON((void *)s->blocks[i], ARENA_HUGE_BYTES);
                 arena_pool_give(s->pool, (void *)s->blocks[i]);

@@ -123,13 +123,21 @@ void eng_block_cache_free(struct eng_block_cache *c)
         free(c);
 }
 
-/* The capacity's worth and an eighth more: what readers pin and the reads
- * in flight run over it. */
+/* The capacity's worth and an eighth more, in whole huge blocks, and two
+ * blocks besides: what readers pin and the reads in flight run over it. */
+size_t eng_block_cache_pool_bytes(const struct eng_block_cache *c)
+{
+        size_t want = c->capacity + c->capacity / 8;
+
+        return (want + ARENA_HUGE_BYTES - 1) / ARENA_HUGE_BYTES * ARENA_HUGE_BYTES +
+               2 * ARENA_HUGE_BYTES;
+}
+
 void eng_block_cache_use_pool(struct eng_block_cache *c, struct arena_pool *pool)
 {
         SCREE_ASSERT(c->pages.pages_out == 0 && c->pages.n_blocks == 0);
         page_slab_fini(&c->pages);
-        page_slab_init(&c->pages, pool, c->capacity + c->capacity / 8 + 2 * ARENA_HUGE_BYTES);
+        page_slab_init(&c->pages, pool, eng_block_cache_pool_bytes(c));
 }
 
 uint8_t *eng_block_cache_alloc_data(struct eng_block_cache *c, uint32_t len)
@@ -140,11 +148,6 @@ uint8_t *eng_block_cache_alloc_data(struct eng_block_cache *c, uint32_t len)
 void eng_block_cache_free_data(struct eng_block_cache *c, uint8_t *data, uint32_t len)
 {
         page_slab_free(&c->pages, data, len);
-}
-
-size_t eng_block_cache_capacity(const struct eng_block_cache *c)
-{
-        return c->capacity;
 }
 
 void eng_block_cache_page_stats(const struct eng_block_cache *c, uint64_t *huge_pages,

@@ -66,23 +66,27 @@ struct eng_block_cache_stats {
 int eng_block_cache_new(size_t capacity_bytes, struct eng_block_cache **ret);
 /* Accepts NULL. REQUIRES: no block pinned, no data of alloc_data out. */
 void eng_block_cache_free(struct eng_block_cache *c);
-size_t eng_block_cache_capacity(const struct eng_block_cache *c);
 
 /*
  * Blocks' data. A block is read into eng_block_cache_alloc_data(c, len)
  * (4096-aligned, for O_DIRECT) and handed to put or adopt, which own it
  * from then on; data not handed over goes back with free_data, the same
  * len. Single-page blocks come from huge pages of the pool given to
- * use_pool (base/page_slab.h: a cache of 4 KiB pages from malloc costs a
- * TLB miss on nearly every block opened; YCSB E at 10M keys ran 25%
- * faster without them), at most the capacity and an eighth; other blocks,
- * and all without a pool, from mem_alloc_aligned. use_pool takes a
+ * use_pool (base/page_slab.h), faulted in ahead by the shard: a cache
+ * filling 4 KiB pages from malloc took a fault the host backs on every
+ * block read, and YCSB at 10M keys ran 5-29% slower for it. At most
+ * eng_block_cache_pool_bytes come from there; other blocks, and all
+ * without a pool, from mem_alloc_aligned. use_pool takes a
  * reference on pool; REQUIRES: no data allocated yet. NULL only on ENOMEM.
  */
 struct arena_pool;
 void eng_block_cache_use_pool(struct eng_block_cache *c, struct arena_pool *pool);
 uint8_t *eng_block_cache_alloc_data(struct eng_block_cache *c, uint32_t len);
 void eng_block_cache_free_data(struct eng_block_cache *c, uint8_t *data, uint32_t len);
+/* The most use_pool's slab takes from the pool: the capacity and an
+ * eighth, rounded up to huge blocks, and two more (what readers pin and
+ * reads in flight run over); the shard sizes its pool with it. */
+size_t eng_block_cache_pool_bytes(const struct eng_block_cache *c);
 /* Single pages of block data now out of the pool's huge blocks, and the
  * single pages ever taken from malloc because the slab was full. */
 void eng_block_cache_page_stats(const struct eng_block_cache *c, uint64_t *huge_pages,

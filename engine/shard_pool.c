@@ -120,7 +120,7 @@ int shard_pool_init(struct eng_shard *s)
         /* The budget's worth, plus a partly used block per tablet, plus
          * the block cache's pages (eng_block_cache_use_pool). */
         size_t cap = s->o.memtable_budget / ARENA_HUGE_BYTES + s->n_tablets +
-                     eng_block_cache_capacity(s->cache) / ARENA_HUGE_BYTES;
+                     eng_block_cache_pool_bytes(s->cache) / ARENA_HUGE_BYTES;
 
         /* Address space for twice that; past it, blocks come from malloc. */
         s->pool = arena_pool_new((unsigned)cap, 2 * cap * ARENA_HUGE_BYTES);

@@ -3,8 +3,10 @@
  * 4 KiB pages from an arena_pool's huge blocks (base/page_slab.h): pages
  * are carved from the pool's blocks, freed ones reused newest first;
  * other lengths, pages past max_bytes and a slab without a pool go to
- * malloc and back; fini gives every block back to the pool.
+ * malloc and back; fini gives every block back to the pool, and refuses
+ * (aborts) while a page is still out.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -120,3 +122,15 @@ Test(page_slab, a_freed_page_is_poisoned_until_it_is_reused)
         arena_pool_unref(pool);
 }
 #endif
+
+/* Finishing with a page still out would give its block back to the pool
+ * (and on to a memtable) under its owner: refused, loudly. */
+Test(page_slab, finishing_with_a_page_out_aborts, .signal = SIGABRT)
+{
+        struct arena_pool *pool = arena_pool_new(4, 8 * ARENA_HUGE_BYTES);
+        struct page_slab s;
+
+        page_slab_init(&s, pool, ARENA_HUGE_BYTES);
+        cr_assert(not(eq(ptr, page_slab_alloc(&s, PAGE_SLAB_PAGE), NULL)));
+        page_slab_fini(&s);
+}
