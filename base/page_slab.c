@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* 4 KiB pages from an arena_pool's huge blocks; see page_slab.h. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,20 +81,20 @@ static unsigned lower_bound(const struct page_slab *s, uintptr_t addr)
 }
 
 /* Takes one more huge block from the pool to carve; false if it may not. */
-static int take_block(struct page_slab *s)
+static bool take_block(struct page_slab *s)
 {
         uint8_t *b;
         unsigned at;
 
         if (s->n_blocks >= s->max_blocks || !(b = arena_pool_take(s->pool)))
-                return 0;
+                return false;
         at = lower_bound(s, (uintptr_t)b);
         memmove(&s->blocks[at + 1], &s->blocks[at], (s->n_blocks - at) * sizeof(*s->blocks));
         s->blocks[at] = (uintptr_t)b;
         s->n_blocks++;
         s->carve = b;
         s->carve_left = ARENA_HUGE_BYTES;
-        return 1;
+        return true;
 }
 
 void *page_slab_alloc(struct page_slab *s, size_t len)
@@ -117,7 +118,7 @@ void *page_slab_alloc(struct page_slab *s, size_t len)
         return p;
 }
 
-static int owns(const struct page_slab *s, const void *p)
+static bool owns(const struct page_slab *s, const void *p)
 {
         uintptr_t base = (uintptr_t)p & ~(uintptr_t)(ARENA_HUGE_BYTES - 1);
         unsigned at = lower_bound(s, base);

@@ -3,16 +3,16 @@
  * 4 KiB pages (O_DIRECT buffers that outlive their read: cached SSTable
  * blocks) carved from the 2 MiB huge blocks of an arena_pool (arena.h).
  *
- * Why: a block cache of hundreds of MiB in 4 KiB pages from malloc costs a
- * TLB miss -- a two-level page walk on a VM -- on nearly every block a
- * reader opens; from huge blocks the same pages sit 512 to a TLB entry.
- * The pool's blocks are faulted in ahead, off the shard's thread (see
- * engine/shard_pool.c), so taking one never stalls a read.
+ * Why: a block cache filling 4 KiB pages from malloc takes a page fault,
+ * which a VM's host backs then, on every block read, and later a TLB miss
+ * on every block opened. The pool's blocks are faulted in ahead, off the
+ * shard's thread (engine/shard_pool.c), and hold 512 pages a TLB entry.
  *
  * Freed pages go on a free stack (reused newest first; under ASan they
- * are poisoned until reused) and stay with the slab; its huge blocks go back to the pool only at page_slab_fini. The slab
- * takes at most max_bytes of blocks; past that, and for any other length,
- * pages come from mem_alloc_aligned. A page is freed with the length it was
+ * are poisoned until reused) and stay with the slab; its huge blocks go
+ * back to the pool only at page_slab_fini. The slab takes at most
+ * max_bytes of blocks; past that, and for any other length, pages come
+ * from mem_alloc_aligned. A page is freed with the length it was
  * allocated with: that, and its address, tell where it came from.
  *
  * Not thread-safe: one shard's, like its pool.
