@@ -88,6 +88,7 @@ struct eng_shard_stats {
         uint64_t stalls, stall_ns;
         uint64_t flushes, flush_bytes, flush_errors;
         uint64_t compactions, compaction_bytes_in, compaction_bytes_out, compaction_errors;
+        uint64_t compaction_ns;         /* time a compaction ran, the one running included */
         uint64_t disk_bytes_written;                    /* log + SSTables (not the manifest) */
         uint64_t log_records;                           /* commit-log records (groups of writes) */
         uint64_t segments_removed;

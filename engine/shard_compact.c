@@ -43,6 +43,7 @@ struct eng_shard_compaction {
         struct eng_tset *from;          /* the set the inputs were picked from (referenced) */
         uint32_t first, n;
         bool major;
+        uint64_t started_ns;
         uint64_t file_id;
         struct eng_compaction *job;
         struct eng_sst_table *out;
@@ -273,7 +274,8 @@ static int compaction_start(struct eng_shard *s, struct eng_tablet *t, uint32_t 
                 return -ENOMEM;
         }
         *c = (struct eng_shard_compaction){ .s = s, .t = t, .from = t->tset, .first = first,
-                                             .n = n, .major = major, .removed = c->removed };
+                                             .n = n, .major = major, .removed = c->removed,
+                                             .started_ns = time_now_ns() };
         shard_tset_ref(c->from);
         for (uint32_t i = 0; i < n; i++) {
                 inputs[i] = c->from->e[first + i].t;
@@ -399,9 +401,15 @@ static void compaction_end(struct eng_shard_compaction *c, int res)
                 s->major->res = res;
         c->t->compacting = false;
         s->compaction = NULL;
+        s->compaction_ended_ns += time_now_ns() - c->started_ns;
         compaction_free(c);
         shard_maybe_compact(s);
         shard_job_done(s);
+}
+
+uint64_t shard_compaction_ns(const struct eng_shard *s)
+{
+        return s->compaction_ended_ns + (s->compaction ? time_now_ns() - s->compaction->started_ns : 0);
 }
 
 /* ---- major compaction ---- */

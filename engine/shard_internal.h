@@ -107,6 +107,7 @@ struct eng_shard {
         struct eng_flush *flush;        /* the one flush in progress */
         int flush_error;                /* of the last flush, cleared by a good one */
         struct eng_shard_compaction *compaction;        /* the one in progress */
+        uint64_t compaction_ended_ns;   /* time the compactions that ended ran, summed */
         struct shard_major *major;      /* eng_shard_compact in progress */
         uint32_t compact_cursor;        /* the tablet to look at first */
         struct rx_timer retry_timer;    /* retries a failed flush */
@@ -212,6 +213,9 @@ void shard_pool_fini(struct eng_shard *s);
  * major compaction in progress goes on); ends the major compaction when
  * the shard stopped. */
 void shard_maybe_compact(struct eng_shard *s);
+/* Nanoseconds a compaction has run since the shard opened, the one in
+ * progress included. */
+uint64_t shard_compaction_ns(const struct eng_shard *s);
 
 /* shard_open.c: t is the shard's now; close waits for its fd to close. */
 void shard_track_table(struct eng_shard *s, struct eng_sst_table *t);

@@ -150,6 +150,8 @@ static const struct family families[] = {
           false, SNAP(eng.compaction_bytes_in) },
         { "scree_compaction_bytes_written_total", "SSTable bytes written by compactions.", COUNTER,
           true, false, SNAP(eng.compaction_bytes_out) },
+        { "scree_compaction_seconds_total", "Time a compaction was running on the shard.", COUNTER,
+          true, true, SNAP(eng.compaction_ns) },
         { "scree_write_stalls_total", "Writes that waited for memtable space.", COUNTER, true, false,
           SNAP(eng.stalls) },
         { "scree_write_stall_seconds_total", "Time writes waited for memtable space.", COUNTER, true,

@@ -389,6 +389,13 @@ Test(shard_lsm, background_compactions_keep_the_newest_version_and_few_tables)
         expect_ordered_scan(0, NKEYS, 64);
         cr_assert(gt(u64, eng_shard_stats(sh)->compactions, 0));
         cr_assert(eq(u64, eng_shard_stats(sh)->compaction_errors, 0));
+        /* The time compactions ran is counted, and only grows. */
+        {
+                uint64_t ns = eng_shard_stats(sh)->compaction_ns;
+
+                cr_assert(gt(u64, ns, 0));
+                cr_assert(ge(u64, eng_shard_stats(sh)->compaction_ns, ns));
+        }
         /* Close waits for the compaction in progress. */
         cr_assert(eq(int, reopen(), 0));
         cr_assert(le(u32, count_files(".sst"), ENG_COMPACT_DEFAULT_MAX_TABLES));
