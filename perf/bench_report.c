@@ -46,6 +46,7 @@ int bench_summarize(const struct bench_engine *e, enum bench_workload w, struct 
                 s->disk_bytes += r->disk_bytes;
                 s->stalls += r->stalls;
                 s->flushes += r->flushes;
+                s->compaction_ns += r->compaction_ns;
                 s->sst_reads += r->sst_reads;
                 s->live_bytes += bench_gen_live(e->gen[i]) * per_key;
                 start = r->start_ns < start ? r->start_ns : start;
@@ -121,7 +122,7 @@ void bench_report_header(FILE *f, enum bench_format fmt, const struct bench_engi
                 fprintf(f, "engine,workload,class,ops,seconds,ops_per_sec,mb_per_sec,p50_us,p90_us,"
                            "p99_us,p999_us,max_us,found,entries,user_bytes,disk_bytes,io_write_bytes,"
                            "wamp,io_wamp,live_bytes,space_bytes,space_amp,cpu_secs,bg_ops,stalls,"
-                           "flushes,sst_reads\n");
+                           "flushes,sst_reads,compaction_secs\n");
                 return;
         }
         if (fmt != BENCH_FORMAT_TABLE)
@@ -163,6 +164,9 @@ static void report_table(FILE *f, const struct bench_engine *e, const struct ben
                 fprintf(f, "  found %" PRIu64 "%s", s->found, s->w == BENCH_SEEKRANDOM ? " (seeks)" : "");
         if (s->bg_ops)
                 fprintf(f, "  writes %" PRIu64, s->bg_ops);
+        if (s->compaction_ns && s->secs > 0)
+                fprintf(f, "  compacting %.0f%%",
+                        100.0 * (double)s->compaction_ns / 1e9 / (s->secs * e->n));
         fprintf(f, "\n");
         for (unsigned c = 0; mix && c < BENCH_OPC_MAX; c++) {
                 char name[32];
@@ -210,12 +214,12 @@ static void report_json(FILE *f, const struct bench_engine *e, const struct benc
                    ",\"io_write_bytes\":%" PRIu64 ",\"wamp\":%.3f,\"io_wamp\":%.3f,"
                    "\"live_bytes\":%" PRIu64 ",\"space_bytes\":%" PRIu64 ",\"space_amp\":%.3f,"
                    "\"cpu_secs\":%.3f,\"bg_ops\":%" PRIu64 ",\"stalls\":%" PRIu64
-                   ",\"flushes\":%" PRIu64 ",\"sst_reads\":%" PRIu64,
+                   ",\"flushes\":%" PRIu64 ",\"sst_reads\":%" PRIu64 ",\"compaction_secs\":%.3f",
                 bench_workload_name(s->w), e->name, s->ops, s->secs, g.ops_s, g.mbs, g.p50, g.p90,
                 g.p99, g.p999, g.max, s->found, s->entries, s->user_bytes,
                 s->disk_bytes ? s->disk_bytes : s->io_bytes, s->io_bytes, g.wamp, g.io_wamp,
                 s->live_bytes, s->space_bytes, g.samp, s->cpu_secs, s->bg_ops, s->stalls, s->flushes,
-                s->sst_reads);
+                s->sst_reads, (double)s->compaction_ns / 1e9);
         if (bench_workload_mix(s->w))
                 json_class(f, e, s);
         fprintf(f, "}\n");
@@ -229,12 +233,12 @@ static void csv_row(FILE *f, const struct bench_engine *e, const struct bench_su
         figures_of(e, s, lat, ops, &g);
         fprintf(f, "%s,%s,%s,%" PRIu64 ",%.3f,%.0f,%.1f,%.2f,%.2f,%.2f,%.2f,%.2f,%" PRIu64 ",%" PRIu64
                    ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",%.3f,%.3f,"
-                   "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+                   "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f\n",
                 e->name, bench_workload_name(s->w), cls, ops, s->secs, g.ops_s, g.mbs, g.p50, g.p90,
                 g.p99, g.p999, g.max, s->found, s->entries, s->user_bytes,
                 s->disk_bytes ? s->disk_bytes : s->io_bytes, s->io_bytes, g.wamp, g.io_wamp,
                 s->live_bytes, s->space_bytes, g.samp, s->cpu_secs, s->bg_ops, s->stalls, s->flushes,
-                s->sst_reads);
+                s->sst_reads, (double)s->compaction_ns / 1e9);
 }
 
 static void report_csv(FILE *f, const struct bench_engine *e, const struct bench_summary *s)

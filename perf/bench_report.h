@@ -36,6 +36,7 @@ struct bench_summary {
         uint64_t ops, found, entries, bg_ops;
         uint64_t user_bytes, disk_bytes, io_bytes;
         uint64_t stalls, flushes, sst_reads;
+        uint64_t compaction_ns;         /* summed over the workers */
         uint64_t live_bytes, space_bytes;
         double secs, cpu_secs;
         struct hist lat, by_cls[BENCH_OPC_MAX];

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/time.h"
 #include "engine/wal.h"
 #include "perf/bench_gen.h"
 #include "perf/hist.h"
@@ -53,6 +54,7 @@ struct bench_result {
         uint64_t start_ns, end_ns;
         uint64_t user_bytes, disk_bytes;        /* the engine's counters' growth, if it has them */
         uint64_t stalls, flushes, sst_reads;    /* the same */
+        uint64_t compaction_ns;         /* the same: time a compaction ran */
         struct hist lat;                /* per op, ns, from its intended start */
         struct hist by_cls[BENCH_OPC_MAX];
         struct hist *sec;               /* timeseries: second s since t0 in sec[s] */
@@ -75,6 +77,16 @@ void bench_result_fail(struct bench_result *r, unsigned worker, enum bench_workl
 
 /* Frees the series. Accepts NULL. */
 void bench_result_fini(struct bench_result *r);
+
+/*
+ * readwhilewriting's paced writer (--write-rate) issues the writes that are
+ * due in a burst, and when none is due waits at least this long: a write
+ * load arrives in batches, as a server's shard reads them from its
+ * sockets. Pacing each write to its due time kept a vCPU spinning (half a
+ * core a shard at 100k writes/s), which on a VM slows the disk the readers
+ * wait for (docs/PERFORMANCE.md). The writes' latency is not measured.
+ */
+#define BENCH_BG_TICK_NS (1 * NS_PER_MS)
 
 /* A run's bounds for one worker. */
 struct bench_pace {

@@ -28,6 +28,8 @@
  * pump re-posted) instead of a timer: a sleeping VM thread wakes ~50 us
  * late, which would count as latency. */
 #define PACE_SPIN_NS (150 * NS_PER_US)
+/* readwhilewriting's writer: writes in flight at once. */
+#define BG_SLOTS 32u
 
 struct bench_shard;
 
@@ -70,7 +72,8 @@ struct bench_shard {
         uint64_t t0_ns;
         struct bench_pace pace;
         bool running, pump_posted;
-        bool bg, bg_busy;               /* readwhilewriting's writer: on, in flight */
+        bool bg;                        /* readwhilewriting's writer is on */
+        uint32_t bg_free[BG_SLOTS], n_bg_free;  /* the writer's free slots */
         uint64_t issued, bg_issued;
         uint64_t bg_ns;                 /* time spent issuing the writer's writes */
         struct bench_op *ops;           /* inflight, then the writer's */
@@ -250,13 +253,13 @@ static void print_stats(const struct bench_shard *b, const struct eng_shard_stat
                 "stats %s shard %u: gets %" PRIu64 " (memtable %" PRIu64 ", sst reads %" PRIu64
                 "), blocks hit %" PRIu64 " miss %" PRIu64 ", rows hit %" PRIu64 " miss %" PRIu64
                 " (%" PRIu64 " now), cache %" PRIu64 " MiB, flushes %" PRIu64
-                " (%" PRIu64 " for the log limit), compactions %" PRIu64 " (%" PRIu64 " MiB in),"
+                " (%" PRIu64 " for the log limit), compactions %" PRIu64 " (%" PRIu64 " MiB in, %.1f s),"
                 " tables %" PRIu64 " (%" PRIu64 " MiB), memtable blocks warm %" PRIu64
                 " cold %" PRIu64 "\n",
                 bench_workload_name(b->w), b->id, D(gets), D(get_memtable_hits), D(get_sst_reads),
                 D(cache_hits), D(cache_misses), D(row_hits), D(row_misses), st->cache_rows,
                 st->cache_bytes >> 20, D(flushes), D(log_limit_seals), D(compactions),
-                D(compaction_bytes_in) >> 20, st->sstables, st->sstable_bytes >> 20,
+                D(compaction_bytes_in) >> 20, (double)D(compaction_ns) / 1e9, st->sstables, st->sstable_bytes >> 20,
                 D(block_pool_hits), D(block_pool_misses));
 }
 
@@ -273,6 +276,7 @@ static void run_finish(struct bench_shard *b)
         res->user_bytes = st->user_bytes - b->before.user_bytes;
         res->disk_bytes = st->disk_bytes_written - b->before.disk_bytes_written;
         res->stalls = st->stalls - b->before.stalls;
+        res->compaction_ns = st->compaction_ns - b->before.compaction_ns;
         res->flushes = st->flushes - b->before.flushes;
         res->sst_reads = st->get_sst_reads - b->before.get_sst_reads;
         if (b->o->stats)
@@ -286,8 +290,8 @@ static void op_account(struct bench_shard *b, struct bench_op *op, int res)
         uint64_t now = time_now_ns();
 
         bench_result_fail(b->res, b->id, b->w, res);
-        if (op == &b->ops[b->o->inflight]) {
-                b->bg_busy = false;
+        if (op >= &b->ops[b->o->inflight]) {
+                b->bg_free[b->n_bg_free++] = (uint32_t)(op - b->ops);
                 b->res->bg_ops++;
                 return;
         }
@@ -332,12 +336,12 @@ static void wake_at(uint64_t *wake, uint64_t due)
  * the disk, it would take the whole core and the readers would starve. */
 static bool step_writer(struct bench_shard *b, uint64_t now, uint64_t *wake)
 {
-        struct bench_op *op = &b->ops[b->o->inflight];
+        struct bench_op *op;
         struct bench_op_desc d;
         uint64_t due;
         int r;
 
-        if (!b->bg || b->bg_busy || !can_issue(b, now))
+        if (!b->bg || !b->n_bg_free || !can_issue(b, now))
                 return false;
         if (!b->pace.bg_interval_ns && 2 * b->bg_ns > now - b->pace.t0_ns)
                 return false;
@@ -347,7 +351,7 @@ static bool step_writer(struct bench_shard *b, uint64_t now, uint64_t *wake)
                 return false;
         }
         bench_gen_write(b->gen, &d);
-        b->bg_busy = true;
+        op = &b->ops[b->bg_free[--b->n_bg_free]];
         b->bg_issued++;
         op->start_ns = due;
         r = issue(b, op, &d);
@@ -388,19 +392,19 @@ static bool step_reader(struct bench_shard *b, uint64_t now, uint64_t *wake)
  * before yielding; then sleeps till the next due op, or finishes. */
 static void pump(struct bench_shard *b)
 {
-        uint64_t now = time_now_ns(), wake = 0;
+        uint64_t now = time_now_ns(), wake = 0, bg_wake = 0;
         bool busy = false;
 
         if (!b->running)
                 return;
         for (unsigned n = 0; n < PUMP_BATCH; n++) {
-                bool w = step_writer(b, now, &wake);
+                bool w = step_writer(b, now, &bg_wake);
                 bool r = step_reader(b, now, &wake);
 
                 busy = w || r;
                 if (!busy)
                         break;
-                wake = 0;
+                wake = bg_wake = 0;
                 now = time_now_ns();
         }
         if (busy || (wake && wake - now < PACE_SPIN_NS)) {
@@ -410,11 +414,13 @@ static void pump(struct bench_shard *b)
                 }
                 return;
         }
+        if (bg_wake)
+                wake_at(&wake, bg_wake > now + BENCH_BG_TICK_NS ? bg_wake : now + BENCH_BG_TICK_NS);
         if (wake && rx_timer_arm_at(b->loop, &b->pace_timer, wake) == 0)
                 return;
         if (wake)
                 bench_result_fail(b->res, b->id, b->w, -ENOMEM);
-        if (b->in_flight == 0 && !b->bg_busy && !can_issue(b, now))
+        if (b->in_flight == 0 && b->n_bg_free == BG_SLOTS && !can_issue(b, now))
                 run_finish(b);
 }
 
@@ -425,16 +431,18 @@ static void run_start(struct bench_shard *b)
         bench_result_begin(b->res, b->t0_ns);
         bench_gen_start(b->gen, b->w, b->dists);
         bench_pace_init(&b->pace, b->o, b->w, bench_gen_keys(b->gen), b->t0_ns);
-        memset(b->ops, 0, (n + 1) * sizeof(*b->ops));
-        for (uint32_t i = 0; i <= n; i++)
+        memset(b->ops, 0, (n + BG_SLOTS) * sizeof(*b->ops));
+        for (uint32_t i = 0; i < n + BG_SLOTS; i++)
                 b->ops[i].b = b;
+        for (uint32_t i = 0; i < BG_SLOTS; i++)
+                b->bg_free[i] = n + i;
+        b->n_bg_free = BG_SLOTS;
         for (uint32_t i = 0; i < n; i++)
                 b->free_slots[i] = n - 1 - i;
         b->n_free = n;
         b->in_flight = 0;
         b->issued = b->bg_issued = b->bg_ns = 0;
         b->bg = b->w == BENCH_READWHILEWRITING && bench_gen_keys(b->gen) > 0;
-        b->bg_busy = false;
         b->before = *eng_shard_stats(b->sh);
         b->pump_task.fn = pump_task;
         b->pump_task.name = "scree-bench pump";
@@ -676,7 +684,7 @@ static struct bench_shard *shard_new(struct bench_scree *s, unsigned id)
         b->gen = s->e.gen[id];
         b->res = s->e.res[id];
         snprintf(b->path, sizeof(b->path), "%s/shard-%u", o->dir, id);
-        b->ops = calloc(o->inflight + 1, sizeof(*b->ops));
+        b->ops = calloc(o->inflight + BG_SLOTS, sizeof(*b->ops));
         b->free_slots = calloc(o->inflight, sizeof(*b->free_slots));
         if (!b->ops || !b->free_slots) {
                 shard_free(b);

@@ -138,6 +138,20 @@ def test_open_loop_runs_at_the_rate_and_does_every_op():
     assert by["readwhilewriting"]["bg_ops"] > 0
 
 
+def test_a_paced_writer_keeps_its_rate_in_bursts_and_never_runs_ahead():
+    # readwhilewriting's writer issues the writes that are due in bursts
+    # (up to 32 in flight) and sleeps a millisecond or more when none is:
+    # it must still do what its rate asks, and never more
+    by = json_rows("--benchmarks", "fillseq,readwhilewriting", "--duration", "2",
+                   "--write-rate", "20000", "--shards", "2")
+    r = by["readwhilewriting"]
+    assert r["ops"] > 0
+    # (the schedule starts when the run is posted, a little before the
+    # readers' clock, so allow a few milliseconds of writes on top)
+    assert 0.5 * 20000 * r["seconds"] <= r["bg_ops"] <= 20000 * (r["seconds"] + 0.01), r
+    assert r["compaction_secs"] >= 0
+
+
 def test_duration_bounds_a_run_by_time():
     by = json_rows("--benchmarks", "fillseq,readrandom", "--duration", "1")
     assert by["readrandom"]["ops"] > 0 and by["readrandom"]["seconds"] >= 0.9
