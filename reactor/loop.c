@@ -193,17 +193,47 @@ static void requeue_front(struct rx_loop *loop, struct rx_task *head, struct rx_
         loop->task_head = head;
 }
 
+/* Iteration state carried between iterations of one run. */
+struct run_state {
+        uint64_t now;                   /* read at the bottom of the last iteration */
+        uint64_t last_work;
+        uint64_t last_collect;          /* last time a busy iteration collected CQEs */
+};
+
+/* Operations in the ring other than the always-armed wakeup read. */
+static unsigned io_in_flight(const struct rx_loop *loop)
+{
+        return rx_uring_in_flight(loop->uring) - (loop->wake_armed ? 1u : 0u);
+}
+
+/*
+ * Between two tasks: once RX_LOOP_COLLECT_NS passed since the last collect,
+ * submits what the tasks queued and runs the completions that arrived, so
+ * a read issued or finished while a batch of background slices runs waits
+ * for one slice, not for the whole quota. Returns completions run.
+ */
+static unsigned collect_between_tasks(struct rx_loop *loop, struct run_state *rs, uint64_t now)
+{
+        if (io_in_flight(loop) == 0 || now - rs->last_collect < RX_LOOP_COLLECT_NS)
+                return 0;
+        rs->last_collect = now;
+        loop->stats.task_collects++;
+        rx_uring_flush(loop->uring);
+        rx_uring_collect(loop->uring);
+        return rx_uring_reap(loop, 256);
+}
+
 /*
  * Runs the tasks that were queued when it was called, until they are done or
- * the quota is spent; advances *now_ns to the time the last task ended. A
+ * the quota is spent; advances rs->now to the time the last task ended. A
  * task they post waits for the next iteration, after the pollers and the
  * completions: a task that re-posts itself (a yield, a spin) cannot hold the
  * loop for a whole quota while finished I/O waits to be reaped.
  */
-static unsigned run_tasks(struct rx_loop *loop, uint64_t *now_ns)
+static unsigned run_tasks(struct rx_loop *loop, struct run_state *rs)
 {
         struct rx_task *batch = loop->task_head, *batch_tail = loop->task_tail;
-        uint64_t start_ns = *now_ns, prev = start_ns;
+        uint64_t start_ns = rs->now, prev = start_ns;
         unsigned n = 0;
 
         loop->task_head = loop->task_tail = NULL;
@@ -217,12 +247,16 @@ static unsigned run_tasks(struct rx_loop *loop, uint64_t *now_ns)
                 n++;
                 now = time_now_ns();
                 rx_loop_account(loop, name, &prev, now);
-                *now_ns = now;
-                if (batch && now - start_ns >= loop->opts.task_quota_ns) {
+                rs->now = now;
+                if (!batch)
+                        break;
+                if (now - start_ns >= loop->opts.task_quota_ns) {
                         loop->stats.quota_yields++;
                         requeue_front(loop, batch, batch_tail);
                         break;
                 }
+                if (collect_between_tasks(loop, rs, now))
+                        prev = rs->now = time_now_ns();
         }
         loop->stats.tasks_run += n;
         return n;
@@ -290,19 +324,6 @@ static void sleep_in_ring(struct rx_loop *loop, uint64_t now_ns)
         atomic_store_explicit(&loop->sleeping, 0, memory_order_relaxed);
 }
 
-/* Iteration state carried between iterations of one run. */
-struct run_state {
-        uint64_t now;                   /* read at the bottom of the last iteration */
-        uint64_t last_work;
-        uint64_t last_collect;          /* last time a busy iteration collected CQEs */
-};
-
-/* Operations in the ring other than the always-armed wakeup read. */
-static unsigned io_in_flight(const struct rx_loop *loop)
-{
-        return rx_uring_in_flight(loop->uring) - (loop->wake_armed ? 1u : 0u);
-}
-
 /*
  * Completions are collected (a GETEVENTS enter) in three places: the blocking
  * wait when the loop sleeps; every RX_LOOP_COLLECT_NS while other work keeps
@@ -343,7 +364,7 @@ static void iterate(struct rx_loop *loop, struct run_state *rs)
         work = run_pollers(loop);
         if (loop->task_head) {
                 rs->now = time_now_ns();        /* the quota starts after the pollers */
-                work += run_tasks(loop, &rs->now);
+                work += run_tasks(loop, rs);
         }
         /* Read after tasks ran: they may have cancelled the old top. */
         next = rx_timer_heap_top(&loop->timers);

@@ -6,7 +6,9 @@
  * (2) run the tasks that were ready when this step began until they are
  * done or the task quota (default 0.5 ms) is spent -- a task posted by a
  * task runs in the next iteration, so a task that re-posts itself yields to
- * pollers and completions --, (3) fire due timers, (4) submit queued SQEs and reap
+ * pollers and completions; between two tasks, every RX_LOOP_COLLECT_NS, it
+ * submits what they queued and runs the completions that arrived --,
+ * (3) fire due timers, (4) submit queued SQEs and reap
  * posted completions without blocking; while steps 1-3 keep finding work,
  * every RX_LOOP_COLLECT_NS it also asks the kernel to post finished I/O.
  * When an iteration finds nothing to do, and either I/O is in flight or
@@ -68,6 +70,7 @@ struct rx_loop_stats {
         uint64_t io_submitted;
         uint64_t io_completed;
         uint64_t quota_yields;          /* task runs cut short by the quota */
+        uint64_t task_collects;         /* completions collected between two tasks */
         uint64_t stalls;
         uint64_t stall_max_ns;
         const char *stall_last_name;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The loop itself: task order, the task quota keeping I/O completions
- * flowing past CPU-hungry tasks, a re-posted task yielding an iteration, the stall detector, set-up hints, and a
+ * flowing past CPU-hungry tasks, completions run between two tasks of one
+ * batch, a re-posted task yielding an iteration, the stall detector, set-up hints, and a
  * sleeping loop being woken by another thread, an idle loop with I/O in
  * flight sleeping rather than spinning, and completions collected by a loop
  * that never sleeps.
@@ -126,6 +127,62 @@ Test(loop, task_quota_bounds_how_long_busy_tasks_delay_io_completions)
                   "%llu busy runs before the completion ran",
                   (unsigned long long)(qs.runs_at_completion - qs.runs_at_submit));
         cr_expect(gt(u64, rx_loop_stats(loop)->quota_yields, 0));
+        rx_loop_free(loop);
+}
+
+/* Background slices queued together: the first submits a NOP, and each
+ * runs for longer than RX_LOOP_COLLECT_NS. The NOP must complete between
+ * two slices of that one batch, not after the whole batch. */
+#define SLICE_TASKS 8
+static struct {
+        struct rx_task t[SLICE_TASKS];
+        struct rx_op nop;
+        unsigned runs, runs_at_completion;
+        uint64_t iteration_at_completion, iteration_of_batch;
+} sl;
+
+static void on_slice_nop(struct rx_loop *loop, struct rx_op *op, int res)
+{
+        (void)op;
+        cr_assert(eq(int, res, 0));
+        sl.runs_at_completion = sl.runs;
+        sl.iteration_at_completion = rx_loop_stats(loop)->iterations;
+}
+
+static void slice_task(struct rx_loop *loop, struct rx_task *t)
+{
+        uint64_t until = time_now_ns() + 2 * RX_LOOP_COLLECT_NS;
+
+        (void)t;
+        if (sl.runs++ == 0) {
+                sl.iteration_of_batch = rx_loop_stats(loop)->iterations;
+                cr_assert(eq(int, rx_nop(loop, &sl.nop, on_slice_nop), 0));
+        }
+        while (time_now_ns() < until)
+                ;
+        if (sl.runs == SLICE_TASKS)
+                rx_loop_stop(loop);
+}
+
+Test(loop, io_completes_between_two_tasks_of_one_batch)
+{
+        struct rx_loop_opts o = { .task_quota_ns = 100 * NS_PER_MS };
+        struct rx_loop *loop;
+        int r = rx_loop_new(&o, &loop);
+
+        SKIP_IF_NO_URING(r);
+        cr_assert(eq(int, r, 0));
+        for (int i = 0; i < SLICE_TASKS; i++) {
+                sl.t[i] = (struct rx_task){ .fn = slice_task, .name = "slice" };
+                rx_loop_post(loop, &sl.t[i]);
+        }
+        rx_loop_run(loop);
+        cr_assert(eq(u32, sl.runs, SLICE_TASKS));
+        /* The quota is far away, so the batch is one iteration; the NOP ran
+         * right after the slice that submitted it. */
+        cr_expect(eq(u64, sl.iteration_at_completion, sl.iteration_of_batch));
+        cr_expect(eq(u32, sl.runs_at_completion, 1));
+        cr_expect(gt(u64, rx_loop_stats(loop)->task_collects, 0));
         rx_loop_free(loop);
 }
 
