@@ -2,8 +2,9 @@
 /*
  * scree-stress: a multi-threaded load generator for any server that speaks
  * RESP (scree, redis-server, ...). Options overlap redis-benchmark's where
- * they can (-h -p -a -c -P -n -r -d); the workload is a SET:GET ratio or a
- * YCSB mix (A-F) over a key distribution (perf/keydist.h), run closed loop
+ * they can (-h -p -a -c -P -n -r -d); the workload is a SET:GET ratio, a
+ * YCSB mix (A-F) or one command given after the options (as
+ * redis-benchmark's), over a key distribution (perf/keydist.h), run closed loop
  * or open loop at a fixed rate with latency from the intended send time.
  * docs/PERFORMANCE.md ("scree-stress") describes the method.
  *
@@ -50,7 +51,7 @@ static struct stress_shared *g_shared;      /* for the SIGINT handler */
 static void usage(FILE *f)
 {
         fprintf(f,
-                "usage: scree-stress [options]\n"
+                "usage: scree-stress [options] [-- COMMAND WORD...]\n"
                 "  -h HOST             server (default 127.0.0.1)    -p PORT   (default 6379)\n"
                 "  -a PASSWORD         AUTH on every connection\n"
                 "  --threads N         worker threads, each with its share of the connections (default 2)\n"
@@ -73,7 +74,10 @@ static void usage(FILE *f)
                 "  --scan-length N     YCSB scan: most keys per MGET (default 100)\n"
                 "  --json | --csv      machine-readable results on stdout\n"
                 "  --timeseries FILE   per-second ops, errors, p50 and p99 as CSV\n"
-                "  --stop-on-error     an error reply is fatal   --seed N   --quiet (no progress line)\n",
+                "  --stop-on-error     an error reply is fatal   --seed N   --quiet (no progress line)\n"
+                "  COMMAND WORD...     send this command as every operation instead of SET and GET,\n"
+                "                      __key__ replaced by a drawn key and __data__ by the value\n"
+                "                      (as redis-benchmark's trailing command), e.g. -- EVAL \"return 1\" 0\n",
                 DEFAULT_REQUESTS);
 }
 
@@ -179,6 +183,8 @@ static const char *check(struct cli *c, bool ratio_given, int n_formats)
 
         if (ratio_given && cfg->mix)
                 return "--ratio and --ycsb exclude each other";
+        if (cfg->cmd_argc && (ratio_given || cfg->mix))
+                return "a command excludes --ratio and --ycsb";
         if (n_formats > 1)
                 return "--json and --csv exclude each other";
         if (cfg->poisson && cfg->rate <= 0)
@@ -229,10 +235,10 @@ static int parse_args(int argc, char **argv, struct cli *c)
                         return -EINVAL;
                 }
         }
-        if (optind != argc) {
-                fprintf(stderr, "scree-stress: unexpected argument: %s\n", argv[optind]);
-                return -EINVAL;
-        }
+        /* What follows the options is a command to send (after "--" if a
+         * word starts with '-'). */
+        c->cfg.cmd_argv = argv + optind;
+        c->cfg.cmd_argc = (unsigned)(argc - optind);
         msg = check(c, ratio_given, n_formats);
         if (msg) {
                 fprintf(stderr, "scree-stress: %s\n", msg);
@@ -338,6 +344,8 @@ static void print_config(const struct cli *c)
                 printf("closed loop, ");
         if (cfg->mix)
                 printf("YCSB %c", cfg->mix->name);
+        else if (cfg->cmd_argc)
+                printf("command %s (%u words)", cfg->cmd_argv[0], cfg->cmd_argc);
         else
                 printf("SET:GET %u:%u", cfg->set_weight, cfg->get_weight);
         printf(", %s over %" PRIu64 " keys, %u-byte values\n", keydist_name(cfg->dist.kind), cfg->keyspace,

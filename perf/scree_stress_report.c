@@ -18,6 +18,8 @@ const char *stress_op_name(const struct stress_cfg *cfg, int op)
 {
         if (cfg->mix)
                 return ycsb_op_name((enum ycsb_op)op);
+        if (cfg->cmd_argc)
+                return op == STRESS_OP_CMD ? cfg->cmd_argv[0] : "?";
         return op >= 0 && op < 2 ? ratio_names[op] : "?";
 }
 
@@ -35,6 +37,7 @@ void stress_summary_merge(struct stress_summary *s, const struct stress_cfg *cfg
 {
         for (int op = 0; op < STRESS_OPS_MAX; op++)
                 s->shown[op] = cfg->mix ? cfg->mix->pct[op] > 0 :
+                               cfg->cmd_argc ? op == STRESS_OP_CMD :
                                op == STRESS_OP_SET ? cfg->set_weight > 0 :
                                op == STRESS_OP_GET && cfg->get_weight > 0;
         for (unsigned i = 0; i < n; i++) {

@@ -193,6 +193,22 @@ static void send_get(struct ctx *x, struct conn *c, uint64_t key)
         put_key(x, c, key);
 }
 
+/* Command mode: the command's words, with the key and the value put in. */
+static void send_cmd(struct ctx *x, struct conn *c, uint64_t key)
+{
+        put_header(x, c, '*', x->cfg->cmd_argc);
+        for (unsigned i = 0; i < x->cfg->cmd_argc; i++) {
+                const char *wd = x->cfg->cmd_argv[i];
+
+                if (strcmp(wd, "__key__") == 0)
+                        put_key(x, c, key);
+                else if (strcmp(wd, "__data__") == 0)
+                        put_bulk(x, c, x->cfg->value, x->cfg->value_size);
+                else
+                        put_bulk(x, c, wd, strlen(wd));
+        }
+}
+
 /* YCSB scan: MGET of up to scan_max consecutive keys from first, inside live. */
 static void send_scan(struct ctx *x, struct conn *c, uint64_t first, uint64_t live)
 {
@@ -273,6 +289,12 @@ static void issue(struct ctx *x, struct conn *c, uint64_t t_ns)
         }
         if (x->cfg->mix) {
                 issue_ycsb(x, c, t_ns);
+                return;
+        }
+        if (x->cfg->cmd_argc) {
+                key = keydist_next(&x->dist, &x->rng, x->cfg->keyspace);
+                send_cmd(x, c, key);
+                push_pend(c, x, t_ns, key, PEND_OP, STRESS_OP_CMD);
                 return;
         }
         w = x->cfg->set_weight + x->cfg->get_weight;

@@ -41,6 +41,7 @@
 #define STRESS_OPS_MAX YCSB_OP_MAX
 #define STRESS_OP_SET 0
 #define STRESS_OP_GET 1
+#define STRESS_OP_CMD 0         /* command mode's one kind */
 /* Inserts answered out of order that are tracked; past it acked jumps. */
 #define STRESS_ACK_WINDOW 65536u
 
@@ -52,6 +53,11 @@ struct stress_cfg {
         unsigned threads, conns, pipeline;
         unsigned set_weight, get_weight;        /* SET:GET mode, when mix is NULL */
         const struct ycsb_mix *mix;     /* YCSB mode */
+        /* Command mode (when cmd_argc > 0): every operation sends these
+         * words, "__key__" replaced by a drawn key and "__data__" by the
+         * value; borrowed for the run. */
+        char *const *cmd_argv;
+        unsigned cmd_argc;
         struct keydist dist;            /* set up once; each worker copies it */
         uint64_t keyspace;              /* keys 0..keyspace-1 (inserts go past it) */
         const char *key_prefix;

@@ -138,6 +138,22 @@ def test_load_writes_the_keyspace_and_gets_find_it(server):
     assert r["by_op"]["GET"]["misses"] == 0
 
 
+def test_a_command_after_the_options_is_every_operation(server):
+    # as redis-benchmark's trailing command: __key__ and __data__ filled in
+    r = stress_json(server.port, "--distribution", "sequential", "-r", "150", "-n", "150",
+                    "-c", "3", "--threads", "1", "-d", "9", "--key-prefix", "cmd:",
+                    "--", "SET", "__key__", "__data__")
+    assert list(r["by_op"]) == ["SET"] and r["total"]["ops"] == 150
+    assert r["total"]["errors"] == 0
+    assert count_keys(server.port, "cmd:") == 150
+    assert cli(server.port, "GET", key("cmd:", 149)).strip() == "x" * 9
+    r = stress_json(server.port, "-n", "300", "-c", "2", "-P", "4", "PING")
+    assert list(r["by_op"]) == ["PING"] and r["total"]["ops"] == 300
+    assert r["total"]["errors"] == 0
+    r = stress_json(server.port, "-n", "40", "-c", "2", "NOSUCHCOMMAND", "__key__")
+    assert r["total"]["ops"] == 40 and r["total"]["errors"] == 40
+
+
 def test_gets_of_missing_keys_are_misses_not_errors(server):
     r = stress_json(server.port, "--ratio", "0:1", "-n", "200", "-c", "2", "--key-prefix", "none:")
     assert r["total"]["misses"] == 200 and r["total"]["errors"] == 0
@@ -231,7 +247,8 @@ def test_more_threads_than_connections(server):
     ["--ratio", "x"], ["--ratio", "0:0"], ["--ycsb", "G"], ["--distribution", "zipf"],
     ["-c", "0"], ["-P", "0"], ["-n", "abc"], ["--theta", "1.5"], ["--rate", "-1"],
     ["--ratio", "1:1", "--ycsb", "A"], ["--json", "--csv"], ["--poisson"], ["--nope"],
-    ["extra"], ["-p", "70000"], ["--duration", "0"],
+    ["-p", "70000"], ["--duration", "0"],
+    ["--ratio", "1:1", "GET", "k"], ["--ycsb", "A", "--", "PING"],
 ])
 def test_bad_options_are_refused(args):
     p = subprocess.run([STRESS, *args], capture_output=True, text=True, timeout=30)
