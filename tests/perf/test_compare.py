@@ -53,3 +53,23 @@ def test_a_missing_build_is_a_clear_error_and_leaves_nothing(tmp_path):
     assert "not built" in r.stderr or "not found" in r.stderr, r.stderr
     # Regression: the scratch directory was made before the check and leaked.
     assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.skipif(not have("redis-server", "redis-benchmark", "redis-cli"),
+                    reason="needs redis-server and redis-tools")
+@pytest.mark.skipif(not os.access(os.path.join(BUILD, "perf", "scree-stress"), os.X_OK),
+                    reason="perf/ not built")
+def test_stress_vs_redis_benchmark_runs_set_and_eval():
+    # tiny: one round, both tools, SET and the server-bound EVAL check; the
+    # script itself checks the server processed exactly what each tool sent
+    r = subprocess.run([os.path.join(ROOT, "perf", "stress_vs_redis_benchmark")],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "BUILD_DIR": BUILD, "N": "300", "ROUNDS": "1",
+                            "THREADS": "1", "PIPELINES": "1,4", "TESTS": "SET,EVAL",
+                            "EVAL_SCRIPT": "return 1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = [l.split() for l in r.stdout.splitlines() if re.match(r"^\s+1\s+[14]\s+(SET|EVAL)\s", l)]
+    assert sorted((row[1], row[2]) for row in rows) == [("1", "EVAL"), ("1", "SET"),
+                                                      ("4", "EVAL"), ("4", "SET")]
+    for row in rows:
+        assert float(row[3]) > 0 and float(row[4]) > 0 and float(row[5]) > 0, row
