@@ -76,8 +76,8 @@ static void usage(FILE *f)
                 "  --timeseries FILE   per-second ops, errors, p50 and p99 as CSV\n"
                 "  --stop-on-error     an error reply is fatal   --seed N   --quiet (no progress line)\n"
                 "  COMMAND WORD...     send this command as every operation instead of SET and GET,\n"
-                "                      __key__ replaced by a drawn key and __data__ by the value\n"
-                "                      (as redis-benchmark's trailing command), e.g. -- EVAL \"return 1\" 0\n",
+                "                      __key__ replaced by a drawn key and __data__ by the value; as\n"
+                "                      in redis-benchmark, options end at its first word (or at --)\n",
                 DEFAULT_REQUESTS);
 }
 
@@ -220,7 +220,10 @@ static int parse_args(int argc, char **argv, struct cli *c)
         int ch, n_formats = 0;
 
         defaults(c);
-        while ((ch = getopt_long(argc, argv, "h:p:a:c:P:r:d:n:", longopts, NULL)) != -1) {
+        /* "+": options end at the first word that is not one, as in
+         * redis-benchmark, so a command's own words are never taken for
+         * options (SET k -c 5 is a command of four words). */
+        while ((ch = getopt_long(argc, argv, "+h:p:a:c:P:r:d:n:", longopts, NULL)) != -1) {
                 if (ch == 'H') {
                         usage(stdout);
                         exit(0);
@@ -235,8 +238,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
                         return -EINVAL;
                 }
         }
-        /* What follows the options is a command to send (after "--" if a
-         * word starts with '-'). */
+        /* What follows the options is a command to send (after "--" if its
+         * first word starts with '-'). */
         c->cfg.cmd_argv = argv + optind;
         c->cfg.cmd_argc = (unsigned)(argc - optind);
         msg = check(c, ratio_given, n_formats);

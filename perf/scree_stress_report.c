@@ -84,11 +84,29 @@ static void text_row(FILE *f, const char *name, const struct stress_op_stats *o,
                 name, o->ops, r.ops_s, r.p50, r.p90, r.p99, r.p999, r.max, o->errors, o->misses);
 }
 
+/* A CSV field: quoted when it holds a comma, a quote or a line break (a
+ * command's name is the user's). */
+static void csv_field(FILE *f, const char *s)
+{
+        if (!strpbrk(s, ",\"\r\n")) {
+                fputs(s, f);
+                return;
+        }
+        fputc('"', f);
+        for (; *s; s++) {
+                if (*s == '"')
+                        fputc('"', f);
+                fputc(*s, f);
+        }
+        fputc('"', f);
+}
+
 static void csv_row(FILE *f, const char *name, const struct stress_op_stats *o, double secs)
 {
         struct row r = row_of(o, secs);
 
-        fprintf(f, "%s,%" PRIu64 ",%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%" PRIu64 ",%" PRIu64 "\n", name, o->ops,
+        csv_field(f, name);
+        fprintf(f, ",%" PRIu64 ",%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%" PRIu64 ",%" PRIu64 "\n", o->ops,
                 r.ops_s, r.p50, r.p90, r.p99, r.p999, r.max, o->errors, o->misses);
 }
 
@@ -101,16 +119,8 @@ static void json_op(FILE *f, const struct stress_op_stats *o, double secs)
                 o->ops, r.ops_s, r.p50, r.p90, r.p99, r.p999, r.max, o->errors, o->misses);
 }
 
-/* The workload in words: "SET:GET 1:10" or "YCSB A". */
-static void workload_name(const struct stress_cfg *cfg, char *buf, size_t len)
-{
-        if (cfg->mix)
-                snprintf(buf, len, "%c", cfg->mix->name);
-        else
-                snprintf(buf, len, "%u:%u", cfg->set_weight, cfg->get_weight);
-}
-
-/* A string for JSON: the caller's strings are the key prefix and error texts. */
+/* A string for JSON: the caller's strings are the key prefix, error texts
+ * and a command's words. */
 static void json_str(FILE *f, const char *s)
 {
         fputc('"', f);
@@ -127,16 +137,36 @@ static void json_str(FILE *f, const char *s)
         fputc('"', f);
 }
 
+/* "mode" and "workload": "ratio" and "1:10", "ycsb" and "A", or "command"
+ * and its first word, with "command" holding every word. */
+static void json_workload(FILE *f, const struct stress_cfg *cfg)
+{
+        if (cfg->mix) {
+                fprintf(f, "\"mode\":\"ycsb\",\"workload\":\"%c\"", cfg->mix->name);
+                return;
+        }
+        if (!cfg->cmd_argc) {
+                fprintf(f, "\"mode\":\"ratio\",\"workload\":\"%u:%u\"", cfg->set_weight, cfg->get_weight);
+                return;
+        }
+        fputs("\"mode\":\"command\",\"workload\":", f);
+        json_str(f, cfg->cmd_argv[0]);
+        fputs(",\"command\":[", f);
+        for (unsigned i = 0; i < cfg->cmd_argc; i++) {
+                fputs(i ? "," : "", f);
+                json_str(f, cfg->cmd_argv[i]);
+        }
+        fputc(']', f);
+}
+
 static void print_json(FILE *f, const struct stress_cfg *cfg, const struct stress_summary *s)
 {
-        char wl[16];
-
-        workload_name(cfg, wl, sizeof(wl));
         fprintf(f, "{\"target\":");
         json_str(f, cfg->target);
-        fprintf(f, ",\"threads\":%u,\"connections\":%u,\"pipeline\":%u,\"mode\":\"%s\",\"workload\":\"%s\","
-                "\"distribution\":\"%s\",\"keyspace\":%" PRIu64 ",\"key_prefix\":",
-                cfg->threads, cfg->conns, cfg->pipeline, cfg->mix ? "ycsb" : "ratio", wl,
+        fprintf(f, ",\"threads\":%u,\"connections\":%u,\"pipeline\":%u,", cfg->threads, cfg->conns,
+                cfg->pipeline);
+        json_workload(f, cfg);
+        fprintf(f, ",\"distribution\":\"%s\",\"keyspace\":%" PRIu64 ",\"key_prefix\":",
                 keydist_name(cfg->dist.kind), cfg->keyspace);
         json_str(f, cfg->key_prefix);
         fprintf(f, ",\"value_size\":%u,\"open_loop\":%s,\"target_rate\":%.1f,\"seconds\":%.3f,"
@@ -157,7 +187,9 @@ static void print_json(FILE *f, const struct stress_cfg *cfg, const struct stres
         for (int op = 0, first = 1; op < STRESS_OPS_MAX; op++) {
                 if (!s->shown[op])
                         continue;
-                fprintf(f, "%s\"%s\":", first ? "" : ",", stress_op_name(cfg, op));
+                fputs(first ? "" : ",", f);
+                json_str(f, stress_op_name(cfg, op));
+                fputc(':', f);
                 json_op(f, &s->op[op], s->secs);
                 first = 0;
         }

@@ -4,6 +4,8 @@ runs of every mode against a real server -- build/scree when it is built,
 else redis-server -- on a free loopback port. Checks counts, output shapes,
 what the server holds afterwards (with redis-cli), and that bad options and
 failures give a clear error and a non-zero exit. Nothing looks at timings."""
+import csv
+import io
 import json
 import os
 import shutil
@@ -152,6 +154,16 @@ def test_a_command_after_the_options_is_every_operation(server):
     assert r["total"]["errors"] == 0
     r = stress_json(server.port, "-n", "40", "-c", "2", "NOSUCHCOMMAND", "__key__")
     assert r["total"]["ops"] == 40 and r["total"]["errors"] == 40
+    # options end at the command's first word, as in redis-benchmark: "-c"
+    # here is the command's, and its name is quoted in JSON and CSV
+    name = 'X,"Y'
+    r = stress_json(server.port, "-n", "20", "-c", "2", name, "-c", "5")
+    assert r["connections"] == 2 and r["total"]["ops"] == 20
+    assert r["mode"] == "command" and r["workload"] == name
+    assert r["command"] == [name, "-c", "5"] and list(r["by_op"]) == [name]
+    rows = list(csv.DictReader(io.StringIO(stress(server.port, "--csv", "-n", "10", "-c", "1",
+                                                  name).stdout)))
+    assert [row["op"] for row in rows] == [name, "all"] and rows[0]["ops"] == "10"
 
 
 def test_gets_of_missing_keys_are_misses_not_errors(server):
