@@ -210,17 +210,19 @@ static unsigned io_in_flight(const struct rx_loop *loop)
  * Between two tasks: once RX_LOOP_COLLECT_NS passed since the last collect,
  * submits what the tasks queued and runs the completions that arrived, so
  * a read issued or finished while a batch of background slices runs waits
- * for one slice, not for the whole quota. Returns completions run.
+ * for one slice, not for the whole quota. Returns whether it collected
+ * (the completions account for their own time; the rest is the loop's).
  */
-static unsigned collect_between_tasks(struct rx_loop *loop, struct run_state *rs, uint64_t now)
+static bool collect_between_tasks(struct rx_loop *loop, struct run_state *rs, uint64_t now)
 {
         if (io_in_flight(loop) == 0 || now - rs->last_collect < RX_LOOP_COLLECT_NS)
-                return 0;
+                return false;
         rs->last_collect = now;
         loop->stats.task_collects++;
         rx_uring_flush(loop->uring);
         rx_uring_collect(loop->uring);
-        return rx_uring_reap(loop, 256);
+        rx_uring_reap(loop, 256);
+        return true;
 }
 
 /*
@@ -256,7 +258,7 @@ static unsigned run_tasks(struct rx_loop *loop, struct run_state *rs)
                         break;
                 }
                 if (collect_between_tasks(loop, rs, now))
-                        prev = rs->now = time_now_ns();
+                        prev = rs->now = time_now_ns(); /* not the next task's time */
         }
         loop->stats.tasks_run += n;
         return n;
