@@ -3,7 +3,7 @@
  * scree-bench's scree engine; see bench_shard.h. Open, run and close
  * arrive as foreign-thread requests and run on the shard's loop; a run
  * issues operations from a fixed set of slots (inflight of them, plus
- * the writer's for readwhilewriting), each recording its latency when it
+ * BG_SLOTS for readwhilewriting's writer), each recording its latency when it
  * is acknowledged, and completes the request once the op count or the
  * time limit is reached and the last op is back.
  */
@@ -330,8 +330,8 @@ static void wake_at(uint64_t *wake, uint64_t due)
                 *wake = due;
 }
 
-/* readwhilewriting: issues the writer's next write if it is free and due.
- * A flat-out writer gets at most half the shard's time, as a writer thread
+/* readwhilewriting: issues the writer's next write if a writer slot is
+ * free and the write is due (*wake: when it will be). A flat-out writer gets at most half the shard's time, as a writer thread
  * sharing a core with the readers would: otherwise, while reads wait for
  * the disk, it would take the whole core and the readers would starve. */
 static bool step_writer(struct bench_shard *b, uint64_t now, uint64_t *wake)
@@ -389,7 +389,10 @@ static bool step_reader(struct bench_shard *b, uint64_t now, uint64_t *wake)
 }
 
 /* Issues ops while slots are free and ops are due, PUMP_BATCH at most
- * before yielding; then sleeps till the next due op, or finishes. */
+ * before yielding; then sleeps till the next due op, or finishes. A read
+ * due within PACE_SPIN_NS is spun for; the writer's next write only ever
+ * gets a timer, BENCH_BG_TICK_NS ahead at least (its latency is not
+ * measured, and a spinning vCPU slows the disk). */
 static void pump(struct bench_shard *b)
 {
         uint64_t now = time_now_ns(), wake = 0, bg_wake = 0;
