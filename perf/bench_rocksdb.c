@@ -212,7 +212,7 @@ static void *writer_main(void *arg)
                                                       : now;
 
                 if (due > now)  /* ahead: catch up in a burst, as scree's shard does */
-                        now = sleep_until(due > now + BENCH_BG_TICK_NS ? due : now + BENCH_BG_TICK_NS);
+                        now = sleep_until(bench_bg_wake(due, now));
                 bench_gen_write(k->bg_gen, &d);
                 k->bg_err = do_write(k->r, &d, &k->bg_user_bytes);
                 k->bg_ops++;

@@ -88,6 +88,12 @@ void bench_result_fini(struct bench_result *r);
  */
 #define BENCH_BG_TICK_NS (1 * NS_PER_MS)
 
+/* When a paced writer whose next write is due at due (> now) wakes. */
+static inline uint64_t bench_bg_wake(uint64_t due, uint64_t now)
+{
+        return due > now + BENCH_BG_TICK_NS ? due : now + BENCH_BG_TICK_NS;
+}
+
 /* A run's bounds for one worker. */
 struct bench_pace {
         uint64_t target;                /* ops; UINT64_MAX with a duration */

@@ -418,7 +418,7 @@ static void pump(struct bench_shard *b)
                 return;
         }
         if (bg_wake)
-                wake_at(&wake, bg_wake > now + BENCH_BG_TICK_NS ? bg_wake : now + BENCH_BG_TICK_NS);
+                wake_at(&wake, bench_bg_wake(bg_wake, now));
         if (wake && rx_timer_arm_at(b->loop, &b->pace_timer, wake) == 0)
                 return;
         if (wake)

@@ -207,21 +207,46 @@ static unsigned io_in_flight(const struct rx_loop *loop)
 }
 
 /*
- * Between two tasks: once RX_LOOP_COLLECT_NS passed since the last collect,
- * submits what the tasks queued and runs the completions that arrived, so
- * a read issued or finished while a batch of background slices runs waits
- * for one slice, not for the whole quota. Returns whether it collected
- * (the completions account for their own time; the rest is the loop's).
+ * Completions are collected (a GETEVENTS enter) in four places: the blocking
+ * wait when the loop sleeps; every RX_LOOP_COLLECT_NS while other work keeps
+ * the loop from sleeping, at the end of an iteration and between two tasks
+ * of one batch; and every iteration with never_sleep. An idle loop with I/O
+ * in flight sleeps at once instead of spinning: on a VM a spinning vCPU
+ * slows the device it waits for (docs/PERFORMANCE.md), and a sleeping loop
+ * still wakes for messages through the eventfd.
+ *
+ * Whether a collect is due at now (every: whenever I/O is in flight); if
+ * so, it counts as done.
+ */
+static bool collect_due(struct rx_loop *loop, struct run_state *rs, uint64_t now, bool every)
+{
+        if (io_in_flight(loop) == 0 || (!every && now - rs->last_collect < RX_LOOP_COLLECT_NS))
+                return false;
+        rs->last_collect = now;
+        return true;
+}
+
+/* Asks the kernel to post finished I/O and runs it; returns how many. */
+static unsigned collect_now(struct rx_loop *loop)
+{
+        rx_uring_collect(loop->uring);
+        return rx_uring_reap(loop, 256);
+}
+
+/*
+ * Between two tasks, when a collect is due: submits what the tasks queued
+ * and runs the completions that arrived, so a read issued or finished while
+ * a batch of background slices runs waits for one slice, not for the whole
+ * quota. Returns whether it collected (the completions account for their
+ * own time; the rest is the loop's).
  */
 static bool collect_between_tasks(struct rx_loop *loop, struct run_state *rs, uint64_t now)
 {
-        if (io_in_flight(loop) == 0 || now - rs->last_collect < RX_LOOP_COLLECT_NS)
+        if (!collect_due(loop, rs, now, false))
                 return false;
-        rs->last_collect = now;
         loop->stats.task_collects++;
         rx_uring_flush(loop->uring);
-        rx_uring_collect(loop->uring);
-        rx_uring_reap(loop, 256);
+        collect_now(loop);
         return true;
 }
 
@@ -326,23 +351,10 @@ static void sleep_in_ring(struct rx_loop *loop, uint64_t now_ns)
         atomic_store_explicit(&loop->sleeping, 0, memory_order_relaxed);
 }
 
-/*
- * Completions are collected (a GETEVENTS enter) in three places: the blocking
- * wait when the loop sleeps; every RX_LOOP_COLLECT_NS while other work keeps
- * the loop from sleeping; and every iteration with never_sleep. An idle loop
- * with I/O in flight sleeps at once instead of spinning: on a VM a spinning
- * vCPU slows the device it waits for (docs/PERFORMANCE.md), and a sleeping
- * loop still wakes for messages through the eventfd.
- */
+/* At the end of an iteration that did work (see collect_due). */
 static unsigned collect_io(struct rx_loop *loop, struct run_state *rs, uint64_t now)
 {
-        if (io_in_flight(loop) == 0)
-                return 0;
-        if (!loop->opts.never_sleep && now - rs->last_collect < RX_LOOP_COLLECT_NS)
-                return 0;
-        rs->last_collect = now;
-        rx_uring_collect(loop->uring);
-        return rx_uring_reap(loop, 256);
+        return collect_due(loop, rs, now, loop->opts.never_sleep) ? collect_now(loop) : 0;
 }
 
 static bool may_sleep(struct rx_loop *loop, const struct run_state *rs, uint64_t now)
