@@ -264,6 +264,9 @@ int eng_compaction_start(struct eng_fs *fs, const struct eng_compaction_opts *o,
 
         if (!o->n_inputs || !o->out.path || o->out.chunk_bytes % 4096)
                 return -EINVAL;
+        if (o->readahead_bytes != ENG_COMPACT_READ_CACHED)
+                mo.stream_bytes = o->readahead_bytes ? o->readahead_bytes
+                                                     : ENG_SST_SEQ_DEFAULT_CHUNK;
         if (!(job = calloc(1, sizeof(*job))))
                 return -ENOMEM;
         *job = (struct eng_compaction){ .fs = fs, .out = o->out, .done = done, .arg = arg,

@@ -20,9 +20,12 @@
  * merge_iter.h merge in compaction view -- the newest version of each key;
  * tombstones and expired versions dropped only when the inputs are
  * bottommost -- and writes one SSTable with eng_sst_write_start(), at a
- * byte rate. The writer's source pulls from the asynchronous merge: when
- * the merge waits for a block, the source returns ENG_SST_PENDING and
- * resumes the writer when the block is in. The new table is not part of
+ * byte rate. It streams its inputs (sst_seq.h): large reads, one ahead
+ * per input, past the block cache, so a compaction neither floods the
+ * disk with 4 KiB reads beside the point reads nor evicts their blocks.
+ * The writer's source pulls from the asynchronous merge: when the merge
+ * waits for a read, the source returns ENG_SST_PENDING and resumes the
+ * writer when the read is in. The new table is not part of
  * the tablet until the caller records it (the manifest) and drops the
  * inputs; a failed job removes its partial output.
  *
@@ -36,6 +39,7 @@
 
 #include "engine/merge_iter.h"
 #include "engine/sst_io.h"
+#include "engine/sst_seq.h"
 
 /* ---- picking ---- */
 
@@ -85,6 +89,8 @@ int eng_compact_pick_major(uint32_t n, struct eng_compact_pick *ret);
 
 /* ---- the job ---- */
 
+#define ENG_COMPACT_READ_CACHED UINT32_MAX
+
 struct eng_compaction;
 
 struct eng_compaction_opts {
@@ -94,6 +100,12 @@ struct eng_compaction_opts {
         uint32_t n_inputs;
         uint64_t now_ms;                /* wall-clock ms: what has expired */
         bool bottommost;                /* nothing older lies below the inputs */
+        /* Each input is read in runs of blocks of up to this many bytes,
+         * one read each, past the block cache (sst_seq.h): a multiple of
+         * 4096; 0 = ENG_SST_SEQ_DEFAULT_CHUNK; ENG_COMPACT_READ_CACHED =
+         * block by block through the cache, as point reads do. Each
+         * input holds up to two chunks while the job runs. */
+        uint32_t readahead_bytes;
         /* The output: path (borrowed until done runs), table.file_id,
          * table.tablet, chunk_bytes, rate_bytes_per_sec (0 = unthrottled). */
         struct eng_sst_write_opts out;

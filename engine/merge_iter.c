@@ -30,6 +30,7 @@
 #include "engine/key.h"
 #include "engine/merge_iter.h"
 #include "engine/sst_iter.h"
+#include "engine/sst_seq.h"
 
 struct slot {
         struct eng_merge_child *c;
@@ -299,7 +300,8 @@ int eng_merge_iter_new(const struct eng_merge_opts *o, struct eng_merge_iter **r
 {
         struct eng_merge_iter *m;
 
-        if (o->view <= ENG_MERGE_VIEW_INVALID || o->view >= ENG_MERGE_VIEW_MAX)
+        if (o->view <= ENG_MERGE_VIEW_INVALID || o->view >= ENG_MERGE_VIEW_MAX ||
+            o->stream_bytes % MEM_DIRECT_ALIGN)
                 return -EINVAL;
         if (!(m = calloc(1, sizeof(*m))))
                 return -ENOMEM;
@@ -576,14 +578,88 @@ int eng_merge_child_sst_new(struct eng_sst_table *t, struct eng_merge_child **re
         return 0;
 }
 
-/* After the SSTable child, whose iterator it tells the merge's span. */
+struct seq_child {
+        struct eng_merge_child c;
+        struct eng_sst_seq *it;
+};
+
+static struct seq_child *seq_of(struct eng_merge_child *c)
+{
+        return container_of(c, struct seq_child, c);
+}
+
+static void seq_moved(struct eng_sst_seq *it, int res, void *arg)
+{
+        (void)it;
+        eng_merge_child_done(arg, res);
+}
+
+static int seq_seek(struct eng_merge_child *c, const void *key, size_t key_len, uint64_t seq)
+{
+        return eng_sst_seq_seek(seq_of(c)->it, key, key_len, seq, seq_moved, c);
+}
+
+static int seq_seek_first(struct eng_merge_child *c)
+{
+        return eng_sst_seq_seek_first(seq_of(c)->it, seq_moved, c);
+}
+
+static int seq_next(struct eng_merge_child *c)
+{
+        return eng_sst_seq_next(seq_of(c)->it, seq_moved, c);
+}
+
+static void seq_entry(struct eng_merge_child *c, struct eng_entry *ret)
+{
+        eng_sst_seq_entry(seq_of(c)->it, ret);
+}
+
+/* eng_sst_seq_free, like eng_sst_iter_free, may run at any time. */
+static void seq_free(struct eng_merge_child *c)
+{
+        struct seq_child *x = seq_of(c);
+
+        eng_sst_seq_free(x->it);
+        free(x);
+}
+
+static const struct eng_merge_child_ops seq_ops = {
+        .seek = seq_seek, .seek_first = seq_seek_first, .next = seq_next,
+        .entry = seq_entry, .free = seq_free,
+};
+
+int eng_merge_child_sst_seq_new(struct eng_sst_table *t, uint32_t chunk_bytes,
+                                struct eng_merge_child **ret)
+{
+        const struct eng_sst_props *props = eng_sst_reader_props(eng_sst_table_reader(t));
+        struct seq_child *x = calloc(1, sizeof(*x));
+        int r;
+
+        if (!x)
+                return -ENOMEM;
+        if ((r = eng_sst_seq_new(t, chunk_bytes, &x->it)) < 0) {
+                free(x);
+                return r;
+        }
+        x->c.ops = &seq_ops;
+        x->c.lo = props->smallest;
+        x->c.lo_len = props->smallest_len;
+        *ret = &x->c;
+        return 0;
+}
+
+/* A streaming child when the merge streams, else a cached one, which is
+ * told the merge's span. */
 int eng_merge_iter_add_sst(struct eng_merge_iter *m, struct eng_sst_table *t)
 {
         struct eng_merge_child *c;
-        int r = eng_merge_child_sst_new(t, &c);
+        int r;
 
+        if (m->o.stream_bytes)
+                r = eng_merge_child_sst_seq_new(t, m->o.stream_bytes, &c);
+        else if ((r = eng_merge_child_sst_new(t, &c)) == 0)
+                eng_sst_iter_set_span(sst_of(c)->it, m->o.span);
         if (r < 0)
                 return r;
-        eng_sst_iter_set_span(sst_of(c)->it, m->o.span);
         return eng_merge_iter_add_take(m, c);
 }

@@ -102,6 +102,10 @@ int eng_merge_child_memtable_new(struct eng_memtable *mt, struct eng_merge_child
 /* A child over an open SSTable (an sst_iter.h iterator, which references
  * t until it is gone). Returns 0 and *ret, or -ENOMEM. Shard-local. */
 int eng_merge_child_sst_new(struct eng_sst_table *t, struct eng_merge_child **ret);
+/* The same over an sst_seq.h iterator reading chunks of chunk_bytes (0 =
+ * its default). 0 and *ret, -EINVAL (chunk_bytes), or -ENOMEM. */
+int eng_merge_child_sst_seq_new(struct eng_sst_table *t, uint32_t chunk_bytes,
+                                struct eng_merge_child **ret);
 
 /* ---- the merge ---- */
 
@@ -125,6 +129,10 @@ struct eng_merge_opts {
          * unknown: an SSTable child whose seek must read reads that far
          * ahead at once (eng_sst_iter_set_span). */
         uint32_t span;
+        /* A compaction's: SSTable children stream their tables in reads of
+         * this many bytes (a multiple of 4096), past the block cache
+         * (sst_seq.h), instead of reading block by block through it (0). */
+        uint32_t stream_bytes;
 };
 
 /* What the views left out, counted per version. */
@@ -140,8 +148,8 @@ struct eng_merge_stats {
 typedef void (*eng_merge_cb)(struct eng_merge_iter *m, int res, void *arg);
 
 /* Makes an empty merge with options o (borrowed; end_key is copied).
- * Returns 0 and *ret (free with eng_merge_iter_free), -EINVAL (bad view),
- * or -ENOMEM. Shard-local. */
+ * Returns 0 and *ret (free with eng_merge_iter_free), -EINVAL (bad view
+ * or stream_bytes), or -ENOMEM. Shard-local. */
 int eng_merge_iter_new(const struct eng_merge_opts *o, struct eng_merge_iter **ret);
 
 /*
@@ -152,7 +160,8 @@ int eng_merge_iter_new(const struct eng_merge_opts *o, struct eng_merge_iter **r
  */
 int eng_merge_iter_add_take(struct eng_merge_iter *m, struct eng_merge_child *c);
 
-/* Shorthands: make the child and add it. 0 or -ENOMEM. */
+/* Shorthands: make the child and add it (an SSTable's streams when the
+ * merge's stream_bytes is set). 0 or -ENOMEM. */
 int eng_merge_iter_add_memtable(struct eng_merge_iter *m, struct eng_memtable *mt);
 int eng_merge_iter_add_sst(struct eng_merge_iter *m, struct eng_sst_table *t);
 

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/compaction.h"
 #include "engine/fs.h"
 #include "engine/memtable.h"
 #include "engine/merge_iter.h"
@@ -68,6 +69,11 @@ struct eng_shard_opts {
          * 4 KiB each. Pays off once the rows are warm (docs/PERFORMANCE.md). */
         bool row_cache;
         uint64_t compaction_rate;       /* bytes/s; 0 = default 64 MiB/s; UINT64_MAX = unthrottled */
+        /* A compaction reads its inputs in reads of up to this many bytes
+         * (a multiple of 4096), past the block cache; 0 = default 256 KiB;
+         * ENG_COMPACT_READ_CACHED = block by block through the cache
+         * (compaction.h; docs/PERFORMANCE.md compares the two). */
+        uint32_t compaction_readahead;
         bool salvage;                   /* skip corrupt commit-log records at start-up */
         bool no_compaction;             /* tests and benchmarks */
         /* Fault the memtable budget's memory in as soon as the shard is
@@ -120,7 +126,8 @@ typedef void (*eng_shard_open_cb)(void *arg, int res, struct eng_shard *s);
  * manifest, an SSTable named by the manifest that is corrupt), -ENOENT (an
  * SSTable the manifest names is missing), -EINVAL (the directory was made
  * with another layout), -errno. Failures are logged with the file name.
- * Returns 0, or -EINVAL/-ENOMEM (done won't run).
+ * Returns 0, or -EINVAL (no dir or done, a compaction_readahead that is
+ * not a multiple of 4096) or -ENOMEM (done won't run).
  */
 int eng_shard_open(struct rx_loop *loop, struct eng_fs *fs, const struct eng_shard_opts *o,
                    eng_shard_open_cb done, void *arg);

@@ -496,7 +496,8 @@ int eng_shard_open(struct rx_loop *loop, struct eng_fs *fs, const struct eng_sha
         struct shard_open *op;
         int r;
 
-        if (!o->dir || !done)
+        if (!o->dir || !done ||
+            (o->compaction_readahead != ENG_COMPACT_READ_CACHED && o->compaction_readahead % 4096))
                 return -EINVAL;
         op = calloc(1, sizeof(*op));
         if (!op)

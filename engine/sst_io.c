@@ -643,6 +643,12 @@ int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng
         return 0;
 }
 
+int eng_sst_table_read_raw(struct eng_sst_table *t, struct eng_fs_op *op, void *buf, uint32_t len,
+                           uint64_t off, eng_fs_cb cb)
+{
+        return eng_fs_read(t->fs, op, t->fd, buf, len, off, cb);
+}
+
 /* ---- point lookups ---- */
 
 /*

@@ -13,7 +13,8 @@
  * keeps the fd; eng_sst_table_read_block() returns a data block pinned in
  * the shard's block cache, reading it with O_DIRECT on a miss. Concurrent
  * misses on one block share a single read. eng_sst_table_get() looks one
- * key up (bloom, index, one block); sst_iter.h scans a table in order.
+ * key up (bloom, index, one block); sst_iter.h scans a table in order, and
+ * sst_seq.h streams one past the cache (eng_sst_table_read_raw()).
  *
  * Shard-local: tables, writes and the cache belong to the fs's loop.
  */
@@ -144,6 +145,17 @@ struct eng_sst_block_read {
  * eng_sst_reader_n_blocks().
  */
 int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng_sst_block_read *rq);
+
+/*
+ * Reads len bytes at off of t's file into buf, straight from the disk and
+ * past the cache: for a reader that streams a table's data region in large
+ * reads (sst_seq.h). buf, off and len are 4096-aligned (MEM_DIRECT_ALIGN).
+ * The contract is eng_fs_read's: 0 and cb(op, res) later from the loop
+ * (res the bytes read or -errno), or <0 and cb never runs. The caller
+ * keeps t referenced until cb has run. Shard-local.
+ */
+int eng_sst_table_read_raw(struct eng_sst_table *t, struct eng_fs_op *op, void *buf, uint32_t len,
+                           uint64_t off, eng_fs_cb cb);
 
 /* ---- point lookups ---- */
 

@@ -21,14 +21,13 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <scree/scree_errors.h>
 
 #include "base/check.h"
 #include "base/compiler.h"
-#include "base/mem.h"
 #include "engine/key.h"
+#include "engine/sst_cursor.h"
 #include "engine/sst_iter.h"
 
 /* Blocks read ahead of a move's own block at most, and the slots for them. */
@@ -59,8 +58,7 @@ struct eng_sst_iter {
         uint32_t smallest_len;
         uint32_t cur;                   /* the block it is in, while block is set */
         struct eng_cached_block *block; /* pinned */
-        struct eng_block_iter bi;       /* over block's content */
-        struct eng_entry entry;
+        struct eng_sst_cursor c;        /* in block's content */
         bool valid;
         struct slot slots[ITER_SLOTS];
         uint32_t span;                  /* entries a move is expected to lead to; 0 = unknown */
@@ -68,11 +66,7 @@ struct eng_sst_iter {
         struct slot *wait;              /* the read the pending move waits for */
         eng_sst_iter_cb cb;
         void *arg;
-        bool seeking;                   /* the move is a seek to (target, target_seq) */
         bool ahead_at_miss;             /* a read for the move reads ahead with it */
-        uint8_t *target;
-        size_t target_len, target_cap;
-        uint64_t target_seq;
         bool in_cb, freeing;
 };
 
@@ -115,8 +109,7 @@ static void maybe_destroy(struct eng_sst_iter *it)
         for (unsigned i = 0; i < ITER_SLOTS; i++)
                 if (it->slots[i].state == SLOT_PENDING)
                         return;
-        eng_block_iter_fini(&it->bi);
-        free(it->target);
+        eng_sst_cursor_fini(&it->c);
         eng_sst_table_unref(it->t);
         free(it);
 }
@@ -145,7 +138,7 @@ void eng_sst_iter_free(struct eng_sst_iter *it)
 static int stop(struct eng_sst_iter *it, int res)
 {
         leave_block(it);
-        it->seeking = false;
+        it->c.seeking = false;
         return res;
 }
 
@@ -227,7 +220,7 @@ static int take(struct eng_sst_iter *it, struct slot *s)
                 return r;
         it->cur = s->index;
         it->block = s->rq.block;
-        r = eng_block_iter_reset(&it->bi, it->block->content, it->block->content_len);
+        r = eng_block_iter_reset(&it->c.bi, it->block->content, it->block->content_len);
         if (r < 0)
                 return r;
         read_ahead(it, it->cur, 1, 1);
@@ -281,23 +274,6 @@ static int enter(struct eng_sst_iter *it, uint32_t index)
         return take(it, s);
 }
 
-/* Places the block iterator at the move's start in the current block. */
-static void position(struct eng_sst_iter *it)
-{
-        if (it->seeking)
-                eng_block_iter_seek(&it->bi, it->target, it->target_len);
-        else
-                eng_block_iter_seek_first(&it->bi);
-}
-
-/* True when a seek must step over the entry: a version of its key newer
- * than its seq. */
-static bool before_target(const struct eng_sst_iter *it)
-{
-        return it->seeking && eng_version_cmp(it->entry.key, it->entry.key_len, it->entry.seq,
-                                              it->target, it->target_len, it->target_seq) < 0;
-}
-
 /* Finishes a move from the block iterator's position. 1, 0, <0 or
  * ENG_SST_PENDING. */
 static int settle(struct eng_sst_iter *it)
@@ -305,23 +281,18 @@ static int settle(struct eng_sst_iter *it)
         int r;
 
         for (;;) {
-                for (; it->bi.valid; eng_block_iter_next(&it->bi)) {
-                        if ((r = eng_sst_data_entry(&it->bi, &it->entry)) < 0)
-                                return stop(it, r);
-                        if (!before_target(it)) {
-                                it->seeking = false;
-                                it->valid = true;
-                                return 1;
-                        }
+                if ((r = eng_sst_cursor_find(&it->c)) < 0)
+                        return stop(it, r);
+                if (r == 1) {
+                        it->valid = true;
+                        return 1;
                 }
-                if (it->bi.err)
-                        return stop(it, it->bi.err);
                 if (it->cur + 1 >= it->n_blocks)
                         return stop(it, 0);
                 r = enter(it, it->cur + 1);
                 if (r != 0)
                         return r < 0 ? stop(it, r) : r;
-                position(it);
+                eng_sst_cursor_position(&it->c);
         }
 }
 
@@ -343,7 +314,7 @@ static void on_read(struct eng_sst_block_read *rq, int res)
         it->wait = NULL;
         r = take(it, s);
         if (r == 0) {
-                position(it);
+                eng_sst_cursor_position(&it->c);
                 r = settle(it);
         } else {
                 r = stop(it, r);
@@ -376,14 +347,14 @@ static int move_to(struct eng_sst_iter *it, uint32_t index)
                 if (r != 0)
                         return r < 0 ? stop(it, r) : r;
         }
-        position(it);
+        eng_sst_cursor_position(&it->c);
         return settle(it);
 }
 
 int eng_sst_iter_seek_first(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
 {
         begin(it, cb, arg);
-        it->seeking = false;
+        it->c.seeking = false;
         it->ahead_at_miss = false;
         return move_to(it, 0);
 }
@@ -392,17 +363,10 @@ int eng_sst_iter_seek(struct eng_sst_iter *it, const void *key, size_t key_len, 
                       eng_sst_iter_cb cb, void *arg)
 {
         uint32_t index;
-        uint8_t *k;
 
         begin(it, cb, arg);
-        if (!(k = mem_grow(it->target, &it->target_cap, key_len, 1)))
+        if (eng_sst_cursor_target(&it->c, key, key_len, seq) < 0)
                 return stop(it, -ENOMEM);
-        it->target = k;
-        if (key_len)
-                memcpy(k, key, key_len);
-        it->target_len = key_len;
-        it->target_seq = seq;
-        it->seeking = true;
         it->ahead_at_miss = eng_key_cmp(key, key_len, it->smallest, it->smallest_len) >= 0;
         if (eng_sst_reader_find_block(it->r, key, key_len, &index) < 0)
                 return stop(it, 0);     /* above the table's largest key */
@@ -413,9 +377,9 @@ int eng_sst_iter_next(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
 {
         SCREE_ASSERT(it->valid);
         begin(it, cb, arg);
-        it->seeking = false;
+        it->c.seeking = false;
         it->ahead_at_miss = true;
-        eng_block_iter_next(&it->bi);
+        eng_block_iter_next(&it->c.bi);
         return settle(it);
 }
 
@@ -427,5 +391,5 @@ bool eng_sst_iter_is_valid(const struct eng_sst_iter *it)
 void eng_sst_iter_entry(const struct eng_sst_iter *it, struct eng_entry *ret)
 {
         SCREE_ASSERT(it->valid);
-        *ret = it->entry;
+        *ret = it->c.entry;
 }

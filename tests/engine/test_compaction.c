@@ -209,6 +209,8 @@ static struct rx_loop *loop;
 static struct eng_fs *fs;
 static struct eng_block_cache *cache;
 static uint64_t next_file_id = 1;
+/* The jobs' readahead_bytes: 0 streams the inputs in the default chunks. */
+static uint32_t job_readahead;
 
 enum { MAX_INPUTS = 6, OUT_TABLET = 3 };
 
@@ -313,6 +315,7 @@ static struct eng_compaction_opts job_opts(bool bottommost, uint64_t out_id)
         model_sst_path(out_path, dir, out_id);
         return (struct eng_compaction_opts){
                 .inputs = in.t, .n_inputs = in.n, .now_ms = MODEL_NOW_MS, .bottommost = bottommost,
+                .readahead_bytes = job_readahead,
                 .out = { .path = out_path, .table = { .file_id = out_id, .tablet = OUT_TABLET } },
         };
 }
@@ -487,14 +490,40 @@ static void check_job(bool bottommost, bool cold)
         eng_sst_table_unref(t);
 }
 
+/* Inputs read block by block through the cache, streamed a page a read
+ * (every chunk a block), three pages, and the default. */
+static const uint32_t readaheads[] = { ENG_COMPACT_READ_CACHED, 4096, 3 * 4096, 0 };
+
 Test(compaction, the_output_holds_the_newest_version_of_each_key_over_random_inputs)
 {
         for (uint64_t seed = 0; seed < 8; seed++) {
+                job_readahead = readaheads[seed % ARRAY_SIZE(readaheads)];
                 inputs_make(seed, 2 + (uint32_t)(seed % 4), 0, NULL);
                 check_job(false, seed % 2 == 0);
                 check_job(true, seed % 2 == 1);
                 inputs_free();
         }
+}
+
+Test(compaction, streamed_inputs_leave_the_cache_alone_and_cached_ones_fill_it)
+{
+        const struct eng_block_cache_stats *st = eng_block_cache_stats(cache);
+
+        struct eng_compaction_opts o;
+        struct eng_compaction *job;
+
+        inputs_make(16, 4, 400, NULL);
+        cold_cache();
+        o = job_opts(true, next_file_id++);
+        cr_assert(eq(int, run_job(&o, &job), 0));
+        eng_compaction_free(job);
+        cr_expect(eq(u64, st->blocks, 0), "streamed: no block cached");
+        cr_expect(eq(u64, st->misses + st->hits, 0), "streamed: the cache never asked");
+        job_readahead = ENG_COMPACT_READ_CACHED;
+        o = job_opts(true, next_file_id++);
+        cr_assert(eq(int, run_job(&o, &job), 0));
+        eng_compaction_free(job);
+        cr_expect(gt(u64, st->blocks, 0), "cached: the inputs' blocks");
 }
 
 /* Everything a tombstone, or expired. */
@@ -569,6 +598,9 @@ Test(compaction, bad_inputs_are_refused_and_done_never_runs)
         o.out.chunk_bytes = 1000;
         cr_expect(eq(int, eng_compaction_start(fs, &o, on_job, &jw, &job), -EINVAL));
         o = job_opts(false, next_file_id++);
+        o.readahead_bytes = 1000;
+        cr_expect(eq(int, eng_compaction_start(fs, &o, on_job, &jw, &job), -EINVAL));
+        o = job_opts(false, next_file_id++);
         oldest_first[0] = in.t[1];
         oldest_first[1] = in.t[0];
         o.inputs = oldest_first;
@@ -624,6 +656,7 @@ static void warm_first_blocks(void)
 
 Test(compaction, read_failures_fail_the_job_before_or_after_the_output_is_started)
 {
+        job_readahead = ENG_COMPACT_READ_CACHED;
         inputs_make(15, 3, 400, NULL);
         cold_cache();
         eng_fault_fs_fail(fs, ENG_FS_READ, EIO, 1);
@@ -636,4 +669,24 @@ Test(compaction, read_failures_fail_the_job_before_or_after_the_output_is_starte
         eng_fault_fs_fail(fs, ENG_FS_READ, EIO, 1);
         expect_failure(-EIO, "a read mid-way");
         check_job(true, false);
+}
+
+Test(compaction, streamed_read_failures_and_corrupt_blocks_fail_the_job)
+{
+        const struct eng_sst_reader *rd;
+        char p[PATH_MAX + 32];
+
+        job_readahead = 4096;
+        inputs_make(17, 3, 400, NULL);
+        eng_fault_fs_fail(fs, ENG_FS_READ, EIO, 1);
+        expect_failure(-EIO, "the first read");
+        /* Mid-way: a bad block in the middle of the oldest input. */
+        rd = eng_sst_table_reader(in.t[2]);
+        cr_assert(gt(u32, eng_sst_reader_n_blocks(rd), 4));
+        model_sst_path(p, dir, in.file_id[2]);
+        engine_test_flip_byte(p, eng_sst_reader_block(rd, eng_sst_reader_n_blocks(rd) / 2).offset +
+                                         64);
+        expect_failure(-SCREE_ECORRUPT, "a corrupt block mid-way");
+        job_readahead = 0;
+        expect_failure(-SCREE_ECORRUPT, "a corrupt block in a default chunk");
 }

@@ -380,9 +380,10 @@ static void expect_ordered_gets(void)
         }
 }
 
-Test(shard_lsm, background_compactions_keep_the_newest_version_and_few_tables)
+static void background_compactions(uint32_t readahead)
 {
         opts.compaction_rate = UINT64_MAX;
+        opts.compaction_readahead = readahead;
         cr_assert(eq(int, shard_open_sync(), 0));
         random_history(7, 6000, 150);           /* 40 flushes into one tablet */
         expect_ordered_gets();
@@ -401,6 +402,29 @@ Test(shard_lsm, background_compactions_keep_the_newest_version_and_few_tables)
         cr_assert(le(u32, count_files(".sst"), ENG_COMPACT_DEFAULT_MAX_TABLES));
         expect_ordered_gets();
         expect_ordered_scan(0, NKEYS, 1000);
+}
+
+/* The inputs streamed in the default chunks, a page a read, or block by
+ * block through the cache: the same history and the same answers. */
+Test(shard_lsm, background_compactions_keep_the_newest_version_and_few_tables)
+{
+        background_compactions(0);
+}
+
+Test(shard_lsm, background_compactions_reading_a_page_at_a_time)
+{
+        background_compactions(4096);
+}
+
+Test(shard_lsm, background_compactions_reading_through_the_cache)
+{
+        background_compactions(ENG_COMPACT_READ_CACHED);
+}
+
+Test(shard_lsm, a_compaction_readahead_of_part_pages_is_refused)
+{
+        opts.compaction_readahead = 1000;
+        cr_expect(eq(int, eng_shard_open(loop, fs, &opts, on_open, NULL), -EINVAL));
 }
 
 /* A compaction of newer tables that leaves an older one out must keep the

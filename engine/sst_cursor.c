@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Walking a data block towards a move's target; see sst_cursor.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/mem.h"
+#include "engine/key.h"
+#include "engine/sst_cursor.h"
+#include "engine/sst_reader.h"
+
+void eng_sst_cursor_fini(struct eng_sst_cursor *c)
+{
+        eng_block_iter_fini(&c->bi);
+        free(c->target);
+        c->target = NULL;
+        c->target_cap = 0;
+}
+
+int eng_sst_cursor_target(struct eng_sst_cursor *c, const void *key, size_t key_len,
+                          uint64_t seq)
+{
+        uint8_t *k = mem_grow(c->target, &c->target_cap, key_len, 1);
+
+        if (!k)
+                return -ENOMEM;
+        c->target = k;
+        if (key_len)
+                memcpy(k, key, key_len);
+        c->target_len = key_len;
+        c->target_seq = seq;
+        c->seeking = true;
+        return 0;
+}
+
+void eng_sst_cursor_position(struct eng_sst_cursor *c)
+{
+        if (c->seeking)
+                eng_block_iter_seek(&c->bi, c->target, c->target_len);
+        else
+                eng_block_iter_seek_first(&c->bi);
+}
+
+/* True when a seek must step over the entry: a version of its key newer
+ * than its seq. */
+static bool before_target(const struct eng_sst_cursor *c)
+{
+        return c->seeking && eng_version_cmp(c->entry.key, c->entry.key_len, c->entry.seq,
+                                             c->target, c->target_len, c->target_seq) < 0;
+}
+
+int eng_sst_cursor_find(struct eng_sst_cursor *c)
+{
+        int r;
+
+        for (; c->bi.valid; eng_block_iter_next(&c->bi)) {
+                if ((r = eng_sst_data_entry(&c->bi, &c->entry)) < 0)
+                        return r;
+                if (!before_target(c)) {
+                        c->seeking = false;
+                        return 1;
+                }
+        }
+        return c->bi.err;
+}
