@@ -40,6 +40,10 @@ struct bench_opts {
         const char *dir;
         size_t memtable_budget, cache_bytes;
         bool compaction;
+        /* scree: bytes a compaction reads of an input at once, past the
+         * cache; 0 = the engine's default; ENG_COMPACT_READ_CACHED = block
+         * by block through the cache */
+        uint32_t compaction_readahead;
         bool row_cache;                 /* scree: point lookups cache rows too */
         bool prefault;                  /* scree: memtable memory faulted in before the run */
         bool use_existing;              /* keep what --dir holds */

@@ -83,6 +83,9 @@ static void usage(FILE *f)
                 "  --dir DIR           (default /var/tmp/scree-bench)  --use-existing-db\n"
                 "  --memtable-budget MIB (256)  --cache-size MIB (64)  --compaction on|off (on)\n"
                 "  --row-cache on|off (off; scree: lookups cache the rows they read, not blocks)\n"
+                "  --compaction-readahead KIB|cached   scree: a compaction reads each input in\n"
+                "                      reads of KIB (a multiple of 4; default 256) past the cache,\n"
+                "                      or block by block through it\n"
                 "  --prefault on|off   scree: fault the memtable budget and the cache in before\n"
                 "                      the first workload (default on, as the server's --prefault)\n"
                 "  --stats             scree: after each workload, each shard's engine counters\n"
@@ -151,6 +154,24 @@ static int parse_mib(const char *arg, size_t *ret)
 
         if (r == 0)
                 *ret = (size_t)v << 20;
+        return r;
+}
+
+/* KiB, a multiple of 4, or "cached". */
+static int parse_readahead(const char *arg, uint32_t *ret)
+{
+        uint64_t v;
+        int r;
+
+        if (strcmp(arg, "cached") == 0) {
+                *ret = ENG_COMPACT_READ_CACHED;
+                return 0;
+        }
+        r = perf_parse_u64(arg, 4, UINT64_C(1) << 20, &v);
+        if (r == 0 && v % 4)
+                r = -EINVAL;
+        if (r == 0)
+                *ret = (uint32_t)v << 10;
         return r;
 }
 
@@ -238,6 +259,7 @@ static int parse_opt(struct cli *c, int ch, const char *arg)
         case 'W': return perf_parse_u64(arg, 1, UINT64_C(1) << 32, &o->write_rate);
         case 'M': return parse_mib(arg, &o->memtable_budget);
         case 'C': return parse_mib(arg, &o->cache_bytes);
+        case 'A': return parse_readahead(arg, &o->compaction_readahead);
         case 'S': return perf_parse_u64(arg, 1, UINT64_MAX, &o->k.seed);
         case 'I': return perf_parse_u64(arg, 0, 1000000, &c->idle_poll_us);
         case 'P':
@@ -300,6 +322,7 @@ static const struct option longopts[] = {
         { "csv", no_argument, NULL, 'V' },                { "timeseries", required_argument, NULL, 'X' },
         { "row-cache", required_argument, NULL, 'w' },    { "stats", no_argument, NULL, 'G' },
         { "prefault", required_argument, NULL, 'F' },
+        { "compaction-readahead", required_argument, NULL, 'A' },
         { NULL, 0, NULL, 0 },
 };
 
