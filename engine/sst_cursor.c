@@ -33,7 +33,9 @@ int eng_sst_cursor_target(struct eng_sst_cursor *c, const void *key, size_t key_
         return 0;
 }
 
-void eng_sst_cursor_position(struct eng_sst_cursor *c)
+/* Places the block iterator at the move's start in the current block:
+ * the target's place, or the first entry. */
+static void position(struct eng_sst_cursor *c)
 {
         if (c->seeking)
                 eng_block_iter_seek(&c->bi, c->target, c->target_len);
@@ -49,7 +51,10 @@ static bool before_target(const struct eng_sst_cursor *c)
                                              c->target, c->target_len, c->target_seq) < 0;
 }
 
-int eng_sst_cursor_find(struct eng_sst_cursor *c)
+/* From the block iterator's position, the first entry of the block at or
+ * after the target: 1 (seeking ends), 0 when the block has none left, or
+ * -SCREE_ECORRUPT. */
+static int find(struct eng_sst_cursor *c)
 {
         int r;
 
@@ -62,4 +67,48 @@ int eng_sst_cursor_find(struct eng_sst_cursor *c)
                 }
         }
         return c->bi.err;
+}
+
+/* Finishes a move from the block iterator's position. */
+static int settle(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner)
+{
+        int r;
+
+        for (;;) {
+                if ((r = find(c)) != 0)
+                        return r;
+                if (c->block + 1 >= c->n_blocks)
+                        return 0;
+                if ((r = enter(owner, c->block + 1)) != 0)
+                        return r;
+                position(c);
+        }
+}
+
+int eng_sst_cursor_move(struct eng_sst_cursor *c, uint32_t index, eng_sst_cursor_enter_fn enter,
+                        void *owner)
+{
+        int r;
+
+        if (index >= c->n_blocks)
+                return 0;
+        if (!c->in_block || c->block != index) {
+                if ((r = enter(owner, index)) != 0)
+                        return r;
+        }
+        position(c);
+        return settle(c, enter, owner);
+}
+
+int eng_sst_cursor_resume(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner)
+{
+        position(c);
+        return settle(c, enter, owner);
+}
+
+int eng_sst_cursor_next(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner)
+{
+        c->seeking = false;
+        eng_block_iter_next(&c->bi);
+        return settle(c, enter, owner);
 }

@@ -3,8 +3,9 @@
  * What the two SSTable iterators (sst_iter.h through the cache, sst_seq.h
  * streaming) share: walking one data block's entries towards a move's
  * target. A move is a seek to (key, seq) -- the first version whose key
- * is above key, or equal with a seq <= seq -- or a plain step; the
- * iterator owns the blocks and calls these for the one it is in. Pure.
+ * is above key, or equal with a seq <= seq -- or a plain step. The
+ * cursor walks the entries and decides which block comes next; the
+ * iterator that owns it brings blocks in (an enter callback). Pure.
  */
 #ifndef SCREE_ENGINE_SST_CURSOR_H
 #define SCREE_ENGINE_SST_CURSOR_H
@@ -17,13 +18,25 @@
 #include "engine/memtable.h"
 
 struct eng_sst_cursor {
-        struct eng_block_iter bi;       /* over the current block's content */
-        struct eng_entry entry;         /* where the last find stopped */
+        struct eng_block_iter bi;       /* over block's content, while in_block */
+        struct eng_entry entry;         /* where the last move stopped */
+        uint32_t block;
+        bool in_block;                  /* set and cleared by the owner */
+        uint32_t n_blocks;              /* the table's; set by the owner */
         bool seeking;                   /* the move is a seek to the target */
         uint8_t *target;
         size_t target_len, target_cap;
         uint64_t target_seq;
 };
+
+/*
+ * How the owner brings block `index` in: 0 once bi is over its content
+ * with block = index and in_block set, else anything but 0 or 1 to end
+ * the move with -- an error, or the owner's "pending" while the block's
+ * read is in flight (the owner calls eng_sst_cursor_resume when it
+ * lands). owner is what the walk was given.
+ */
+typedef int (*eng_sst_cursor_enter_fn)(void *owner, uint32_t index);
 
 /* Frees what the cursor allocated; it may be zeroed again after. */
 void eng_sst_cursor_fini(struct eng_sst_cursor *c);
@@ -32,13 +45,23 @@ void eng_sst_cursor_fini(struct eng_sst_cursor *c);
 int eng_sst_cursor_target(struct eng_sst_cursor *c, const void *key, size_t key_len,
                           uint64_t seq);
 
-/* Places the block iterator at the move's start in the current block:
- * the target's place, or the first entry. */
-void eng_sst_cursor_position(struct eng_sst_cursor *c);
+/*
+ * A move from block `index` (entered unless it is the current one): the
+ * first entry at or after the target (or the block's first), in it or in
+ * the blocks after it, entered as the walk needs them -- a key's
+ * versions may run over several. 1 with entry set (seeking ends), 0 past
+ * the table's last block (or when index is), a block's -SCREE_ECORRUPT,
+ * or what enter ended the move with.
+ */
+int eng_sst_cursor_move(struct eng_sst_cursor *c, uint32_t index, eng_sst_cursor_enter_fn enter,
+                        void *owner);
 
-/* From the block iterator's position, the first entry of the block at or
- * after the target: 1 with c->entry set (the move is over: seeking ends),
- * 0 when the block has none left, or -SCREE_ECORRUPT. */
-int eng_sst_cursor_find(struct eng_sst_cursor *c);
+/* Continues the move once the block enter was pending on is in: the same
+ * results as eng_sst_cursor_move. */
+int eng_sst_cursor_resume(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner);
+
+/* Continues from the entry the last move stopped on to the next: the same
+ * results. */
+int eng_sst_cursor_next(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner);
 
 #endif

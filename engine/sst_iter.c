@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * SSTable iterator; see sst_iter.h. A move positions the block iterator in
- * the current block (the first entry, or a seek's key), then settle() steps
- * over versions newer than a seek's seq and on into the following blocks
- * until it stands on an entry -- a key's versions may run over several
- * blocks.
+ * SSTable iterator; see sst_iter.h. The cursor (sst_cursor.h) walks a
+ * move's entries -- from a seek's key or a block's first entry, over
+ * versions newer than a seek's seq and on into the following blocks, as a
+ * key's versions may run over several -- and enter() brings the blocks it
+ * asks for in.
  *
  * Block reads go through ITER_SLOTS slots. A readahead leaves one slot free
  * (it starts only while two are), so a move always finds its block's slot
@@ -53,11 +53,9 @@ struct eng_sst_iter {
         struct eng_sst_table *t;        /* referenced */
         struct eng_block_cache *cache;
         const struct eng_sst_reader *r;
-        uint32_t n_blocks;
         const uint8_t *smallest;        /* the table's smallest key (its props) */
         uint32_t smallest_len;
-        uint32_t cur;                   /* the block it is in, while block is set */
-        struct eng_cached_block *block; /* pinned */
+        struct eng_cached_block *block; /* pinned: c.block's, while c.in_block */
         struct eng_sst_cursor c;        /* in block's content */
         bool valid;
         struct slot slots[ITER_SLOTS];
@@ -83,11 +81,11 @@ int eng_sst_iter_new(struct eng_sst_table *t, struct eng_sst_iter **ret)
         it->t = t;
         it->cache = eng_sst_table_cache(t);
         it->r = eng_sst_table_reader(t);
-        it->n_blocks = eng_sst_reader_n_blocks(it->r);
+        it->c.n_blocks = eng_sst_reader_n_blocks(it->r);
         props = eng_sst_reader_props(it->r);
         it->smallest = props->smallest;
         it->smallest_len = props->smallest_len;
-        it->per_block = it->n_blocks ? (uint32_t)(props->n_entries / it->n_blocks) : 0;
+        it->per_block = it->c.n_blocks ? (uint32_t)(props->n_entries / it->c.n_blocks) : 0;
         if (!it->per_block)
                 it->per_block = 1;
         *ret = it;
@@ -118,6 +116,7 @@ static void leave_block(struct eng_sst_iter *it)
 {
         eng_block_cache_release(it->cache, it->block);
         it->block = NULL;
+        it->c.in_block = false;
         it->valid = false;
 }
 
@@ -190,7 +189,7 @@ static struct slot *free_slot(struct eng_sst_iter *it, unsigned *ret_n)
  * move that needs the block starts it again and reports the error. */
 static void read_ahead(struct eng_sst_iter *it, uint32_t from, uint32_t n, unsigned spare)
 {
-        for (uint32_t i = from + 1; i <= from + n && i < it->n_blocks; i++) {
+        for (uint32_t i = from + 1; i <= from + n && i < it->c.n_blocks; i++) {
                 unsigned n_free;
                 struct slot *f;
 
@@ -218,12 +217,13 @@ static int take(struct eng_sst_iter *it, struct slot *s)
         s->state = SLOT_FREE;
         if (r < 0)
                 return r;
-        it->cur = s->index;
+        it->c.block = s->index;
+        it->c.in_block = true;
         it->block = s->rq.block;
         r = eng_block_iter_reset(&it->c.bi, it->block->content, it->block->content_len);
         if (r < 0)
                 return r;
-        read_ahead(it, it->cur, 1, 1);
+        read_ahead(it, it->c.block, 1, 1);
         return 0;
 }
 
@@ -236,8 +236,9 @@ static bool just_after(uint32_t x, uint32_t index)
 /* Moves into block `index`: 0 when it is the current block, ENG_SST_PENDING
  * (it->wait set), or <0. Reads of the blocks just after it are kept; the
  * others are let go. */
-static int enter(struct eng_sst_iter *it, uint32_t index)
+static int enter(void *owner, uint32_t index)
 {
+        struct eng_sst_iter *it = owner;
         struct slot *s = NULL;
         unsigned n_free;
         int r;
@@ -274,26 +275,14 @@ static int enter(struct eng_sst_iter *it, uint32_t index)
         return take(it, s);
 }
 
-/* Finishes a move from the block iterator's position. 1, 0, <0 or
- * ENG_SST_PENDING. */
-static int settle(struct eng_sst_iter *it)
+/* Ends a move with the cursor's result: 1, ENG_SST_PENDING, else stop. */
+static int finish(struct eng_sst_iter *it, int r)
 {
-        int r;
-
-        for (;;) {
-                if ((r = eng_sst_cursor_find(&it->c)) < 0)
-                        return stop(it, r);
-                if (r == 1) {
-                        it->valid = true;
-                        return 1;
-                }
-                if (it->cur + 1 >= it->n_blocks)
-                        return stop(it, 0);
-                r = enter(it, it->cur + 1);
-                if (r != 0)
-                        return r < 0 ? stop(it, r) : r;
-                eng_sst_cursor_position(&it->c);
-        }
+        if (r == 1)
+                it->valid = true;
+        else if (r != ENG_SST_PENDING)
+                return stop(it, r);
+        return r;
 }
 
 static void on_read(struct eng_sst_block_read *rq, int res)
@@ -313,12 +302,7 @@ static void on_read(struct eng_sst_block_read *rq, int res)
                 return;         /* read ahead: kept for the move that gets there */
         it->wait = NULL;
         r = take(it, s);
-        if (r == 0) {
-                eng_sst_cursor_position(&it->c);
-                r = settle(it);
-        } else {
-                r = stop(it, r);
-        }
+        r = finish(it, r == 0 ? eng_sst_cursor_resume(&it->c, enter, it) : r);
         if (r == ENG_SST_PENDING)
                 return;
         it->in_cb = true;
@@ -335,28 +319,12 @@ static void begin(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
         it->valid = false;
 }
 
-/* Moves into block `index` (staying if it is the current one) and settles. */
-static int move_to(struct eng_sst_iter *it, uint32_t index)
-{
-        int r;
-
-        if (index >= it->n_blocks)
-                return stop(it, 0);
-        if (!it->block || it->cur != index) {
-                r = enter(it, index);
-                if (r != 0)
-                        return r < 0 ? stop(it, r) : r;
-        }
-        eng_sst_cursor_position(&it->c);
-        return settle(it);
-}
-
 int eng_sst_iter_seek_first(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
 {
         begin(it, cb, arg);
         it->c.seeking = false;
         it->ahead_at_miss = false;
-        return move_to(it, 0);
+        return finish(it, eng_sst_cursor_move(&it->c, 0, enter, it));
 }
 
 int eng_sst_iter_seek(struct eng_sst_iter *it, const void *key, size_t key_len, uint64_t seq,
@@ -370,17 +338,15 @@ int eng_sst_iter_seek(struct eng_sst_iter *it, const void *key, size_t key_len, 
         it->ahead_at_miss = eng_key_cmp(key, key_len, it->smallest, it->smallest_len) >= 0;
         if (eng_sst_reader_find_block(it->r, key, key_len, &index) < 0)
                 return stop(it, 0);     /* above the table's largest key */
-        return move_to(it, index);
+        return finish(it, eng_sst_cursor_move(&it->c, index, enter, it));
 }
 
 int eng_sst_iter_next(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
 {
         SCREE_ASSERT(it->valid);
         begin(it, cb, arg);
-        it->c.seeking = false;
         it->ahead_at_miss = true;
-        eng_block_iter_next(&it->c.bi);
-        return settle(it);
+        return finish(it, eng_sst_cursor_next(&it->c, enter, it));
 }
 
 bool eng_sst_iter_is_valid(const struct eng_sst_iter *it)

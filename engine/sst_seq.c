@@ -9,9 +9,8 @@
  * its table reference, when the read completes. One spare buffer of
  * chunk_bytes is kept for the next chunk, so a scan allocates twice.
  *
- * A move positions the cursor (sst_cursor.h) in its block, then settle()
- * steps over versions newer than a seek's seq and on into the following
- * blocks until it stands on an entry, as in sst_iter.c.
+ * The cursor (sst_cursor.h) walks a move's entries and blocks, as in
+ * sst_iter.c; enter() brings the blocks it asks for in.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -40,13 +39,10 @@ struct chunk {
 struct eng_sst_seq {
         struct eng_sst_table *t;        /* referenced */
         const struct eng_sst_reader *r;
-        uint32_t n_blocks;
         uint32_t chunk_bytes;
         struct chunk *cur, *ahead;
         uint8_t *spare;                 /* a free buffer of chunk_bytes, or NULL */
-        uint32_t block;                 /* the block it is in, while in_block */
-        bool in_block;
-        struct eng_sst_cursor c;        /* in that block's content, in cur's buffer */
+        struct eng_sst_cursor c;        /* in c.block's content, in cur's buffer */
         bool valid;
         bool waiting;                   /* a move waits for cur's read ... */
         uint32_t wait_block;            /* ... to enter this block */
@@ -66,7 +62,7 @@ int eng_sst_seq_new(struct eng_sst_table *t, uint32_t chunk_bytes, struct eng_ss
         eng_sst_table_ref(t);
         it->t = t;
         it->r = eng_sst_table_reader(t);
-        it->n_blocks = eng_sst_reader_n_blocks(it->r);
+        it->c.n_blocks = eng_sst_reader_n_blocks(it->r);
         it->chunk_bytes = chunk_bytes ? chunk_bytes : ENG_SST_SEQ_DEFAULT_CHUNK;
         *ret = it;
         return 0;
@@ -107,7 +103,7 @@ static int chunk_start(struct eng_sst_seq *it, uint32_t first, struct chunk **re
 
         if (!c)
                 return -ENOMEM;
-        for (; end < it->n_blocks; end++) {
+        for (; end < it->c.n_blocks; end++) {
                 uint32_t size = eng_sst_reader_block(it->r, end).size;
 
                 if (len >= it->chunk_bytes || size > it->chunk_bytes - len)
@@ -155,7 +151,7 @@ void eng_sst_seq_free(struct eng_sst_seq *it)
 /* Ends a move that did not land on an entry: 0 (exhausted) or an error. */
 static int stop(struct eng_sst_seq *it, int res)
 {
-        it->in_block = false;
+        it->c.in_block = false;
         it->valid = false;
         it->c.seeking = false;
         return res;
@@ -179,20 +175,21 @@ static int open_block(struct eng_sst_seq *it, uint32_t index)
         r = eng_sst_data_open(it->r, index, c->buf + (h.offset - c->off), h.size, &content, &len);
         if (r < 0 || (r = eng_block_iter_reset(&it->c.bi, content, len)) < 0)
                 return r;
-        it->block = index;
-        it->in_block = true;
-        if (!it->ahead && c->end < it->n_blocks)
+        it->c.block = index;
+        it->c.in_block = true;
+        if (!it->ahead && c->end < it->c.n_blocks)
                 (void)chunk_start(it, c->end, &it->ahead);      /* else read when needed */
         return 0;
 }
 
 /* Moves into block `index`: 0, ENG_SST_PENDING (the move waits for cur)
  * or <0. */
-static int enter(struct eng_sst_seq *it, uint32_t index)
+static int enter(void *owner, uint32_t index)
 {
+        struct eng_sst_seq *it = owner;
         int r;
 
-        it->in_block = false;
+        it->c.in_block = false;
         if (!chunk_has(it->cur, index)) {
                 chunk_drop(it, it->cur);
                 it->cur = NULL;
@@ -215,26 +212,14 @@ static int enter(struct eng_sst_seq *it, uint32_t index)
         return open_block(it, index);
 }
 
-/* Finishes a move from the block iterator's position. 1, 0, <0 or
- * ENG_SST_PENDING. */
-static int settle(struct eng_sst_seq *it)
+/* Ends a move with the cursor's result: 1, ENG_SST_PENDING, else stop. */
+static int finish(struct eng_sst_seq *it, int r)
 {
-        int r;
-
-        for (;;) {
-                if ((r = eng_sst_cursor_find(&it->c)) < 0)
-                        return stop(it, r);
-                if (r == 1) {
-                        it->valid = true;
-                        return 1;
-                }
-                if (it->block + 1 >= it->n_blocks)
-                        return stop(it, 0);
-                r = enter(it, it->block + 1);
-                if (r != 0)
-                        return r < 0 ? stop(it, r) : r;
-                eng_sst_cursor_position(&it->c);
-        }
+        if (r == 1)
+                it->valid = true;
+        else if (r != ENG_SST_PENDING)
+                return stop(it, r);
+        return r;
 }
 
 static void on_read(struct eng_fs_op *op, int res)
@@ -254,12 +239,7 @@ static void on_read(struct eng_fs_op *op, int res)
                 return;         /* read ahead: kept for the move that gets there */
         it->waiting = false;
         r = open_block(it, it->wait_block);
-        if (r == 0) {
-                eng_sst_cursor_position(&it->c);
-                r = settle(it);
-        } else {
-                r = stop(it, r);
-        }
+        r = finish(it, r == 0 ? eng_sst_cursor_resume(&it->c, enter, it) : r);
         if (r != ENG_SST_PENDING)
                 it->cb(it, r, it->arg);         /* may free it */
 }
@@ -272,27 +252,11 @@ static void begin(struct eng_sst_seq *it, eng_sst_seq_cb cb, void *arg)
         it->valid = false;
 }
 
-/* Moves into block `index` (staying if it is the current one) and settles. */
-static int move_to(struct eng_sst_seq *it, uint32_t index)
-{
-        int r;
-
-        if (index >= it->n_blocks)
-                return stop(it, 0);
-        if (!it->in_block || it->block != index) {
-                r = enter(it, index);
-                if (r != 0)
-                        return r < 0 ? stop(it, r) : r;
-        }
-        eng_sst_cursor_position(&it->c);
-        return settle(it);
-}
-
 int eng_sst_seq_seek_first(struct eng_sst_seq *it, eng_sst_seq_cb cb, void *arg)
 {
         begin(it, cb, arg);
         it->c.seeking = false;
-        return move_to(it, 0);
+        return finish(it, eng_sst_cursor_move(&it->c, 0, enter, it));
 }
 
 int eng_sst_seq_seek(struct eng_sst_seq *it, const void *key, size_t key_len, uint64_t seq,
@@ -305,16 +269,14 @@ int eng_sst_seq_seek(struct eng_sst_seq *it, const void *key, size_t key_len, ui
                 return stop(it, -ENOMEM);
         if (eng_sst_reader_find_block(it->r, key, key_len, &index) < 0)
                 return stop(it, 0);     /* above the table's largest key */
-        return move_to(it, index);
+        return finish(it, eng_sst_cursor_move(&it->c, index, enter, it));
 }
 
 int eng_sst_seq_next(struct eng_sst_seq *it, eng_sst_seq_cb cb, void *arg)
 {
         SCREE_ASSERT(it->valid);
         begin(it, cb, arg);
-        it->c.seeking = false;
-        eng_block_iter_next(&it->c.bi);
-        return settle(it);
+        return finish(it, eng_sst_cursor_next(&it->c, enter, it));
 }
 
 bool eng_sst_seq_is_valid(const struct eng_sst_seq *it)

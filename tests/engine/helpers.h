@@ -3,8 +3,9 @@
  * Set-up shared by the engine tests that do real I/O: a loop on this
  * thread and a fault-injecting fs over it (skipping the test when io_uring
  * is unavailable). Criterion forks per test, so each test gets its own.
- * Also: reading an SSTable block (or waiting for a read in flight), and
- * damaging a file on disk behind the engine's back.
+ * Also: reading an SSTable block (or waiting for a read in flight),
+ * waiting for an iterator's move, and damaging a file on disk behind the
+ * engine's back.
  */
 #ifndef SCREE_TESTS_ENGINE_HELPERS_H
 #define SCREE_TESTS_ENGINE_HELPERS_H
@@ -109,6 +110,35 @@ static inline int engine_test_read_block(struct rx_loop *loop, struct eng_sst_ta
         if (r >= 0)
                 eng_block_cache_release(eng_sst_table_cache(t), bw.rq.block);
         return r;
+}
+
+/* A move of one of the engine's iterators, which may call back later. */
+struct engine_test_move {
+        bool done;
+        int res, calls;
+};
+
+/* Moves that returned ENG_SST_PENDING and waited for their callback. */
+static unsigned engine_test_moves_waited;
+
+/* What a move's callback does with its result. */
+static inline void engine_test_move_done(struct engine_test_move *w, int res)
+{
+        w->done = true;
+        w->res = res;
+        w->calls++;
+}
+
+/* The result of a move that returned r: r, or when that is
+ * ENG_SST_PENDING, what its one callback reported, running l until then. */
+static inline int engine_test_move_finish(struct rx_loop *l, int r, struct engine_test_move *w)
+{
+        if (r != ENG_SST_PENDING)
+                return r;
+        engine_test_moves_waited++;
+        cr_assert(eq(int, rx_loop_run_until(l, &w->done), 0));
+        cr_assert(eq(int, w->calls, 1));
+        return w->res;
 }
 
 /* Flips one bit of the byte at off in the file at path, durably. */

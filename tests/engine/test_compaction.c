@@ -349,45 +349,29 @@ static struct eng_sst_table *open_output(uint64_t id, uint64_t size)
 
 /* ---- reading the output back ---- */
 
-struct move_wait {
-        bool done;
-        int res;
-};
-
 static void on_move(struct eng_sst_iter *it, int res, void *arg)
 {
-        struct move_wait *mw = arg;
-
         (void)it;
-        mw->done = true;
-        mw->res = res;
-}
-
-static int wait_move(int r, struct move_wait *mw)
-{
-        if (r != ENG_SST_PENDING)
-                return r;
-        cr_assert(eq(int, rx_loop_run_until(loop, &mw->done), 0));
-        return mw->res;
+        engine_test_move_done(arg, res);
 }
 
 /* The output's versions, in order, are all[want[0..n)]. */
 static void expect_scan(struct eng_sst_table *t, const size_t *want, size_t n)
 {
         struct eng_sst_iter *it;
-        struct move_wait mw = { 0 };
+        struct engine_test_move mw = { 0 };
         int r;
 
         cr_assert(eq(int, eng_sst_iter_new(t, &it), 0));
-        r = wait_move(eng_sst_iter_seek_first(it, on_move, &mw), &mw);
+        r = engine_test_move_finish(loop, eng_sst_iter_seek_first(it, on_move, &mw), &mw);
         for (size_t i = 0; i < n; i++) {
                 struct eng_entry e;
 
                 cr_assert(eq(int, r, 1), "entry %zu of %zu", i, n);
                 eng_sst_iter_entry(it, &e);
                 expect_mver(&e, &in.all[want[i]]);
-                mw = (struct move_wait){ 0 };
-                r = wait_move(eng_sst_iter_next(it, on_move, &mw), &mw);
+                mw = (struct engine_test_move){ 0 };
+                r = engine_test_move_finish(loop, eng_sst_iter_next(it, on_move, &mw), &mw);
         }
         cr_assert(eq(int, r, 0));
         eng_sst_iter_free(it);
@@ -645,11 +629,13 @@ Test(compaction, write_and_sync_failures_fail_the_job_and_leave_no_file)
 static void warm_first_blocks(void)
 {
         for (uint32_t i = 0; i < in.n; i++) {
-                struct move_wait mw = { 0 };
+                struct engine_test_move mw = { 0 };
                 struct eng_sst_iter *it;
+                int r;
 
                 cr_assert(eq(int, eng_sst_iter_new(in.t[i], &it), 0));
-                cr_assert(eq(int, wait_move(eng_sst_iter_seek_first(it, on_move, &mw), &mw), 1));
+                r = eng_sst_iter_seek_first(it, on_move, &mw);
+                cr_assert(eq(int, engine_test_move_finish(loop, r, &mw), 1));
                 eng_sst_iter_free(it);
         }
 }

@@ -186,52 +186,31 @@ static void cold_cache(void)
 
 /* ---- driving moves ---- */
 
-struct move_wait {
-        bool done;
-        int res, calls;
-};
-
-static unsigned n_pending;      /* moves that called back */
-
 static void on_move(struct eng_merge_iter *m, int res, void *arg)
 {
-        struct move_wait *mw = arg;
-
         (void)m;
-        mw->done = true;
-        mw->res = res;
-        mw->calls++;
-}
-
-static int finish_move(int r, struct move_wait *mw)
-{
-        if (r != ENG_SST_PENDING)
-                return r;
-        n_pending++;
-        cr_assert(eq(int, rx_loop_run_until(loop, &mw->done), 0));
-        cr_assert(eq(int, mw->calls, 1));
-        return mw->res;
+        engine_test_move_done(arg, res);
 }
 
 static int seek_first(struct eng_merge_iter *m)
 {
-        struct move_wait mw = { 0 };
+        struct engine_test_move mw = { 0 };
 
-        return finish_move(eng_merge_iter_seek_first(m, on_move, &mw), &mw);
+        return engine_test_move_finish(loop, eng_merge_iter_seek_first(m, on_move, &mw), &mw);
 }
 
 static int seek(struct eng_merge_iter *m, const void *key, size_t len)
 {
-        struct move_wait mw = { 0 };
+        struct engine_test_move mw = { 0 };
 
-        return finish_move(eng_merge_iter_seek(m, key, len, on_move, &mw), &mw);
+        return engine_test_move_finish(loop, eng_merge_iter_seek(m, key, len, on_move, &mw), &mw);
 }
 
 static int next(struct eng_merge_iter *m)
 {
-        struct move_wait mw = { 0 };
+        struct engine_test_move mw = { 0 };
 
-        return finish_move(eng_merge_iter_next(m, on_move, &mw), &mw);
+        return engine_test_move_finish(loop, eng_merge_iter_next(m, on_move, &mw), &mw);
 }
 
 static void expect_at(struct eng_merge_iter *m, const struct mver *v)
@@ -298,10 +277,10 @@ Test(merge_iter, full_scans_match_the_model_in_every_view_over_random_seeds)
 
                 world_make(seed, (unsigned)(model_rand(&rng) % 3), 1 + (unsigned)(model_rand(&rng) % 3),
                            (unsigned)(model_rand(&rng) % 2));
-                n_pending = 0;
+                engine_test_moves_waited = 0;
                 for (size_t v = 0; v < ARRAY_SIZE(views); v++)
                         check_scan(&views[v], (seed + v) % 2 == 0, seed % 2 == 1);
-                waited += n_pending > 0;
+                waited += engine_test_moves_waited > 0;
                 world_free();
         }
         cr_expect(gt(u32, waited, 12), "cold caches and async fakes made moves wait");
@@ -718,7 +697,7 @@ Test(merge_iter, bad_views_are_refused_and_the_end_key_is_copied)
 /* ---- waiting, errors, freeing ---- */
 
 struct snapshot_wait {
-        struct move_wait mw;
+        struct engine_test_move mw;
         unsigned completions;           /* fake completions when the callback ran */
 };
 
@@ -848,7 +827,7 @@ static void free_in_callback(struct eng_merge_iter *m, int res, void *arg)
 Test(merge_iter, freeing_mid_scan_while_pending_or_from_the_callback_gives_everything_back)
 {
         struct eng_merge_opts o = { .view = ENG_MERGE_USER, .now_ms = MODEL_NOW_MS };
-        struct move_wait mw = { 0 };
+        struct engine_test_move mw = { 0 };
         struct eng_merge_iter *m;
         unsigned frees;
 
@@ -877,7 +856,7 @@ Test(merge_iter, freeing_mid_scan_while_pending_or_from_the_callback_gives_every
         /* From the callback, with readaheads under way. */
         m = merge_make(&o, true);
         cold_cache();
-        mw = (struct move_wait){ 0 };
+        mw = (struct engine_test_move){ 0 };
         cr_assert(eq(int, eng_merge_iter_seek_first(m, free_in_callback, &mw), ENG_SST_PENDING));
         cr_assert(eq(int, rx_loop_run_until(loop, &mw.done), 0));
         cr_expect(eq(int, mw.calls, 1));

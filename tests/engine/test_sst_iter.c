@@ -270,52 +270,31 @@ static int get_key(const char *k, size_t kl, struct get_wait *w, bool *ret_pendi
         return w->res;
 }
 
-struct move_wait {
-        bool done;
-        int res, calls;
-};
-
-static unsigned n_pending;      /* moves that waited for a read */
-
 static void on_move(struct eng_sst_iter *it, int res, void *arg)
 {
-        struct move_wait *w = arg;
-
         (void)it;
-        w->done = true;
-        w->res = res;
-        w->calls++;
-}
-
-static int finish_move(int r, struct move_wait *w)
-{
-        if (r != ENG_SST_PENDING)
-                return r;
-        n_pending++;
-        cr_assert(eq(int, rx_loop_run_until(loop, &w->done), 0));
-        cr_assert(eq(int, w->calls, 1));
-        return w->res;
+        engine_test_move_done(arg, res);
 }
 
 static int seek_first(struct eng_sst_iter *it)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
 
-        return finish_move(eng_sst_iter_seek_first(it, on_move, &w), &w);
+        return engine_test_move_finish(loop, eng_sst_iter_seek_first(it, on_move, &w), &w);
 }
 
 static int seek(struct eng_sst_iter *it, const void *key, size_t len, uint64_t seq)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
 
-        return finish_move(eng_sst_iter_seek(it, key, len, seq, on_move, &w), &w);
+        return engine_test_move_finish(loop, eng_sst_iter_seek(it, key, len, seq, on_move, &w), &w);
 }
 
 static int next(struct eng_sst_iter *it)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
 
-        return finish_move(eng_sst_iter_next(it, on_move, &w), &w);
+        return engine_test_move_finish(loop, eng_sst_iter_next(it, on_move, &w), &w);
 }
 
 static void expect_at(struct eng_sst_iter *it, size_t vi)
@@ -477,14 +456,14 @@ Test(sst_iter, a_scan_from_the_start_yields_every_version_in_order_then_warm_wit
         cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
         cr_assert(not(eng_sst_iter_is_valid(it)));
         cold_cache();
-        n_pending = 0;
+        engine_test_moves_waited = 0;
         cr_assert(eq(int, seek_first(it), 1));
         expect_rest(it, 0);
-        cr_expect(gt(u32, n_pending, 0));
-        n_pending = 0;
+        cr_expect(gt(u32, engine_test_moves_waited, 0));
+        engine_test_moves_waited = 0;
         cr_assert(eq(int, seek_first(it), 1));
         expect_rest(it, 0);
-        cr_expect(eq(u32, n_pending, 0), "a warm scan never waits");
+        cr_expect(eq(u32, engine_test_moves_waited, 0), "a warm scan never waits");
         eng_sst_iter_free(it);
 }
 
@@ -645,7 +624,7 @@ static uint32_t block_pins(uint32_t index)
 
 Test(sst_iter, freeing_with_a_read_pending_waits_for_the_read_and_never_calls_back)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
         struct eng_sst_iter *it;
 
         cold_cache();
@@ -685,9 +664,9 @@ Test(sst_iter, a_read_no_longer_wanted_is_released_when_it_completes)
         cold_cache();
         cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
         cr_assert(eq(int, seek_first(it), 1));  /* block 1 is read ahead */
-        n_pending = 0;
+        engine_test_moves_waited = 0;
         cr_assert(eq(int, seek(it, k, (size_t)key_fmt(2 * far + 2, k), UINT64_MAX), 1));
-        cr_expect(eq(u32, n_pending, 1));
+        cr_expect(eq(u32, engine_test_moves_waited, 1));
         expect_at(it, first_ver[far]);
         cr_assert(ge(int, read_block_wait(1), 0));
         cr_expect(eq(u32, block_pins(1), 0), "the readahead of block 1 was let go");
@@ -698,7 +677,7 @@ Test(sst_iter, a_read_no_longer_wanted_is_released_when_it_completes)
 
 static void free_in_callback(struct eng_sst_iter *it, int res, void *arg)
 {
-        struct move_wait *w = arg;
+        struct engine_test_move *w = arg;
 
         w->done = true;
         w->res = res;
@@ -709,7 +688,7 @@ static void free_in_callback(struct eng_sst_iter *it, int res, void *arg)
 
 Test(sst_iter, the_callback_may_free_the_iterator)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
         struct eng_sst_iter *it;
 
         cold_cache();
@@ -725,7 +704,7 @@ Test(sst_iter, the_callback_may_free_the_iterator)
          * callback frees the iterator. */
         eng_block_cache_erase_file(cache, 1);
         cr_assert(eq(int, read_block_wait(1), 0));
-        w = (struct move_wait){ 0 };
+        w = (struct engine_test_move){ 0 };
         cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
         cr_assert(eq(int, eng_sst_iter_seek_first(it, free_in_callback, &w), ENG_SST_PENDING));
         cr_assert(eq(int, rx_loop_run_until(loop, &w.done), 0));
@@ -736,7 +715,7 @@ Test(sst_iter, the_callback_may_free_the_iterator)
 
 Test(sst_iter, readers_of_one_cold_block_share_its_read)
 {
-        struct move_wait w1 = { 0 }, w2 = { 0 };
+        struct engine_test_move w1 = { 0 }, w2 = { 0 };
         struct eng_sst_iter *a, *b;
         struct get_wait g = { .g = { .done = on_get } };
         char k[16];
@@ -776,16 +755,16 @@ Test(sst_iter, entering_a_block_reads_the_next_one_ahead_so_crossing_does_not_wa
         cold_cache();
         cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
         misses = eng_block_cache_stats(cache)->misses;
-        n_pending = 0;
+        engine_test_moves_waited = 0;
         cr_assert(eq(int, seek_first(it), 1));
-        cr_expect(eq(u32, n_pending, 1));
+        cr_expect(eq(u32, engine_test_moves_waited, 1));
         cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 2),
                   "block 0, and block 1 ahead");
         cr_assert(ge(int, read_block_wait(1), 0));      /* the readahead has landed */
         cr_expect(eq(u64, eng_block_cache_stats(cache)->inserts, 2));
         /* Through block 0 into block 1 without waiting; block 1's entry
          * starts the read of block 2. */
-        n_pending = 0;
+        engine_test_moves_waited = 0;
         misses = eng_block_cache_stats(cache)->misses;
         cr_assert(eq(int, seek(it, "key000002", 9, UINT64_MAX), 1));
         while (eng_block_cache_stats(cache)->misses == misses) {
@@ -793,7 +772,7 @@ Test(sst_iter, entering_a_block_reads_the_next_one_ahead_so_crossing_does_not_wa
                 expect_at(it, vi++);
                 cr_assert(eq(int, next(it), 1));
         }
-        cr_expect(eq(u32, n_pending, 0));
+        cr_expect(eq(u32, engine_test_moves_waited, 0));
         cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 1), "block 2 ahead");
         cr_assert(ge(int, read_block_wait(2), 0));
         eng_sst_iter_free(it);
@@ -806,7 +785,7 @@ Test(sst_iter, entering_a_block_reads_the_next_one_ahead_so_crossing_does_not_wa
 static struct eng_sst_iter *seek_cold_into(uint32_t block, uint32_t span, uint64_t at_once,
                                            size_t *ret_vi, uint64_t *ret_misses)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
         uint32_t at = key_in_block(block);
         struct eng_sst_iter *it;
         char k[16];
@@ -820,7 +799,7 @@ static struct eng_sst_iter *seek_cold_into(uint32_t block, uint32_t span, uint64
                      ENG_SST_PENDING));
         cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - *ret_misses, at_once),
                   "reads started with the seek into block %u", block);
-        cr_assert(eq(int, finish_move(ENG_SST_PENDING, &w), 1));
+        cr_assert(eq(int, engine_test_move_finish(loop, ENG_SST_PENDING, &w), 1));
         *ret_vi = first_ver[at];
         expect_at(it, *ret_vi);
         return it;
@@ -830,13 +809,14 @@ static struct eng_sst_iter *seek_cold_into(uint32_t block, uint32_t span, uint64
  * all, checking that no move waited; returns the version it stands on. */
 static size_t cross_without_waiting(struct eng_sst_iter *it, size_t vi, uint64_t misses)
 {
-        n_pending = 0;
+        engine_test_moves_waited = 0;
         for (; eng_block_cache_stats(cache)->misses < misses; vi++) {
                 cr_assert(lt(sz, vi, n_vers));
                 expect_at(it, vi);
                 cr_assert(eq(int, next(it), 1));
         }
-        cr_expect(eq(u32, n_pending, 0), "the blocks read ahead were there when the scan crossed");
+        cr_expect(eq(u32, engine_test_moves_waited, 0),
+                  "the blocks read ahead were there when the scan crossed");
         return vi;
 }
 
@@ -846,7 +826,7 @@ static size_t cross_without_waiting(struct eng_sst_iter *it, size_t vi, uint64_t
  * not, and entering its block reads ahead as before. */
 Test(sst_iter, a_seek_that_misses_reads_the_next_block_with_its_own)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
         struct eng_sst_iter *it;
         uint64_t misses;
         size_t vi;
@@ -861,7 +841,7 @@ Test(sst_iter, a_seek_that_misses_reads_the_next_block_with_its_own)
         misses = eng_block_cache_stats(cache)->misses;
         cr_assert(eq(int, eng_sst_iter_seek(it, "a", 1, UINT64_MAX, on_move, &w), ENG_SST_PENDING));
         cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 1), "block 0 alone");
-        cr_assert(eq(int, finish_move(ENG_SST_PENDING, &w), 1));
+        cr_assert(eq(int, engine_test_move_finish(loop, ENG_SST_PENDING, &w), 1));
         expect_at(it, 0);
         cr_expect(eq(u64, eng_block_cache_stats(cache)->misses - misses, 2), "block 1 ahead");
         cr_assert(ge(int, read_block_wait(1), 0));
@@ -961,7 +941,7 @@ Test(sst_iter, read_errors_reach_the_caller_and_a_retry_works)
 
 Test(sst_iter, a_failed_readahead_is_reported_where_the_scan_reaches_it_and_a_reseek_resumes)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
         struct eng_sst_iter *it;
         char k[16];
         size_t vi = 0;

@@ -83,53 +83,32 @@ static uint64_t data_bytes(void)
 
 /* ---- driving moves ---- */
 
-struct move_wait {
-        bool done;
-        int res, calls;
-};
-
-static unsigned n_pending;      /* moves that waited for a read */
-
 static void on_move(struct eng_sst_seq *it, int res, void *arg)
 {
-        struct move_wait *w = arg;
-
         (void)it;
-        w->done = true;
-        w->res = res;
-        w->calls++;
-}
-
-static int finish_move(int r, struct move_wait *w)
-{
-        if (r != ENG_SST_PENDING)
-                return r;
-        n_pending++;
-        cr_assert(eq(int, rx_loop_run_until(loop, &w->done), 0));
-        cr_assert(eq(int, w->calls, 1));
-        return w->res;
+        engine_test_move_done(arg, res);
 }
 
 static int seek_first(struct eng_sst_seq *it)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
 
-        return finish_move(eng_sst_seq_seek_first(it, on_move, &w), &w);
+        return engine_test_move_finish(loop, eng_sst_seq_seek_first(it, on_move, &w), &w);
 }
 
 static int seek(struct eng_sst_seq *it, uint32_t key, uint64_t seq)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
+        int r = eng_sst_seq_seek(it, model_keys[key], model_key_lens[key], seq, on_move, &w);
 
-        return finish_move(eng_sst_seq_seek(it, model_keys[key], model_key_lens[key], seq, on_move,
-                                            &w), &w);
+        return engine_test_move_finish(loop, r, &w);
 }
 
 static int next(struct eng_sst_seq *it)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
 
-        return finish_move(eng_sst_seq_next(it, on_move, &w), &w);
+        return engine_test_move_finish(loop, eng_sst_seq_next(it, on_move, &w), &w);
 }
 
 static void expect_at(struct eng_sst_seq *it, size_t vi)
@@ -226,7 +205,7 @@ Test(sst_seq, a_scan_yields_every_version_in_order_one_read_a_chunk_and_caches_n
                 struct eng_sst_seq *it = seq_new(sizes[s]);
                 uint32_t chunk = sizes[s] ? sizes[s] : ENG_SST_SEQ_DEFAULT_CHUNK;
 
-                n_pending = 0;
+                engine_test_moves_waited = 0;
                 cr_assert(eq(int, seek_first(it), 1));
                 expect_rest(it, 0);
                 cr_expect(eq(u64, eng_sst_seq_reads(it), chunks_of(chunk)), "chunk %u", chunk);
@@ -235,7 +214,7 @@ Test(sst_seq, a_scan_yields_every_version_in_order_one_read_a_chunk_and_caches_n
                 else if (chunk == ENG_SST_SEQ_DEFAULT_CHUNK)
                         cr_expect(le(u64, eng_sst_seq_reads(it), data_bytes() / chunk + 2),
                                   "chunk %u: %lu bytes", chunk, (unsigned long)data_bytes());
-                cr_expect(le(u32, n_pending, (uint32_t)eng_sst_seq_reads(it)));
+                cr_expect(le(u32, engine_test_moves_waited, (uint32_t)eng_sst_seq_reads(it)));
                 eng_sst_seq_free(it);
         }
         cr_expect(eq(u64, eng_block_cache_stats(cache)->blocks, 0), "nothing cached");
@@ -304,7 +283,7 @@ static void on_closed(void *arg)
 
 Test(sst_seq, freeing_with_reads_in_flight_lets_them_finish_and_never_calls_back)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
         struct eng_sst_seq *it = seq_new(4096);
 
         /* The first chunk in flight. */
@@ -326,7 +305,7 @@ Test(sst_seq, freeing_with_reads_in_flight_lets_them_finish_and_never_calls_back
 
 static void free_in_callback(struct eng_sst_seq *it, int res, void *arg)
 {
-        struct move_wait *w = arg;
+        struct engine_test_move *w = arg;
 
         cr_expect(eq(int, res, 1));
         eng_sst_seq_free(it);
@@ -336,7 +315,7 @@ static void free_in_callback(struct eng_sst_seq *it, int res, void *arg)
 
 Test(sst_seq, the_callback_may_free_the_iterator)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
         struct eng_sst_seq *it = seq_new(0);
 
         cr_assert(eq(int, eng_sst_seq_seek_first(it, free_in_callback, &w), ENG_SST_PENDING));
@@ -360,7 +339,7 @@ Test(sst_seq, a_failed_first_read_reaches_the_caller_and_a_retry_reads_again)
 
 Test(sst_seq, a_failed_read_ahead_is_reported_where_the_scan_reaches_it_and_a_reseek_resumes)
 {
-        struct move_wait w = { 0 };
+        struct engine_test_move w = { 0 };
         struct eng_sst_seq *it = seq_new(3 * 4096);
         size_t vi;
 
