@@ -10,6 +10,7 @@
 #include "base/mem.h"
 #include "base/time.h"
 #include "engine/compaction.h"
+#include "engine/shard.h"
 #include "engine/wal.h"
 #include "perf/bench_report.h"
 
@@ -125,9 +126,19 @@ static const char *readahead_name(const struct bench_opts *o, char buf[16])
         return buf;
 }
 
+/* The compaction rate limit as the header line names it, written into buf. */
+static const char *crate_name(const struct bench_opts *o, char buf[24])
+{
+        if (o->compaction_rate == UINT64_MAX)
+                return "off";
+        snprintf(buf, 24, "%" PRIu64 "MiB/s",
+                 (o->compaction_rate ? o->compaction_rate : ENG_SHARD_DEFAULT_COMPACTION_RATE) >> 20);
+        return buf;
+}
+
 void bench_report_header(FILE *f, enum bench_format fmt, const struct bench_engine *e)
 {
-        char ra[16];
+        char ra[16], cr[24];
         const struct bench_opts *o = e->o;
 
         if (fmt == BENCH_FORMAT_CSV) {
@@ -141,12 +152,12 @@ void bench_report_header(FILE *f, enum bench_format fmt, const struct bench_engi
                 return;
         fprintf(f, "# scree-bench: engine=%s num=%" PRIu64 " reads=%" PRIu64 " key=%u value=%u "
                    "workers=%u sync=%s inflight=%u table=%s budget=%zuMiB cache=%zuMiB "
-                   "compaction=%s readahead=%s prefault=%s dist=%s rate=%" PRIu64 " dir=%s\n",
+                   "compaction=%s readahead=%s crate=%s prefault=%s dist=%s rate=%" PRIu64 " dir=%s\n",
                 e->name, o->k.num, o->reads, o->k.key_size, o->k.value_size, o->k.workers,
                 o->sync == ENG_WAL_SYNC_BATCH ? "batch" : "periodic", o->inflight,
                 o->k.table == ENG_TABLE_ORDERED ? "ordered" : "hashed", o->memtable_budget >> 20,
                 o->cache_bytes >> 20, o->compaction ? "on" : "off", readahead_name(o, ra),
-                o->prefault ? "on" : "off",
+                crate_name(o, cr), o->prefault ? "on" : "off",
                 o->k.dist == KEYDIST_INVALID ? "default" : keydist_name(o->k.dist), o->rate, o->dir);
         fprintf(f, "# keys per worker:");
         for (unsigned i = 0; i < e->n; i++)

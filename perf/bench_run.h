@@ -44,6 +44,7 @@ struct bench_opts {
          * cache; 0 = the engine's default; ENG_COMPACT_READ_CACHED = block
          * by block through the cache */
         uint32_t compaction_readahead;
+        uint64_t compaction_rate;       /* scree: bytes/s a shard; 0 = default; UINT64_MAX = off */
         bool row_cache;                 /* scree: point lookups cache rows too */
         bool prefault;                  /* scree: memtable memory faulted in before the run */
         bool use_existing;              /* keep what --dir holds */

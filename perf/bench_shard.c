@@ -494,6 +494,7 @@ static int open_start(struct bench_shard *b)
                 .memtable_budget = b->o->memtable_budget, .cache_bytes = b->o->cache_bytes,
                 .no_compaction = !b->o->compaction, .row_cache = b->o->row_cache,
                 .compaction_readahead = b->o->compaction_readahead,
+                .compaction_rate = b->o->compaction_rate,
                 .prefault_memtables = b->o->prefault,
         };
         int r = bench_dir_prepare(b->o->dir, b->path, b->o->use_existing);

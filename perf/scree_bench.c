@@ -86,6 +86,8 @@ static void usage(FILE *f)
                 "  --compaction-readahead KIB|cached   scree: a compaction reads each input in\n"
                 "                      reads of KIB (a multiple of 4; default 256) past the cache,\n"
                 "                      or block by block through it\n"
+                "  --compaction-rate MIB|off   scree: each shard's compaction write rate limit\n"
+                "                      in MiB/s (default 64), or unthrottled\n"
                 "  --prefault on|off   scree: fault the memtable budget and the cache in before\n"
                 "                      the first workload (default on, as the server's --prefault)\n"
                 "  --stats             scree: after each workload, each shard's engine counters\n"
@@ -158,6 +160,21 @@ static int parse_mib(const char *arg, size_t *ret)
 }
 
 /* KiB, a multiple of 4, or "cached". */
+static int parse_compaction_rate(const char *arg, uint64_t *ret)
+{
+        uint64_t v;
+        int r;
+
+        if (strcmp(arg, "off") == 0) {
+                *ret = UINT64_MAX;
+                return 0;
+        }
+        r = perf_parse_u64(arg, 1, UINT64_C(1) << 20, &v);
+        if (r == 0)
+                *ret = v << 20;
+        return r;
+}
+
 static int parse_readahead(const char *arg, uint32_t *ret)
 {
         uint64_t v;
@@ -260,6 +277,7 @@ static int parse_opt(struct cli *c, int ch, const char *arg)
         case 'M': return parse_mib(arg, &o->memtable_budget);
         case 'C': return parse_mib(arg, &o->cache_bytes);
         case 'A': return parse_readahead(arg, &o->compaction_readahead);
+        case 'O': return parse_compaction_rate(arg, &o->compaction_rate);
         case 'S': return perf_parse_u64(arg, 1, UINT64_MAX, &o->k.seed);
         case 'I': return perf_parse_u64(arg, 0, 1000000, &c->idle_poll_us);
         case 'P':
@@ -323,6 +341,7 @@ static const struct option longopts[] = {
         { "row-cache", required_argument, NULL, 'w' },    { "stats", no_argument, NULL, 'G' },
         { "prefault", required_argument, NULL, 'F' },
         { "compaction-readahead", required_argument, NULL, 'A' },
+        { "compaction-rate", required_argument, NULL, 'O' },
         { NULL, 0, NULL, 0 },
 };
 

@@ -201,6 +201,33 @@ def test_prefault_is_on_by_default_and_done_before_the_run():
     assert "faulted in" not in off.stderr
 
 
+def test_compaction_options_reach_the_engine_and_the_header():
+    """A 1 MiB memtable budget makes fillrandom and overwrite flush and
+    compact. Whatever the readahead and the rate limit, the same seed must
+    find the same keys as with compaction off, and the header must say
+    what ran."""
+    def found(*args):
+        out = run("--benchmarks", "fillrandom,overwrite,readrandom", "--memtable-budget", "1",
+                  *args, num=20000)
+        lines = rows(out)
+        assert [l[0] for l in lines] == ["fillrandom", "overwrite", "readrandom"]
+        read = lines[2]
+        return out.splitlines()[0], lines, int(read[read.index("found") + 1])
+
+    _, _, want = found("--compaction", "off")
+    assert want > 10000
+    for args, header in [
+        ([], "readahead=256KiB crate=64MiB/s"),
+        (["--compaction-readahead", "8", "--compaction-rate", "4"], "readahead=8KiB crate=4MiB/s"),
+        (["--compaction-readahead", "cached", "--compaction-rate", "off"],
+         "readahead=cached crate=off"),
+    ]:
+        head, lines, got = found(*args)
+        assert header in head, head
+        assert any("compacting" in l for l in lines[:2]), lines
+        assert got == want, (args, got, want)
+
+
 @pytest.mark.parametrize("args,word", [
     (["--benchmarks", "fillnothing"], "--benchmarks"),
     (["--distribution", "pareto"], "--distribution"),
@@ -212,6 +239,10 @@ def test_prefault_is_on_by_default_and_done_before_the_run():
     (["--timeseries", "/nonexistent-dir/ts.csv"], "/nonexistent-dir/ts.csv"),
     (["--num", "10", "extra"], "unexpected argument"),
     (["--prefault", "maybe"], "--prefault"),
+    (["--compaction-readahead", "6"], "--compaction-readahead"),
+    (["--compaction-readahead", "lots"], "--compaction-readahead"),
+    (["--compaction-rate", "0"], "--compaction-rate"),
+    (["--compaction-rate", "fast"], "--compaction-rate"),
 ])
 def test_bad_options_are_refused(args, word):
     p = subprocess.run([BENCH, *args], capture_output=True, text=True, timeout=30)
