@@ -159,36 +159,40 @@ static int parse_mib(const char *arg, size_t *ret)
         return r;
 }
 
-/* KiB, a multiple of 4, or "cached". */
-static int parse_compaction_rate(const char *arg, uint64_t *ret)
+/* The word, for word_value, or a count (at least min, a multiple of
+ * align, up to 2^20) of units of 1 << shift bytes. */
+static int parse_amount_or(const char *arg, const char *word, uint64_t word_value, uint64_t min,
+                           uint64_t align, unsigned shift, uint64_t *ret)
 {
         uint64_t v;
         int r;
 
-        if (strcmp(arg, "off") == 0) {
-                *ret = UINT64_MAX;
+        if (strcmp(arg, word) == 0) {
+                *ret = word_value;
                 return 0;
         }
-        r = perf_parse_u64(arg, 1, UINT64_C(1) << 20, &v);
+        r = perf_parse_u64(arg, min, UINT64_C(1) << 20, &v);
+        if (r == 0 && v % align)
+                r = -EINVAL;
         if (r == 0)
-                *ret = v << 20;
+                *ret = v << shift;
         return r;
 }
 
+/* MiB/s, or "off". */
+static int parse_compaction_rate(const char *arg, uint64_t *ret)
+{
+        return parse_amount_or(arg, "off", UINT64_MAX, 1, 1, 20, ret);
+}
+
+/* KiB, a multiple of 4, or "cached". */
 static int parse_readahead(const char *arg, uint32_t *ret)
 {
         uint64_t v;
-        int r;
+        int r = parse_amount_or(arg, "cached", ENG_COMPACT_READ_CACHED, 4, 4, 10, &v);
 
-        if (strcmp(arg, "cached") == 0) {
-                *ret = ENG_COMPACT_READ_CACHED;
-                return 0;
-        }
-        r = perf_parse_u64(arg, 4, UINT64_C(1) << 20, &v);
-        if (r == 0 && v % 4)
-                r = -EINVAL;
         if (r == 0)
-                *ret = (uint32_t)v << 10;
+                *ret = (uint32_t)v;
         return r;
 }
 
