@@ -193,16 +193,13 @@ static int enter(void *owner, uint32_t index)
         if (!chunk_has(it->cur, index)) {
                 chunk_drop(it, it->cur);
                 it->cur = NULL;
-                if (chunk_has(it->ahead, index)) {
+                if (chunk_has(it->ahead, index))
                         it->cur = it->ahead;
-                } else {
+                else
                         chunk_drop(it, it->ahead);
-                        if ((r = chunk_start(it, index, &it->cur)) < 0) {
-                                it->ahead = NULL;
-                                return r;
-                        }
-                }
                 it->ahead = NULL;
+                if (!it->cur && (r = chunk_start(it, index, &it->cur)) < 0)
+                        return r;
         }
         if (!it->cur->ready) {
                 it->waiting = true;
