@@ -14,6 +14,7 @@
 
 #include "base/arena.h"
 #include "base/compiler.h"
+#include "base/endian.h"
 #include "base/log.h"
 #include "base/time.h"
 #include "engine/shard_internal.h"
@@ -167,7 +168,11 @@ int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len,
                 else
                         applied += a;
         }
-        return r < 0 ? r : applied;
+        if (r < 0)
+                return r;
+        if (first_seq + le32_get(payload) - 1 > s->applied_seq)
+                s->applied_seq = first_seq + le32_get(payload) - 1;
+        return applied;
 }
 
 /* A group bigger than group_max() is logged at once; one write bigger
@@ -348,7 +353,7 @@ void shard_apply_pending(struct eng_shard *s)
         if (!s->unapplied.count)
                 return;
         a = shard_apply_batch(s, s->unapplied.buf, (uint32_t)s->unapplied.len,
-                              s->unapplied_first_seq, eng_wal_segment(s->wal));
+                              s->unapplied_first_seq, s->unapplied_segment);
         if (a < 0)      /* logged but not in memory: the shard no longer matches its log */
                 shard_set_error(s, a, "memtable insert");
         eng_batch_clear(&s->unapplied);
@@ -359,8 +364,13 @@ void shard_apply_pending(struct eng_shard *s)
  * now (-ENOMEM). */
 static int defer_apply(struct eng_shard *s, const uint8_t *payload, uint32_t len, uint64_t first_seq)
 {
-        if (!s->unapplied.count)
+        if (!s->unapplied.count) {
                 s->unapplied_first_seq = first_seq;
+                /* Its record goes into this segment or a later one: the
+                 * segment it ends up in may be gone before the memtable
+                 * that takes it is flushed if a later one were named. */
+                s->unapplied_segment = eng_wal_segment(s->wal);
+        }
         return eng_batch_append(&s->unapplied, payload, len);
 }
 
@@ -449,17 +459,32 @@ static int encode(struct eng_shard *s, const struct eng_mutation *m, uint32_t n)
         return 0;
 }
 
-/* Keeps the encoded batch until memory allows it in. */
+/* Keeps w's batch (w->stalled, or a copy of the scratch) until memory
+ * allows it in, its keys held meanwhile. Returns 0, or -ENOMEM (w holds
+ * nothing). */
 static int stall(struct eng_shard *s, struct eng_write *w)
 {
-        w->stalled = malloc(s->scratch.len);
-        if (!w->stalled)
-                return -ENOMEM;
-        memcpy(w->stalled, s->scratch.buf, s->scratch.len);
-        w->stalled_len = (uint32_t)s->scratch.len;
-        w->stalled_count = s->scratch.count;
+        int r;
+
+        if (!w->stalled) {
+                w->stalled = malloc(s->scratch.len);
+                if (!w->stalled) {
+                        shard_release_write(s, w);
+                        return -ENOMEM;
+                }
+                memcpy(w->stalled, s->scratch.buf, s->scratch.len);
+                w->stalled_len = (uint32_t)s->scratch.len;
+                w->stalled_count = s->scratch.count;
+        }
+        /* Its keys are free (the caller checked), so it heads their FIFOs
+         * at once: later operations on them wait until it is in. */
+        if (!w->n_nodes && (r = shard_hold_batch(s, w, w->stalled, w->stalled_len)) != 0) {
+                free(w->stalled);
+                w->stalled = NULL;
+                shard_release_write(s, w);
+                return r < 0 ? r : -EINVAL;
+        }
         w->stall_start_ns = time_now_ns();
-        w->s = s;
         w->next = NULL;
         if (s->stall_tail)
                 s->stall_tail->next = w;
@@ -471,26 +496,106 @@ static int stall(struct eng_shard *s, struct eng_write *w)
         return 0;
 }
 
-int eng_shard_write(struct eng_shard *s, const struct eng_mutation *m, uint32_t n,
-                    struct eng_write *w)
+/* Writes w's batch (w->stalled, or the scratch when NULL) now, or stalls
+ * it. Returns as eng_shard_write; w leaves its keys' FIFOs once its
+ * entries are in, or it failed. */
+static int write_now(struct eng_shard *s, struct eng_write *w)
 {
         int r;
 
-        if (s->error)
-                return s->error;
-        if (s->closing)
-                return -SCREE_ESHUTDOWN;
-        r = validate(m, n);
-        if (r == 0)
-                r = encode(s, m, n);
-        if (r < 0)
-                return r;
         if (s->stall_head || shard_stalled(s)) {
-                if (s->flush_error == -ENOSPC)
-                        return -ENOSPC; /* flushing cannot free memory until space returns */
-                return stall(s, w);
+                if (s->flush_error != -ENOSPC)
+                        return stall(s, w);
+                r = -ENOSPC;    /* flushing cannot free memory until space returns */
+        } else if (w->stalled) {
+                r = submit(s, w->stalled, w->stalled_len, w->stalled_count, w);
+        } else {
+                r = submit(s, s->scratch.buf, (uint32_t)s->scratch.len, s->scratch.count, w);
         }
-        return submit(s, s->scratch.buf, (uint32_t)s->scratch.len, s->scratch.count, w);
+        free(w->stalled);
+        w->stalled = NULL;
+        shard_release_write(s, w);
+        return r;
+}
+
+/* A write that waited behind an earlier operation on one of its keys
+ * heads all of their FIFOs now (from the order task). */
+static void write_woken(struct eng_keyq_op *op)
+{
+        struct eng_write *w = container_of(op, struct eng_write, qop);
+        struct eng_shard *s = w->s;
+        int r;
+
+        if (s->error || s->closing) {
+                r = s->error ? s->error : -SCREE_ESHUTDOWN;
+                free(w->stalled);
+                w->stalled = NULL;
+                shard_release_write(s, w);
+        } else {
+                r = write_now(s, w);
+        }
+        if (r != 0)     /* acknowledged now (periodic) or failed: tell the writer */
+                w->done(w, r > 0 ? 0 : r);
+}
+
+/* Copies the scratch batch into w and has it wait behind the operations
+ * in flight on its keys. Returns 0 (write_woken goes on) or <0. */
+static int write_wait(struct eng_shard *s, struct eng_write *w)
+{
+        int r;
+
+        w->stalled = malloc(s->scratch.len);
+        if (!w->stalled)
+                return -ENOMEM;
+        memcpy(w->stalled, s->scratch.buf, s->scratch.len);
+        w->stalled_len = (uint32_t)s->scratch.len;
+        w->stalled_count = s->scratch.count;
+        r = shard_hold_batch(s, w, w->stalled, w->stalled_len);
+        if (r > 0)
+                return 0;
+        if (r == 0)             /* its keys came free meanwhile: cannot happen, but */
+                return write_now(s, w);
+        free(w->stalled);
+        w->stalled = NULL;
+        return r;
+}
+
+static int write_common(struct eng_shard *s, const struct eng_mutation *m, uint32_t n,
+                        struct eng_write *w, struct eng_keyq_node *held)
+{
+        int r;
+
+        w->s = s;
+        w->stalled = NULL;
+        w->nodes = held;
+        w->n_nodes = held ? 1 : 0;
+        w->nodes_owned = false;
+        w->qop = (struct eng_keyq_op){ .run = write_woken };
+        if (s->error)
+                r = s->error;
+        else if (s->closing)
+                r = -SCREE_ESHUTDOWN;
+        else if ((r = validate(m, n)) == 0)
+                r = encode(s, m, n);
+        if (r < 0) {
+                shard_release_write(s, w);
+                return r;
+        }
+        if (!held && shard_batch_busy(s, s->scratch.buf, (uint32_t)s->scratch.len))
+                return write_wait(s, w);
+        return write_now(s, w);
+}
+
+int eng_shard_write(struct eng_shard *s, const struct eng_mutation *m, uint32_t n,
+                    struct eng_write *w)
+{
+        return write_common(s, m, n, w, NULL);
+}
+
+int shard_write_held(struct eng_shard *s, const struct eng_mutation *m, struct eng_write *w,
+                     struct eng_keyq_node *held)
+{
+        return write_common(s, m, 1, w, held);
 }
 
 void shard_unstall(struct eng_shard *s)
@@ -512,6 +617,7 @@ void shard_unstall(struct eng_shard *s)
                         r = submit(s, w->stalled, w->stalled_len, w->stalled_count, w);
                 free(w->stalled);
                 w->stalled = NULL;
+                shard_release_write(s, w);
                 if (r != 0)     /* acknowledged now (periodic) or failed: tell the writer */
                         w->done(w, r > 0 ? 0 : r);
         }

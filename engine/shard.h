@@ -19,6 +19,13 @@
  * Reads see the newest version; tombstones and versions whose expiry has
  * passed read as absent.
  *
+ * One key's operations take effect in the order they were called (keyq.h):
+ * a get, write or read-modify-write called while an earlier write to the
+ * same key waits for memory, or an earlier read-modify-write of it is
+ * between its read and its write, waits behind it. So a read sees every
+ * write called before it, stalled or not, and read-modify-writes of one
+ * key never interleave. Operations on other keys do not wait.
+ *
  * Errors that stop writes: a failed commit-log or manifest write or sync
  * (a retried fsync can report success for lost data) stops every later
  * write with that error; reads keep working. ENOSPC from a flush is not
@@ -37,6 +44,7 @@
 
 #include "engine/compaction.h"
 #include "engine/fs.h"
+#include "engine/keyq.h"
 #include "engine/memtable.h"
 #include "engine/merge_iter.h"
 #include "engine/sst_io.h"
@@ -163,16 +171,22 @@ struct eng_write {
         struct eng_wal_write ww;
         struct eng_shard *s;
         struct eng_write *next;
-        uint8_t *stalled;               /* encoded batch held while writes wait */
+        uint8_t *stalled;               /* encoded batch held while it waits */
         uint32_t stalled_len, stalled_count;
         uint64_t stall_start_ns;
+        /* its keys' places in the shard's key FIFOs while in flight */
+        struct eng_keyq_op qop;
+        struct eng_keyq_node *nodes;    /* n_nodes: &qnode, heap, or a read-modify-write's */
+        uint32_t n_nodes;
+        bool nodes_owned;               /* heap: freed with the places */
+        struct eng_keyq_node qnode;
 };
 
 /*
  * Applies n mutations atomically (all or none survive a crash). Returns 1:
  * done and acknowledged (periodic mode; w is free again); 0: pending,
  * w->done(w, res) runs when acknowledged (batch mode, or any write that has
- * to wait for a flush); -EINVAL (no mutation, bad kind or table, a key over
+ * to wait for a flush or for an earlier operation on one of its keys); -EINVAL (no mutation, bad kind or table, a key over
  * ENG_MAX_USER_KEY_BYTES, a value over ENG_MAX_VALUE_BYTES); -E2BIG (the
  * batch cannot fit in a log segment); or the error that stopped writes.
  * Keys and values are copied before the call returns.
@@ -201,6 +215,8 @@ struct eng_get {
         struct eng_tset *tset;
         uint32_t next_table;
         uint64_t now_ms;
+        struct eng_keyq_op qop;         /* waiting behind an earlier operation on the key */
+        struct eng_keyq_node qnode;
         uint8_t *ikey;
         uint32_t ikey_len;
         uint8_t ikey_small[64];
@@ -209,8 +225,9 @@ struct eng_get {
 
 /*
  * Looks (t, key) up. Returns 0: found now (g->value..., release with
- * eng_get_release); -SCREE_ENOTFOUND: absent now; 1: pending, g->done(g,
- * res) runs later with 0 (found; release it), -SCREE_ENOTFOUND or an error
+ * eng_get_release); -SCREE_ENOTFOUND: absent now; 1: pending (a disk
+ * read, or an earlier write or read-modify-write of the key still in
+ * flight), g->done(g, res) runs later with 0 (found; release it), -SCREE_ENOTFOUND or an error
  * (-SCREE_ECORRUPT, -errno); or <0 at once (-EINVAL, -ENOMEM).
  */
 int eng_shard_get(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
@@ -318,21 +335,23 @@ struct eng_rmw {
         enum eng_table table;
         const void *key;
         uint32_t key_len;
-        uint64_t gen;                   /* tablet write generation when the read began */
         struct eng_get g;
         struct eng_write w;
         struct rx_task task;
+        struct eng_keyq_op qop;         /* holds the key from the call to the write */
+        struct eng_keyq_node qnode;
         int res;
-        bool in_call, waited;
+        bool in_call;
 };
 
 /*
  * Reads (t, key), calls fn with the current value and writes what it
- * returns, with no other write to the key in between (a write that lands
- * while the read waits for the disk makes it read again). key is borrowed
- * until done runs. Returns 0: done(r, res) runs later, res 1 when fn's
+ * returns, with no other operation on the key in between: from the call
+ * until its write is in the memtables (or fn chose to write nothing), the
+ * key's later operations wait (see the top). key is borrowed until done
+ * runs. Returns 0: done(r, res) runs later, res 1 when fn's
  * mutation was written and acknowledged, 0 when fn wrote nothing, fn's
- * error, or a read or write error. Returns <0 at once (-EINVAL).
+ * error, or a read or write error. Returns <0 at once (-EINVAL, -ENOMEM).
  */
 int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
                   eng_rmw_fn fn, void *fn_arg, struct eng_rmw *r);

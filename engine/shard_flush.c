@@ -86,7 +86,10 @@ void shard_seal(struct eng_shard *s, struct eng_tablet *t)
         if (!fresh)
                 return;         /* try again at the next write */
         t->imm[t->n_imm++] = (struct eng_imm){
-                .mt = t->active, .sealed_seq = s->last_seq,
+                /* Not last_seq: writes still waiting in s->unapplied
+                 * are not in this memtable, and a flushed seq above them
+                 * would make the replay after a crash skip them. */
+                .mt = t->active, .sealed_seq = s->applied_seq,
                 .first_segment = t->active_first_segment, .bytes = t->active_bytes,
         };
         s->active_bytes -= t->active_bytes;

@@ -85,6 +85,10 @@ struct eng_shard {
         struct eng_wal *wal;
         struct eng_manifest *man;
         uint64_t last_seq;
+        /* Every write up to it is in the memtables (or flushed): what a
+         * sealed memtable holds (shard_seal). last_seq runs ahead of it
+         * by the writes waiting in s->unapplied. */
+        uint64_t applied_seq;
         uint64_t next_file_id;
         size_t active_bytes, imm_bytes;
         struct eng_batch scratch;
@@ -97,12 +101,21 @@ struct eng_shard {
          * shard_apply_pending) */
         struct eng_batch unapplied;
         uint64_t unapplied_first_seq;
+        /* the log segment when the first of them was submitted: their
+         * records are in it or a later one, so memtables that take them
+         * keep the log from there (shard_apply_pending) */
+        uint64_t unapplied_segment;
         struct eng_write *group_head, *group_tail;      /* batch mode: waiting for its ack */
         struct eng_write *group_failed;                 /* answered from the task */
         int group_error;
         struct rx_task group_task;
         bool group_posted;
         struct eng_write *stall_head, *stall_tail;
+        /* one key's operations in call order (keyq.h; shard.c runs the
+         * ready ones from order_task) */
+        struct eng_keyq keyq;
+        struct rx_task order_task;
+        bool order_posted;
         int error;                      /* stops writes */
         struct eng_flush *flush;        /* the one flush in progress */
         int flush_error;                /* of the last flush, cleared by a good one */
@@ -181,6 +194,28 @@ void shard_log_group(struct eng_shard *s);
 void shard_apply_pending(struct eng_shard *s);
 /* Runs stalled writes once memory allows. */
 void shard_unstall(struct eng_shard *s);
+/* eng_shard_write for the holder of held (a read-modify-write at the head
+ * of its key's FIFO): no wait for the key; the write takes held over and
+ * leaves it once its entries are in the memtables, or it failed. */
+int shard_write_held(struct eng_shard *s, const struct eng_mutation *m, struct eng_write *w,
+                     struct eng_keyq_node *held);
+/* shard_order.c */
+/* Whether a key of the encoded batch has an operation in flight. */
+bool shard_batch_busy(struct eng_shard *s, const uint8_t *payload, uint32_t len);
+/* Enters every distinct key of the batch into its FIFO for w (w->nodes,
+ * w->qop; w->qop.run set by the caller). Returns how many FIFOs w waits in
+ * (0: it heads all of them), or -ENOMEM / -SCREE_ECORRUPT (w holds none). */
+int shard_hold_batch(struct eng_shard *s, struct eng_write *w, const uint8_t *payload,
+                     uint32_t len);
+/* Leaves every FIFO w is in (its entries are in the memtables, or it
+ * failed); frees its places. */
+void shard_release_write(struct eng_shard *s, struct eng_write *w);
+/* Leaves node's FIFO (keyq.h) and has the operations it readied run from
+ * the loop. */
+void shard_order_leave(struct eng_shard *s, struct eng_keyq_node *node);
+/* Closing: fails every operation waiting for a key with -SCREE_ESHUTDOWN,
+ * from inside the call. */
+void shard_order_fail_all(struct eng_shard *s);
 
 /* shard_flush.c */
 /* Seals the tablet's active memtable (if not empty) into its queue. */

@@ -81,6 +81,7 @@ static void shard_free(struct eng_shard *s)
         eng_batch_fini(&s->scratch);
         eng_batch_fini(&s->group);
         eng_batch_fini(&s->unapplied);
+        eng_keyq_fini(&s->keyq);
         free(s->dir);
         free(s);
 }
@@ -100,6 +101,7 @@ static int shard_alloc(struct rx_loop *loop, struct eng_fs *fs, const struct eng
         eng_batch_init(&s->scratch);
         eng_batch_init(&s->group);
         eng_batch_init(&s->unapplied);
+        eng_keyq_init(&s->keyq);
         if (eng_tablet_map_init(&s->map, s->o.n_shards, s->o.tablets_per_shard) < 0 ||
             s->o.shard >= s->o.n_shards || (unsigned)s->o.sync >= ENG_WAL_SYNC_MAX) {
                 free(s);
@@ -180,6 +182,7 @@ static void manifest_created(void *arg, int res)
         /* What the log replayed goes to SSTables in the background, as
          * RocksDB does at recovery: reads stop searching big memtables
          * and the next start-up replays less. */
+        op->s->applied_seq = op->s->last_seq;  /* replayed, or flushed before */
         for (uint32_t i = 0; op->s->stats.replayed_records && i < op->s->n_tablets; i++)
                 shard_seal(op->s, &op->s->tablets[i]);
         shard_maybe_flush(op->s);
@@ -615,9 +618,11 @@ int eng_shard_close(struct eng_shard *s, void (*done)(void *arg, int res), void 
                 s->stall_head = w->next;
                 free(w->stalled);
                 w->stalled = NULL;
+                shard_release_write(s, w);
                 w->done(w, -SCREE_ESHUTDOWN);
         }
         s->stall_tail = NULL;
+        shard_order_fail_all(s);
         shard_log_group(s);     /* the log's close syncs it and answers its writes */
         shard_apply_pending(s);
         if (s->retry_armed && rx_timer_cancel(s->loop, &s->retry_timer)) {

@@ -14,6 +14,7 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/compiler.h"
 #include "base/time.h"
 #include "engine/shard_internal.h"
 
@@ -120,16 +121,14 @@ static void sst_done(struct eng_sst_get *sg, int res)
         g->done(g, res);
 }
 
-int eng_shard_get(struct eng_shard *s, enum eng_table table, const void *key, uint32_t key_len,
-                  struct eng_get *g)
+/* Encodes (table, key) into g. Returns 0, -EINVAL or -ENOMEM. */
+static int get_prepare(struct eng_shard *s, enum eng_table table, const void *key,
+                       uint32_t key_len, struct eng_get *g)
 {
         struct eng_tablet_loc loc;
-        struct eng_entry e;
-        struct eng_memtable *mt;
 
         if (!shard_key_ok(table, key_len))
                 return -EINVAL;
-        shard_apply_pending(s);         /* see every write submitted before */
         g->s = s;
         g->mt = NULL;
         g->block = NULL;
@@ -146,6 +145,20 @@ int eng_shard_get(struct eng_shard *s, enum eng_table table, const void *key, ui
                 return -EINVAL;
         }
         g->tablet = &s->tablets[loc.local];
+        g->qnode = (struct eng_keyq_node){ .op = &g->qop,
+                                           .fp = eng_keyq_fp(g->ikey, g->ikey_len) };
+        return 0;
+}
+
+/* Looks g's key up: the memtables now, the tables they point at later.
+ * Returns as eng_shard_get. */
+static int get_issue(struct eng_get *g)
+{
+        struct eng_shard *s = g->s;
+        struct eng_entry e;
+        struct eng_memtable *mt;
+
+        shard_apply_pending(s);         /* see every write submitted before */
         g->now_ms = time_wall_ns() / 1000000;
         s->stats.gets++;
         if (shard_memtables_get(g->tablet, g->ikey, g->ikey_len, &e, &mt) == 0) {
@@ -161,6 +174,46 @@ int eng_shard_get(struct eng_shard *s, enum eng_table table, const void *key, ui
         return tables_step(g);
 }
 
+/* A get that waited behind an operation in flight on its key heads the
+ * key's FIFO now (from the order task): it looks up what every earlier
+ * operation left, and lets the next one go. */
+static void get_woken(struct eng_keyq_op *op)
+{
+        struct eng_get *g = container_of(op, struct eng_get, qop);
+        struct eng_shard *s = g->s;
+        int r;
+
+        if (s->closing) {
+                get_cleanup(g);
+                r = -SCREE_ESHUTDOWN;
+        } else {
+                r = get_issue(g);
+        }
+        shard_order_leave(s, &g->qnode);
+        if (r != 1)
+                g->done(g, r);
+}
+
+int eng_shard_get(struct eng_shard *s, enum eng_table table, const void *key, uint32_t key_len,
+                  struct eng_get *g)
+{
+        int r = get_prepare(s, table, key, key_len, g);
+
+        if (r < 0)
+                return r;
+        if (eng_keyq_is_busy(&s->keyq, g->qnode.fp)) {
+                /* An earlier write or read-modify-write of the key is in
+                 * flight: read what it leaves. */
+                g->qop = (struct eng_keyq_op){ .run = get_woken };
+                r = eng_keyq_enter(&s->keyq, &g->qnode);
+                if (r == 0)
+                        return 1;
+                get_cleanup(g);
+                return r < 0 ? r : -EINVAL;
+        }
+        return get_issue(g);
+}
+
 /* ---- read-modify-write ---- */
 
 static void rmw_finish_task(struct rx_loop *loop, struct rx_task *task)
@@ -171,6 +224,7 @@ static void rmw_finish_task(struct rx_loop *loop, struct rx_task *task)
         r->done(r, r->res);
 }
 
+/* Ends r with res; its key is left (or handed to its write) already. */
 static void rmw_finish(struct eng_rmw *r, int res)
 {
         if (!r->in_call) {
@@ -190,9 +244,8 @@ static void rmw_write_done(struct eng_write *w, int res)
         rmw_finish(r, res < 0 ? res : 1);
 }
 
-static void rmw_read(struct eng_rmw *r);
-
-/* The read is done: res from the get. */
+/* The read is done: res from the get. r heads its key's FIFO, so nothing
+ * else touched the key since the call. */
 static void rmw_decide(struct eng_rmw *r, int res)
 {
         struct eng_shard *s = r->g.s;
@@ -202,28 +255,22 @@ static void rmw_decide(struct eng_rmw *r, int res)
         int fr, wr;
 
         if (res < 0 && res != -SCREE_ENOTFOUND) {
+                shard_order_leave(s, &r->qnode);
                 rmw_finish(r, res);
-                return;
-        }
-        /* A write submitted while the read waited may still be pending:
-         * apply it, so the tablet's gen shows it. */
-        shard_apply_pending(s);
-        if (r->waited && r->g.tablet->gen != r->gen) {
-                /* A write landed while the read waited: read again (the
-                 * block is cached now, so this one is usually immediate). */
-                eng_get_release(&r->g);
-                rmw_read(r);
                 return;
         }
         fr = r->fn(r->fn_arg, res == 0 ? &r->g : NULL, &out);
         if (fr <= 0) {
                 eng_get_release(&r->g);
+                shard_order_leave(s, &r->qnode);
                 rmw_finish(r, fr);
                 return;
         }
         r->w.done = rmw_write_done;
         r->w.ctx = r;
-        wr = eng_shard_write(s, &out, 1, &r->w);
+        /* The write keeps the key until its entry is in the memtables
+         * (it may stall), then leaves it for the next operation. */
+        wr = shard_write_held(s, &out, &r->w, &r->qnode);
         eng_get_release(&r->g);
         if (wr != 0)
                 rmw_finish(r, wr == 1 ? 1 : wr);
@@ -236,40 +283,61 @@ static void rmw_read_done(struct eng_get *g, int res)
         rmw_decide(r, res);
 }
 
+/* r heads its key's FIFO: read the key. */
 static void rmw_read(struct eng_rmw *r)
 {
-        struct eng_shard *s = r->g.s;
         int res;
 
         r->g.done = rmw_read_done;
         r->g.ctx = r;
-        r->waited = false;
-        r->gen = r->g.tablet->gen;
-        res = eng_shard_get(s, r->table, r->key, r->key_len, &r->g);
-        if (res == 1) {
-                r->waited = true;
+        res = get_issue(&r->g);
+        if (res != 1)
+                rmw_decide(r, res);
+}
+
+/* A read-modify-write that waited behind an earlier operation on its key
+ * heads the key's FIFO now (from the order task). */
+static void rmw_woken(struct eng_keyq_op *op)
+{
+        struct eng_rmw *r = container_of(op, struct eng_rmw, qop);
+        struct eng_shard *s = r->g.s;
+
+        if (!s->closing) {
+                rmw_read(r);
                 return;
         }
-        rmw_decide(r, res);
+        get_cleanup(&r->g);
+        shard_order_leave(s, &r->qnode);
+        rmw_finish(r, -SCREE_ESHUTDOWN);
 }
 
 int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
                   eng_rmw_fn fn, void *fn_arg, struct eng_rmw *r)
 {
-        struct eng_tablet_loc loc;
+        int res;
 
-        if (!shard_key_ok(t, key_len) || !fn)
+        if (!fn)
                 return -EINVAL;
-        loc = eng_tablet_of_key(&s->map, t, key, key_len);
-        if (loc.shard != s->o.shard)
-                return -EINVAL;
+        res = get_prepare(s, t, key, key_len, &r->g);
+        if (res < 0)
+                return res == -ENOMEM ? res : -EINVAL;
         r->fn = fn;
         r->fn_arg = fn_arg;
         r->table = t;
         r->key = key;
         r->key_len = key_len;
-        r->g.s = s;
-        r->g.tablet = &s->tablets[loc.local];
+        /* It holds the key from now until its write is in: a later
+         * operation on the key waits behind it. */
+        r->qop = (struct eng_keyq_op){ .run = rmw_woken };
+        r->qnode = r->g.qnode;
+        r->qnode.op = &r->qop;
+        res = eng_keyq_enter(&s->keyq, &r->qnode);
+        if (res < 0) {
+                get_cleanup(&r->g);
+                return res;
+        }
+        if (res == 0)
+                return 0;       /* rmw_woken goes on */
         r->in_call = true;
         rmw_read(r);
         r->in_call = false;

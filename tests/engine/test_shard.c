@@ -378,7 +378,11 @@ Test(shard, a_read_sees_a_batch_write_before_its_acknowledgement)
         expect_value("k", "v1");
 }
 
-Test(shard, an_increment_waiting_for_the_disk_sees_a_write_submitted_meanwhile)
+/* One key's operations take effect in call order: a write called while an
+ * increment waits for the disk lands after it. Regression: the write went
+ * in first and the increment, reading again, built on it (5001), as if
+ * the two had been called the other way round. */
+Test(shard, a_write_called_after_an_increment_waiting_for_the_disk_lands_after_it)
 {
         static struct incr inc;
         struct eng_mutation m = put_m("counter", "5000", 0);
@@ -396,9 +400,9 @@ Test(shard, an_increment_waiting_for_the_disk_sees_a_write_submitted_meanwhile)
         cr_assert(eq(int, rx_loop_run_until(loop, &inc.done), 0));
         cr_assert(eq(int, rx_loop_run_until(loop, &w.done), 0));
         cr_expect(eq(int, inc.res, 1));
-        /* The increment saw the write (it re-reads when one lands), so
-         * nothing is lost: 5000 + 1, never 1000 + 1. */
-        expect_value("counter", "5001");
+        cr_expect(eq(str, inc.buf, "1001"));
+        cr_expect(eq(int, w.res, 0));
+        expect_value("counter", "5000");
 }
 
 /* ---- flushing under a memory budget ---- */
