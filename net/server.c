@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <scree/scree_errors.h>
@@ -103,14 +104,39 @@ fail:
         return r;
 }
 
+/*
+ * A port whose last holder was just killed stays bound for a while after
+ * its process is gone (tens of ms measured; the listener is freed when
+ * the dead process's io_uring finishes tearing down, which holds it for
+ * its accept in flight), and SO_REUSEADDR does not help with a listening
+ * socket. So a busy port is probed again until PROBE_WAIT_NS have passed
+ * before the start is refused.
+ */
+#define PROBE_WAIT_NS (2 * NS_PER_SEC)
+#define PROBE_RETRY_NS (5 * NS_PER_MS)
+
+static int port_probe(const char *host, uint16_t port, char *err, size_t err_len)
+{
+        uint64_t deadline = time_now_ns() + PROBE_WAIT_NS;
+        int r;
+
+        while ((r = listen_on(host, port, true, err, err_len)) == -EADDRINUSE &&
+               time_now_ns() < deadline) {
+                struct timespec ts = time_ns_to_timespec(PROBE_RETRY_NS);
+
+                nanosleep(&ts, NULL);
+        }
+        return r;
+}
+
 /* Probes the ports first: a busy port refuses the start before it touches
  * the data directory. */
 static int ports_probe(const struct scree_config *cfg, char *err, size_t err_len)
 {
-        int r = listen_on(cfg->bind, (uint16_t)cfg->port, true, err, err_len);
+        int r = port_probe(cfg->bind, (uint16_t)cfg->port, err, err_len);
 
         if (r == 0 && cfg->metrics_port)
-                r = listen_on(cfg->bind, (uint16_t)cfg->metrics_port, true, err, err_len);
+                r = port_probe(cfg->bind, (uint16_t)cfg->metrics_port, err, err_len);
         return r;
 }
 

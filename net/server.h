@@ -113,7 +113,8 @@ struct net_shard {
 /*
  * Makes the server for cfg (borrowed; must outlive the server). In this
  * order, so that a refused start changes nothing in cfg->dir: probes
- * cfg->bind:cfg->port (and the metrics port), takes the data directory's
+ * cfg->bind:cfg->port (and the metrics port; a busy one again for up to
+ * 2 s, for the listeners of a server just killed), takes the data directory's
  * lock (cfg->dir/LOCK, creating cfg->dir if it is missing; refused while
  * another process holds it, naming its PID), checks the layout of every
  * shard directory that has a manifest against n_shards, then creates the
