@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * scree's main program: reads the settings (config file, then flags; see
- * config.h), makes the server (listening sockets, shard directories),
+ * config.h), makes the server (ports probed, the data directory locked and
+ * checked, then listening sockets and shard directories: server.h),
  * starts one shard per CPU (or --smp N), each opening its engine shard
  * and serving the connections it accepts (server.h), and waits for
  * SIGINT/SIGTERM. Stopping closes every connection once its commands are
  * back, then closes every engine shard, so every acknowledged write is on
  * disk. If a shard's engine cannot open (a corrupt file, a directory made
  * with another --smp) or io_uring cannot be set up, it exits with status 1
- * and a line naming the cause.
+ * and a line naming the cause, having undone what the start made in the
+ * data directory (net_server_undo).
  *
  * Threads: the main thread parses, starts the shard group, then waits for
  * signals and drives the shutdown through foreign requests.
@@ -78,7 +80,8 @@ static int engines_state(struct net_server *srv)
         return ready;
 }
 
-/* Waits for a stop signal or a failed engine. Returns the exit status. */
+/* Waits for a stop signal or a failed engine. Returns 0 on a signal, 1
+ * when an engine failed to open (the start is refused). */
 static int serve(const sigset_t *set, struct net_server *srv)
 {
         uint64_t started = time_now_ns();
@@ -148,6 +151,7 @@ int main(int argc, char **argv)
         struct rx_smp *smp;
         char err[512] = "";
         unsigned n;
+        bool refused;
         sigset_t set;
         int r, rc;
 
@@ -174,6 +178,7 @@ int main(int argc, char **argv)
         r = rx_smp_new(&so, &smp);
         if (r < 0) {
                 log_error("cannot start: %s: %s", scree_strerror(r), rx_loop_setup_hint(r));
+                net_server_undo(srv);
                 rc = 1;
                 goto out;
         }
@@ -181,11 +186,14 @@ int main(int argc, char **argv)
         log_info("scree %s: %u shard(s), listening on %s:%llu, data in %s, commit log sync %s",
                  SCREE_VERSION, n, cfg.bind, (unsigned long long)cfg.port, cfg.dir,
                  cfg.sync == CFG_SYNC_PERIODIC ? "periodic" : "batch");
-        rc = serve(&set, srv);
+        refused = serve(&set, srv) != 0;
+        rc = refused ? 1 : 0;
         if (shut_down(srv) && rc == 0)
                 rc = 1;
         rx_smp_stop(smp);
         rx_smp_free(smp);
+        if (refused)
+                net_server_undo(srv);   /* an engine did not open: leave the dir as it was */
         if (rc == 0)
                 log_info("stopped cleanly");
 out:

@@ -5,6 +5,7 @@
  * shutdown driven by foreign requests from the main thread.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -12,12 +13,14 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <scree/scree_errors.h>
 
 #include "base/compiler.h"
 #include "base/time.h"
+#include "engine/datadir.h"
 #include "engine/fs.h"
 #include "engine/shard.h"
 #include "net/cmd.h"
@@ -101,13 +104,105 @@ fail:
         return r;
 }
 
+/*
+ * A port whose last holder was just killed stays bound for a while after
+ * its process is gone (tens of ms measured; the listener is freed when
+ * the dead process's io_uring finishes tearing down, which holds it for
+ * its accept in flight), and SO_REUSEADDR does not help with a listening
+ * socket. So a busy port is probed again until PROBE_WAIT_NS have passed
+ * before the start is refused.
+ */
+#define PROBE_WAIT_NS (2 * NS_PER_SEC)
+#define PROBE_RETRY_NS (5 * NS_PER_MS)
+
+static int port_probe(const char *host, uint16_t port, char *err, size_t err_len)
+{
+        uint64_t deadline = time_now_ns() + PROBE_WAIT_NS;
+        int r;
+
+        while ((r = listen_on(host, port, true, err, err_len)) == -EADDRINUSE &&
+               time_now_ns() < deadline) {
+                struct timespec ts = time_ns_to_timespec(PROBE_RETRY_NS);
+
+                nanosleep(&ts, NULL);
+        }
+        return r;
+}
+
+/* Probes the ports first: a busy port refuses the start before it touches
+ * the data directory. */
+static int ports_probe(const struct scree_config *cfg, char *err, size_t err_len)
+{
+        int r = port_probe(cfg->bind, (uint16_t)cfg->port, err, err_len);
+
+        if (r == 0 && cfg->metrics_port)
+                r = port_probe(cfg->bind, (uint16_t)cfg->metrics_port, err, err_len);
+        return r;
+}
+
+/* Takes <dir>/LOCK before anything in <dir> is created or changed: a
+ * second server on one directory would delete the first one's log. */
+static int dir_lock(struct net_server *srv, char *err, size_t err_len)
+{
+        const char *dir = srv->cfg->dir;
+        pid_t holder = 0;
+        int r = eng_datadir_lock(&srv->lock, dir, &holder);
+
+        if (r == -EWOULDBLOCK && holder > 0)
+                snprintf(err, err_len, "data directory %s is in use by process %ld (lock file %s)",
+                         dir, (long)holder, srv->lock.path);
+        else if (r == -EWOULDBLOCK)
+                snprintf(err, err_len, "data directory %s is in use by another process (lock file %s)",
+                         dir, srv->lock.path);
+        else if (r < 0)
+                snprintf(err, err_len, "cannot lock data directory %s: %s", dir, strerror(-r));
+        return r;
+}
+
+/*
+ * Checks each shard directory that has a manifest against the layout this
+ * start would open it with, as the engine will, but before any shard
+ * creates a file: otherwise a shard whose directory is new (--smp grew)
+ * would make its log while another refuses the start.
+ */
+static int layout_check(const struct net_server *srv, char *err, size_t err_len)
+{
+        char dir[4096];
+
+        for (unsigned i = 0; i < srv->n_shards; i++) {
+                struct eng_manifest_layout got;
+                int r;
+
+                snprintf(dir, sizeof(dir), "%s/shard-%u", srv->cfg->dir, i);
+                r = eng_datadir_layout_read(dir, &got);
+                if (r == -SCREE_ENOTFOUND)
+                        continue;
+                if (r < 0) {
+                        snprintf(err, err_len, "cannot read %s/MANIFEST: %s%s", dir,
+                                 scree_strerror(r),
+                                 r == -SCREE_ECORRUPT ? " (see scree-tool verify)" : "");
+                        return r;
+                }
+                if (got.shard != i || got.n_shards != srv->n_shards ||
+                    got.tablets_per_shard != ENG_SHARD_DEFAULT_TABLETS) {
+                        snprintf(err, err_len, "%s was made as shard %u of %u with %u tablets per "
+                                 "shard, not shard %u of %u with %u: the directory holds data "
+                                 "written with another --smp (or another layout); start with "
+                                 "--smp %u, or use another --dir", dir, got.shard, got.n_shards,
+                                 got.tablets_per_shard, i, srv->n_shards,
+                                 ENG_SHARD_DEFAULT_TABLETS, got.n_shards);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
 static int shards_new(struct net_server *srv, char *err, size_t err_len)
 {
         const struct scree_config *cfg = srv->cfg;
-        int r = listen_on(cfg->bind, (uint16_t)cfg->port, true, err, err_len);
+        struct stat st;
+        int r;
 
-        if (r < 0)
-                return r;
         for (unsigned i = 0; i < srv->n_shards; i++) {
                 struct net_shard *sh = calloc(1, sizeof(*sh));
 
@@ -121,17 +216,17 @@ static int shards_new(struct net_server *srv, char *err, size_t err_len)
                 if (cfg_copy(&sh->cfg, cfg) < 0)
                         return -ENOMEM;
                 snprintf(sh->dir, sizeof(sh->dir), "%s/shard-%u", cfg->dir, i);
+                sh->made_dir = stat(sh->dir, &st) < 0 && errno == ENOENT;
                 r = make_dir(sh->dir, err, err_len);
-                if (r < 0)
+                if (r < 0) {
+                        sh->made_dir = false;
                         return r;
+                }
                 sh->listen_fd = listen_on(cfg->bind, (uint16_t)cfg->port, false, err, err_len);
                 if (sh->listen_fd < 0)
                         return sh->listen_fd;
         }
         if (cfg->metrics_port) {
-                r = listen_on(cfg->bind, (uint16_t)cfg->metrics_port, true, err, err_len);
-                if (r < 0)
-                        return r;
                 srv->metrics_fd = listen_on(cfg->bind, (uint16_t)cfg->metrics_port, false, err,
                                             err_len);
                 if (srv->metrics_fd < 0)
@@ -146,11 +241,15 @@ int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_serve
         struct net_server *srv = calloc(1, sizeof(*srv));
         int r = -ENOMEM;
 
-        if (!srv || !(srv->shards = calloc(n_shards, sizeof(*srv->shards))))
+        if (!srv)
+                goto fail;
+        srv->metrics_fd = -1;
+        srv->lock.fd = -1;      /* before any goto fail: free closes fds >= 0 */
+        srv->shards = calloc(n_shards, sizeof(*srv->shards));
+        if (!srv->shards)
                 goto fail;
         srv->cfg = cfg;
         srv->n_shards = n_shards;
-        srv->metrics_fd = -1;
         srv->start_ns = time_now_ns();
         srv->start_wall_ms = time_wall_ns() / NS_PER_MS;
         srv->max_key_bytes = cfg->max_key_bytes;
@@ -160,7 +259,15 @@ int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_serve
                 snprintf(err, err_len, "bad shard count %u", n_shards);
                 goto fail;
         }
-        r = make_dir(cfg->dir, err, err_len);
+        /* Every check that can refuse the start comes before the first
+         * change to the directory; what a later failure made is undone. */
+        r = ports_probe(cfg, err, err_len);
+        if (r < 0)
+                goto fail;
+        r = dir_lock(srv, err, err_len);
+        if (r < 0)
+                goto fail;
+        r = layout_check(srv, err, err_len);
         if (r < 0)
                 goto fail;
         r = shards_new(srv, err, err_len);
@@ -171,8 +278,41 @@ int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_serve
 fail:
         if (r == -ENOMEM)
                 snprintf(err, err_len, "out of memory");
+        net_server_undo(srv);
         net_server_free(srv);
         return r;
+}
+
+/* Removes a shard directory this start made, with the files its engine
+ * made in it (no subdirectories: a shard makes none). */
+static void shard_dir_remove(const char *path)
+{
+        DIR *d = opendir(path);
+        struct dirent *de;
+
+        if (!d)
+                return;
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                        (void)unlinkat(dirfd(d), de->d_name, 0);
+        closedir(d);
+        (void)rmdir(path);
+}
+
+void net_server_undo(struct net_server *srv)
+{
+        if (!srv)
+                return;
+        for (unsigned i = 0; srv->shards && i < srv->n_shards; i++) {
+                struct net_shard *sh = srv->shards[i];
+
+                /* A shard that took a write may have acknowledged it: keep. */
+                if (sh && sh->made_dir && !sh->engine_wrote) {
+                        shard_dir_remove(sh->dir);
+                        sh->made_dir = false;
+                }
+        }
+        eng_datadir_unlock(&srv->lock, true);
 }
 
 void net_server_free(struct net_server *srv)
@@ -197,6 +337,7 @@ void net_server_free(struct net_server *srv)
         net_metrics_http_free(srv->metrics_http);
         if (srv->metrics_fd >= 0)
                 close(srv->metrics_fd);
+        eng_datadir_unlock(&srv->lock, false);
         free(srv->shards);
         free(srv);
 }
@@ -428,6 +569,8 @@ static void close_engine_run(struct rx_loop *loop, struct rx_alien_req *req)
         int state = atomic_load(&sh->state);
 
         sh->stop_req = req;
+        if (state == NET_SHARD_READY)
+                sh->engine_wrote = eng_shard_stats(sh->eng)->writes > 0;
         if (state == NET_SHARD_LOADING) {
                 sh->close_wanted = true;        /* engine_opened closes it */
                 return;

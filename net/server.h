@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "engine/datadir.h"
 #include "engine/tablet.h"
 #include "reactor/timer.h"
 #include "net/config.h"
@@ -71,6 +72,7 @@ struct net_server {
         _Atomic uint64_t cfg_version;   /* orders CONFIG SETs (cold path only) */
         int metrics_fd;                 /* --metrics-port listener, or -1 */
         struct net_metrics_http *metrics_http;  /* shard 0's (metrics_http.h) */
+        struct eng_datadir_lock lock;   /* cfg->dir/LOCK, held until net_server_free */
 };
 
 struct net_shard {
@@ -98,6 +100,9 @@ struct net_shard {
         void *stop_req;                 /* the foreign request waiting for phase 1 or 2 */
         bool close_wanted;              /* phase 2 asked while the engine was opening */
         struct net_intent_table intents;        /* keys locked here (txn.h) */
+        bool made_dir;                  /* main: this start created dir (undone if it fails) */
+        bool engine_wrote;              /* set here as the engine closes: it took a write;
+                                         * main reads it after the group stopped */
         /* This shard's copy of the settings: read here only, changed by
          * CONFIG SET through a message to every shard (cmd_server.c). */
         struct scree_config cfg;
@@ -106,18 +111,36 @@ struct net_shard {
 };
 
 /*
- * Makes the server for cfg (borrowed; must outlive the server): checks
- * and creates cfg->dir and its shard directories, binds n_shards
- * listening sockets on cfg->bind:cfg->port with SO_REUSEPORT, and one on
- * cfg->bind:cfg->metrics_port if that is not 0. Returns 0
- * and *ret (free with net_server_free), or -errno with a message in err.
- * Main thread.
+ * Makes the server for cfg (borrowed; must outlive the server). In this
+ * order, so that a refused start changes nothing in cfg->dir: probes
+ * cfg->bind:cfg->port (and the metrics port; a busy one again for up to
+ * 2 s, for the listeners of a server just killed), takes the data directory's
+ * lock (cfg->dir/LOCK, creating cfg->dir if it is missing; refused while
+ * another process holds it, naming its PID), checks the layout of every
+ * shard directory that has a manifest against n_shards, then creates the
+ * shard directories and binds n_shards listening sockets with
+ * SO_REUSEPORT (and one on the metrics port if that is not 0). Returns 0
+ * and *ret (free with net_server_free), or -errno with a message in err,
+ * having undone what it made (see net_server_undo). Main thread.
  */
 int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_server **ret,
                    char *err, size_t err_len);
 
-/* Closes the listening sockets and frees everything. REQUIRES: the shard
- * group has stopped. Accepts NULL. Main thread. */
+/*
+ * After a start that failed (the group never started, or an engine
+ * failed to open): puts the data directory back as net_server_new found
+ * it -- the shard directories it created removed with the files their
+ * engines made, unless that engine took a write (it may have acknowledged
+ * it);
+ * LOCK and cfg->dir removed if it created them, else LOCK's bytes put
+ * back -- and releases the lock. REQUIRES: the shard group has stopped
+ * or never started. Accepts NULL. Main thread.
+ */
+void net_server_undo(struct net_server *srv);
+
+/* Closes the listening sockets, releases the data directory's lock (LOCK
+ * stays) and frees everything. REQUIRES: the shard group has stopped.
+ * Accepts NULL. Main thread. */
 void net_server_free(struct net_server *srv);
 
 /* rx_smp on_start: arg is the net_server. Starts accepting and opening
