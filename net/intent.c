@@ -4,22 +4,17 @@
  * fingerprint, each with per-mode hold counts and a FIFO of waiters. An
  * entry exists while something holds or waits on its key, so an empty
  * table means no key is locked (the fast path). Entries are recycled
- * through a small free list: a single-key write in flight takes and gives
- * back one on every call in batch mode.
+ * (base/fpmap.h): a single-key write in flight takes and gives back one
+ * on every call in batch mode.
  */
 #include <errno.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "base/check.h"
 #include "base/checksum.h"
 #include "net/intent.h"
 
-#define FREE_KEEP 64u
-
 struct net_intent_entry {
-        struct net_intent_entry *next;          /* bucket chain or free list */
-        uint64_t fp;
+        struct fpmap_entry hdr;
         uint32_t held[NET_INTENT_MODE_MAX];
         struct net_intent_waiter *head, *tail;
 };
@@ -34,20 +29,13 @@ static const bool compat[NET_INTENT_MODE_MAX][NET_INTENT_MODE_MAX] = {
 
 void net_intent_init(struct net_intent_table *t)
 {
-        memset(t, 0, sizeof(*t));
+        fpmap_init(&t->keys, sizeof(struct net_intent_entry));
 }
 
 void net_intent_fini(struct net_intent_table *t)
 {
-        struct net_intent_entry *e;
-
-        SCREE_ASSERT(t->n_entries == 0);
-        while ((e = t->free_list)) {
-                t->free_list = e->next;
-                free(e);
-        }
-        free(t->buckets);
-        memset(t, 0, sizeof(*t));
+        SCREE_ASSERT(t->keys.n_entries == 0);
+        fpmap_fini(&t->keys);
 }
 
 uint64_t net_intent_fp(const void *key, size_t len)
@@ -55,21 +43,9 @@ uint64_t net_intent_fp(const void *key, size_t len)
         return checksum64(key, len, 0x7363726565ull);   /* "scree" */
 }
 
-static size_t slot(const struct net_intent_table *t, uint64_t fp)
-{
-        return (size_t)(fp ^ (fp >> 29)) & (t->n_buckets - 1);
-}
-
 static struct net_intent_entry *find(const struct net_intent_table *t, uint64_t fp)
 {
-        struct net_intent_entry *e;
-
-        if (!t->n_buckets)
-                return NULL;
-        for (e = t->buckets[slot(t, fp)]; e; e = e->next)
-                if (e->fp == fp)
-                        return e;
-        return NULL;
+        return fpmap_find(&t->keys, fp);
 }
 
 static bool compatible(const struct net_intent_entry *e, enum net_intent_mode mode)
@@ -88,76 +64,12 @@ bool net_intent_can_grant(const struct net_intent_table *t, uint64_t fp,
         return !e || (!e->head && compatible(e, mode));
 }
 
-static int grow(struct net_intent_table *t)
-{
-        size_t n = t->n_buckets ? t->n_buckets * 2 : 64;
-        struct net_intent_entry **b = calloc(n, sizeof(*b));
-
-        if (!b)
-                return -ENOMEM;
-        for (size_t i = 0; i < t->n_buckets; i++) {
-                struct net_intent_entry *e, *next;
-
-                for (e = t->buckets[i]; e; e = next) {
-                        size_t s = (size_t)(e->fp ^ (e->fp >> 29)) & (n - 1);
-
-                        next = e->next;
-                        e->next = b[s];
-                        b[s] = e;
-                }
-        }
-        free(t->buckets);
-        t->buckets = b;
-        t->n_buckets = n;
-        return 0;
-}
-
-static struct net_intent_entry *insert(struct net_intent_table *t, uint64_t fp)
-{
-        struct net_intent_entry *e;
-        size_t s;
-
-        if (t->n_entries >= t->n_buckets && grow(t) < 0 && !t->n_buckets)
-                return NULL;            /* a failed grow of a used table only slows it */
-        e = t->free_list;
-        if (e) {
-                t->free_list = e->next;
-                t->n_free--;
-        } else if (!(e = malloc(sizeof(*e)))) {
-                return NULL;
-        }
-        memset(e, 0, sizeof(*e));
-        e->fp = fp;
-        s = slot(t, fp);
-        e->next = t->buckets[s];
-        t->buckets[s] = e;
-        t->n_entries++;
-        return e;
-}
-
-static void remove_entry(struct net_intent_table *t, struct net_intent_entry *e)
-{
-        struct net_intent_entry **pp = &t->buckets[slot(t, e->fp)];
-
-        while (*pp != e)
-                pp = &(*pp)->next;
-        *pp = e->next;
-        t->n_entries--;
-        if (t->n_free < FREE_KEEP) {
-                e->next = t->free_list;
-                t->free_list = e;
-                t->n_free++;
-        } else {
-                free(e);
-        }
-}
-
 int net_intent_acquire(struct net_intent_table *t, struct net_intent_waiter *w)
 {
         struct net_intent_entry *e = find(t, w->fp);
 
         SCREE_ASSERT(w->mode < NET_INTENT_MODE_MAX);
-        if (!e && !(e = insert(t, w->fp)))
+        if (!e && !(e = fpmap_insert(&t->keys, w->fp)))
                 return -ENOMEM;
         if (!e->head && compatible(e, w->mode)) {
                 e->held[w->mode]++;
@@ -189,7 +101,7 @@ void net_intent_release(struct net_intent_table *t, uint64_t fp, enum net_intent
                 wt = &w->next;
         }
         if (!e->head && compatible(e, NET_INTENT_WRITE))
-                remove_entry(t, e);     /* nothing held, nobody waits */
+                fpmap_remove(&t->keys, e);      /* nothing held, nobody waits */
         /* Wake after the table is consistent: a wake may use the table. */
         while ((w = woken)) {
                 woken = w->next;

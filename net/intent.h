@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/fpmap.h"
+
 enum net_intent_mode {
         NET_INTENT_READ = 0,
         NET_INTENT_WRITE = 1,
@@ -48,13 +50,8 @@ struct net_intent_waiter {
         void (*wake)(struct net_intent_waiter *w);
 };
 
-struct net_intent_entry;
-
 struct net_intent_table {
-        struct net_intent_entry **buckets;      /* n_buckets, power of 2; NULL until used */
-        size_t n_buckets, n_entries;
-        struct net_intent_entry *free_list;     /* recycled entries */
-        size_t n_free;
+        struct fpmap keys;              /* fp -> struct net_intent_entry (intent.c) */
 };
 
 /* Empty table (no allocation). */
@@ -66,7 +63,7 @@ void net_intent_fini(struct net_intent_table *t);
 /* True when no key is held or waited on: the fast path. */
 static inline bool net_intent_is_idle(const struct net_intent_table *t)
 {
-        return t->n_entries == 0;
+        return t->keys.n_entries == 0;
 }
 
 /* The fingerprint of a key. Pure. */
