@@ -17,7 +17,8 @@
  * FORGE "badedit" leaves the table alone and makes the manifest's second
  * edit remove a table that is not there, its checksums good. FORGE
  * "marked" leaves the table alone and ends the segment with the writer's
- * sync mark after the last record (a log left idle or closed cleanly).
+ * sync mark after the last record (a log left idle or closed cleanly),
+ * and the manifest with the writer's sync mark after its last edit.
  *
  * Table: key "bin\x00\xff\x01" then "key00000".."key00399"; every 10th key
  * has 3 versions, every 7th key's newest version is a tombstone, every
@@ -318,7 +319,7 @@ static void put_edit(uint8_t *buf, size_t *off, const struct eng_manifest_edit *
         free(payload);
 }
 
-static void write_manifest(const char *dir, uint64_t table_size, bool bad_edit)
+static void write_manifest(const char *dir, uint64_t table_size, bool bad_edit, bool marked)
 {
         const struct eng_manifest_layout layout = { .shard = SHARD, .n_shards = 2,
                                                     .tablets_per_shard = MANIFEST_N_TABLETS };
@@ -351,7 +352,14 @@ static void write_manifest(const char *dir, uint64_t table_size, bool bad_edit)
                                                           .n_removed = bad_edit ? 1 : 0 });
         put_edit(buf, &off, &(struct eng_manifest_edit){ .flushed_tablets = &tablets[1],
                                                           .flushed_seqs = &seqs[1], .n_flushed = 1 });
-        printf("], \"size\": %zu, \"table_size\": %llu}", off, (unsigned long long)table_size);
+        if (marked) {
+                printf("], \"mark\": %zu", off);
+                off += eng_manifest_record_encode(buf + off, MANIFEST_SALT, ENG_MANIFEST_RECORD_MARK, off,
+                                                  NULL, 0);
+        } else {
+                printf("]");
+        }
+        printf(", \"size\": %zu, \"table_size\": %llu}", off, (unsigned long long)table_size);
         write_file(dir, "MANIFEST", buf, off);
         eng_manifest_state_fini(&st);
         free(snap);
@@ -378,7 +386,7 @@ int main(int argc, char **argv)
         printf("}, ");
         write_segment(argv[1], !strcmp(how, "marked"));
         printf(", ");
-        write_manifest(argv[1], img.len, !strcmp(how, "badedit"));
+        write_manifest(argv[1], img.len, !strcmp(how, "badedit"), !strcmp(how, "marked"));
         printf("}\n");
         return 0;
 }
