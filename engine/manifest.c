@@ -44,6 +44,8 @@ enum step {
         STEP_DIR_SYNC,
         STEP_CLOSE_OLD,
         STEP_CLOSE,
+        STEP_MARK_WRITE,                /* the sync mark behind the last edit */
+        STEP_MARK_SYNC,                 /* ... made durable too, on close */
 };
 
 struct mbuf {
@@ -75,6 +77,8 @@ struct eng_manifest {
         void (*close_done)(void *arg, int res);
         void *close_arg;
         struct eng_manifest_stats stats;
+        bool mark_due;                  /* an append was synced; no mark behind it yet */
+        uint8_t mark[REC_HDR];
 };
 
 static void step_done(struct eng_fs_op *op, int res);
@@ -173,6 +177,10 @@ static int step_submit(struct eng_manifest *m)
                 return eng_fs_close(fs, &m->op, m->fd, step_done);
         case STEP_CLOSE:
                 return eng_fs_close(fs, &m->op, *m->closing_fd, step_done);
+        case STEP_MARK_WRITE:
+                return eng_fs_write(fs, &m->op, m->fd, m->mark, REC_HDR, m->synced_upto, step_done);
+        case STEP_MARK_SYNC:
+                return eng_fs_fdatasync(fs, &m->op, m->fd, step_done);
         case STEP_IDLE:
                 break;
         }
@@ -241,6 +249,7 @@ static void rewrite_start(struct eng_manifest *m)
                 return;
         }
         m->pend.len = 0;
+        m->mark_due = false;            /* the new file's snapshot is synced before it is named */
         m->io_head = m->pend_head;
         m->pend_head = m->pend_tail = NULL;
         step_to(m, m->dir_fd < 0 ? STEP_OPEN_DIR : STEP_OPEN_TMP);
@@ -261,6 +270,19 @@ static void append_start(struct eng_manifest *m)
         step_to(m, STEP_APPEND_WRITE);
 }
 
+/*
+ * The last edit's append is synced and nothing else waits: write a sync
+ * mark behind it (not synced, but on close), so that damage to that edit
+ * later reads as damage, not as a torn tail -- no later record would say
+ * it was durable (docs/format/manifest.md). The next append overwrites it.
+ */
+static void mark_start(struct eng_manifest *m)
+{
+        m->mark_due = false;
+        eng_manifest_record_seal(m->mark, m->salt, ENG_MANIFEST_RECORD_MARK, m->synced_upto, 0);
+        step_to(m, STEP_MARK_WRITE);
+}
+
 /* Starts the next chain if there is work and nothing in flight. (The
  * first snapshot is started by create.) */
 static void kick(struct eng_manifest *m)
@@ -271,6 +293,8 @@ static void kick(struct eng_manifest *m)
                 rewrite_start(m);
         else if (m->pend.len)
                 append_start(m);
+        else if (m->mark_due)
+                mark_start(m);
         else if (m->closing)
                 close_step(m);
 }
@@ -309,6 +333,12 @@ static int step_next(struct eng_manifest *m, int res)
         case STEP_APPEND_SYNC:
                 m->stats.syncs++;
                 m->stats.file_bytes = m->synced_upto = m->io_end;
+                m->mark_due = true;
+                return -1;
+        case STEP_MARK_WRITE:
+                m->stats.marks++;
+                return m->closing ? STEP_MARK_SYNC : -1;
+        case STEP_MARK_SYNC:
                 return -1;
         case STEP_OPEN_DIR:
                 m->dir_fd = res;
@@ -357,7 +387,8 @@ static void step_done(struct eng_fs_op *op, int res)
                 }
                 return;
         }
-        if (res < 0 || (is_write(s) && (size_t)res != m->io.len)) {
+        if (res < 0 || (is_write(s) && (size_t)res != m->io.len) ||
+            (s == STEP_MARK_WRITE && res != (int)REC_HDR)) {
                 fail(m, res < 0 ? res : -EIO);  /* a short write: out of space */
                 return;
         }
@@ -401,7 +432,7 @@ static void close_step(struct eng_manifest *m)
 
         if (m->step != STEP_IDLE || m->task_posted)
                 return;
-        if (!m->error && m->pend.len) {
+        if (!m->error && (m->pend.len || m->mark_due)) {
                 kick(m);
                 return;
         }

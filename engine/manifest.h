@@ -53,6 +53,7 @@ typedef void (*eng_manifest_load_cb)(void *arg, int res, const struct eng_manife
 
 struct eng_manifest_stats {
         uint64_t edits, writes, syncs;
+        uint64_t marks;                 /* sync marks written behind the last edit */
         uint64_t snapshots;             /* files written and published, the first included */
         uint64_t file_bytes;            /* durable bytes of the current file */
         uint64_t snapshot_bytes;        /* its header and snapshot */

@@ -606,7 +606,13 @@ int eng_manifest_reader_next(struct eng_manifest_reader *r, struct eng_manifest_
                 return 0;
         switch (rec_at(r, r->off, &rec)) {
         case REC_OK:
+                if (rec.type == ENG_MANIFEST_RECORD_MARK && rec.len != 0) {
+                        r->bad_off = r->off;
+                        return -SCREE_ECORRUPT;
+                }
                 r->off += eng_manifest_record_size(rec.len);
+                if (rec.type == ENG_MANIFEST_RECORD_MARK)
+                        return eng_manifest_reader_next(r, ret);        /* checked; not a record */
                 *ret = rec;
                 return 1;
         case REC_INVALID:

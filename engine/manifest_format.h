@@ -38,6 +38,11 @@
 enum eng_manifest_record_type {
         ENG_MANIFEST_RECORD_SNAPSHOT = 1,       /* a whole state; the first record, only there */
         ENG_MANIFEST_RECORD_EDIT = 2,           /* one edit of the state before it */
+        /* No payload, synced_upto its own offset: everything before it was
+         * durable. manifest.c writes one behind the last edit once that
+         * edit's append is synced, so damage to it reads as damage, not as
+         * a torn tail; the reader checks it and skips it. */
+        ENG_MANIFEST_RECORD_MARK = 3,
         ENG_MANIFEST_RECORD_TYPE_MAX,
         ENG_MANIFEST_RECORD_TYPE_INVALID = 0,
 };

@@ -83,6 +83,10 @@ struct eng_shard_opts {
          * (compaction.h; docs/PERFORMANCE.md compares the two). */
         uint32_t compaction_readahead;
         bool salvage;                   /* skip corrupt commit-log records at start-up */
+        /* How the embedder's user turns salvage on, named in the error that
+         * refuses a damaged commit log (the server: "--salvage ..."); NULL:
+         * "the salvage option". Borrowed for the open. */
+        const char *salvage_hint;
         bool no_compaction;             /* tests and benchmarks */
         /* Fault the memtable budget's memory in as soon as the shard is
          * open, in the background (io-wq), and keep it: no write then waits

@@ -214,6 +214,17 @@ static int replay_record(void *arg, uint64_t segment, const struct eng_wal_recor
         return 0;
 }
 
+/* Salvage skipped the damaged records of segment from offset on. */
+static void replay_skipped(void *arg, uint64_t segment, uint64_t offset)
+{
+        struct shard_open *op = arg;
+        struct eng_shard *s = op->s;
+
+        log_warn("shard %u: salvage: skipping damaged commit-log records in %s/%016" PRIx64
+                 ".log from offset %" PRIu64 " to the next valid record (or the segment's end)",
+                 s->o.shard, s->dir, segment, offset);
+}
+
 /* The directory holds exactly the replayed log: start the new one after it. */
 static void log_trimmed(void *arg, int res)
 {
@@ -256,8 +267,10 @@ static void replay_done(void *arg, int res, const struct eng_wal_replay_result *
 
         if (res == -SCREE_ECORRUPT)
                 log_error("shard %u: commit-log segment %s/%016" PRIx64 ".log is corrupt at offset "
-                          "%" PRIu64 "; start with salvage to skip the damage", s->o.shard, s->dir,
-                          rr->bad_segment, rr->bad_offset);
+                          "%" PRIu64 ": a record there was damaged after it was written and synced; "
+                          "to start anyway, skipping the damaged records and losing the writes in "
+                          "them, restart with %s", s->o.shard, s->dir, rr->bad_segment,
+                          rr->bad_offset, s->o.salvage_hint ? s->o.salvage_hint : "the salvage option");
         else if (res < 0)
                 log_error("shard %u: replaying the commit log in %s failed: %s", s->o.shard, s->dir,
                           strerror(-res));
@@ -270,8 +283,8 @@ static void replay_done(void *arg, int res, const struct eng_wal_replay_result *
                          " offset %" PRIu64 "); cut there", s->o.shard, rr->torn_segment,
                          rr->torn_offset);
         if (rr->salvaged)
-                log_warn("shard %u: salvage skipped %" PRIu64 " damaged places in the commit log",
-                         s->o.shard, rr->salvaged);
+                log_warn("shard %u: salvage skipped %" PRIu64 " damaged place(s) in the commit log; "
+                         "their writes are lost", s->o.shard, rr->salvaged);
         op->last_segment = rr->last_segment;
         res = eng_wal_replay_trim(s->fs, &op->ro, rr, log_trimmed, op);
         if (res < 0)
@@ -362,7 +375,7 @@ static void tables_ready(struct shard_open *op)
         }
         op->ro = (struct eng_wal_replay_opts){
                 .dir = s->dir, .shard = s->o.shard, .from_segment = op->st.log_segment,
-                .salvage = s->o.salvage,
+                .salvage = s->o.salvage, .skip_fn = replay_skipped,
         };
         r = remove_leftovers(op);
         if (r == 0)

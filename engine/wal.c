@@ -19,6 +19,14 @@
  * prepared: the first group commit into a fresh segment waits for both
  * syncs. The reserve is prepared ahead, so in steady state that directory
  * fsync is off the write path.
+ *
+ * Once a sync completes and nothing waits to be written, the log writes a
+ * sync mark (wal_format.h) right behind its last record, in one more write
+ * of that record's block, not synced (but on close): the record after a
+ * group commit is what tells a reader that the group was durable, and the
+ * last group has none. With the mark, damage to it reads as damage, not as
+ * a torn tail (docs/format/wal.md, "Torn or damaged"). The next flush
+ * writes its records over the mark.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,6 +65,7 @@ struct wal_seg {
         uint8_t *header;
         struct wbuf active;
         uint64_t durable_off;
+        uint64_t mark_off;              /* a sync mark was written here (0: none) */
         char path[];
 };
 
@@ -88,6 +97,8 @@ struct eng_wal {
         uint64_t pool[ENG_WAL_RECYCLE_MAX];     /* old segments' files kept for reuse */
         unsigned n_pool;
         uint8_t *zeros;                 /* ZERO_CHUNK zero bytes for zero_kick; lazily */
+        uint8_t *mark_buf;              /* MARK_BUF bytes for the sync mark's write */
+        uint32_t mark_len;              /* the mark write in flight: its length */
 };
 
 static void kick(struct eng_wal *wal);
@@ -484,6 +495,90 @@ static void zero_done(struct eng_fs_op *op, int res)
         zero_kick(wal);
 }
 
+/* ---- sync marks ---- */
+
+/* The partial block before the mark (< BLOCK) and the mark: two blocks. */
+#define MARK_BUF (2u * BLOCK)
+
+static void mark_written(struct eng_fs_op *op, int res);
+
+/* Whether the current segment's last record waits for a sync mark: it
+ * has durable records, nothing is pending, and the mark fits. */
+static bool mark_wanted(const struct eng_wal *wal)
+{
+        const struct wal_seg *s = wal->cur;
+
+        return !wal->error && s->ready && !s->busy && s->durable_off > ENG_WAL_SEGMENT_HEADER_BYTES &&
+               !seg_pending(s) && s->mark_off != s->durable_off &&
+               s->durable_off + ENG_WAL_RECORD_HEADER_BYTES <= wal->o.segment_bytes;
+}
+
+/* Writes the mark behind the last record: the block holding the record's
+ * end (a copy of it is the active buffer's start), the mark, zeros. */
+static int start_mark(struct eng_wal *wal)
+{
+        struct wal_seg *s = wal->cur;
+        size_t head = s->active.len;
+        uint32_t n = (uint32_t)((head + ENG_WAL_RECORD_HEADER_BYTES + BLOCK - 1) & ~(size_t)(BLOCK - 1));
+        int r;
+
+        SCREE_ASSERT(s->active.file_off + head == s->durable_off);
+        if (!wal->mark_buf && !(wal->mark_buf = mem_alloc_aligned(BLOCK, MARK_BUF)))
+                return -ENOMEM;
+        memcpy(wal->mark_buf, s->active.data, head);
+        eng_wal_record_encode(wal->mark_buf + head, s->id, ENG_WAL_RECORD_MARK, wal->last_seq,
+                              s->durable_off, NULL, 0);
+        memset(wal->mark_buf + head + ENG_WAL_RECORD_HEADER_BYTES, 0,
+               n - head - ENG_WAL_RECORD_HEADER_BYTES);
+        wal->io_seg = s;
+        wal->io_end = s->durable_off;
+        wal->mark_len = n;
+        r = eng_fs_write(wal->fs, &wal->io_op, s->fd, wal->mark_buf, n, s->active.file_off, mark_written);
+        if (r == 0)
+                wal->io_busy = true;
+        return r;
+}
+
+static void mark_synced(struct eng_fs_op *op, int res)
+{
+        struct eng_wal *wal = container_of(op, struct eng_wal, io_op);
+
+        wal->io_busy = false;
+        if (res < 0) {
+                fail(wal, res);
+                return;
+        }
+        close_step(wal);
+}
+
+static void mark_written(struct eng_fs_op *op, int res)
+{
+        struct eng_wal *wal = container_of(op, struct eng_wal, io_op);
+        int r;
+
+        if (res != (int)wal->mark_len) {
+                wal->io_busy = false;
+                fail(wal, res < 0 ? res : -EIO);
+                return;
+        }
+        wal->stats.writes++;
+        wal->stats.marks++;
+        wal->stats.written_bytes += wal->mark_len;
+        wal->io_seg->mark_off = wal->io_end;
+        if (wal->closing) {
+                /* A clean close leaves the mark durable too. */
+                r = eng_fs_fdatasync(wal->fs, &wal->io_op, wal->io_seg->fd, mark_synced);
+                if (r < 0) {
+                        wal->io_busy = false;
+                        fail(wal, r);
+                }
+                return;
+        }
+        wal->io_busy = false;
+        kick(wal);
+        zero_kick(wal);
+}
+
 /* ---- flushing ---- */
 
 static void sync_done(struct eng_fs_op *op, int res)
@@ -583,6 +678,8 @@ static void kick(struct eng_wal *wal)
                         fail(wal, r);
                 return;
         }
+        if (mark_wanted(wal) && (r = start_mark(wal)) < 0)
+                fail(wal, r);
 }
 
 /* ---- retiring and closing segments ---- */
@@ -629,6 +726,7 @@ static void free_wal(struct eng_wal *wal)
                 unlink_head(wal);
         wbuf_fini(&wal->spare);
         mem_free_aligned(wal->zeros);
+        mem_free_aligned(wal->mark_buf);
         free(wal);
 }
 
@@ -669,6 +767,10 @@ static void close_step(struct eng_wal *wal)
                         kick(wal);
                         return;
                 }
+        }
+        if (mark_wanted(wal)) {
+                kick(wal);
+                return;
         }
         while (wal->segs && wal->segs->fd < 0)
                 unlink_head(wal);

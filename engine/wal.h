@@ -79,6 +79,8 @@ struct eng_wal_stats {
         uint64_t zeroed_bytes;          /* zeros written over new segments (batch mode);
                                          * counted in written_bytes too */
         uint64_t buffers;               /* write buffers allocated */
+        uint64_t marks;                 /* sync marks written (wal_format.h); counted in
+                                         * writes and written_bytes too */
 };
 
 /* Old segment files a log keeps for reuse (eng_wal_recycle). */

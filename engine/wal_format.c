@@ -178,41 +178,63 @@ static bool is_zero(const uint8_t *p, size_t n)
         return true;
 }
 
-int eng_wal_reader_next(struct eng_wal_reader *r, struct eng_wal_record *ret)
+/* Checks a verifying record's type and seq against the records before it.
+ * Returns 0, or -SCREE_ECORRUPT with r->bad_off and r->bad_kind set. */
+static int check_record(struct eng_wal_reader *r, const struct eng_wal_record *rec)
 {
-        struct eng_wal_record rec;
+        bool mark = rec->type == ENG_WAL_RECORD_MARK;
 
-        if (r->off >= r->len)
-                return 0;
-        switch (rec_at(r, r->off, &rec)) {
-        case REC_NONE:
-                /* Zeros: the preallocated rest of the segment. Anything else
-                 * that does not verify is a torn header, stale bytes of a
-                 * recycled segment, or damage if a valid record follows. */
-                return end_or_damage(r, !is_zero(r->buf + r->off,
-                                                 r->len - r->off < ENG_WAL_RECORD_HEADER_BYTES
-                                                         ? r->len - r->off
-                                                         : ENG_WAL_RECORD_HEADER_BYTES));
-        case REC_CUT:
-        case REC_BAD:
-                return end_or_damage(r, true);
-        case REC_OK:
-                break;
-        }
-        if (rec.type <= ENG_WAL_RECORD_TYPE_INVALID || rec.type >= ENG_WAL_RECORD_TYPE_MAX) {
+        if (rec->type <= ENG_WAL_RECORD_TYPE_INVALID || rec->type >= ENG_WAL_RECORD_TYPE_MAX ||
+            (mark && rec->len != 0)) {
                 r->bad_off = r->off;
                 r->bad_kind = ENG_WAL_DAMAGE_TYPE;
                 return -SCREE_ECORRUPT;
         }
-        if (r->last_seq && rec.seq <= r->last_seq) {
+        /* A mark repeats the seq of the batch before it; after a skipped
+         * damaged batch it is above the last one read. */
+        if (r->last_seq && (mark ? rec->seq < r->last_seq : rec->seq <= r->last_seq)) {
                 r->bad_off = r->off;
                 r->bad_kind = ENG_WAL_DAMAGE_SEQ;
                 return -SCREE_ECORRUPT;
         }
-        r->last_seq = rec.seq;
-        r->off += eng_wal_record_size(rec.len);
-        *ret = rec;
-        return 1;
+        return 0;
+}
+
+int eng_wal_reader_next(struct eng_wal_reader *r, struct eng_wal_record *ret)
+{
+        struct eng_wal_record rec;
+        int rc;
+
+        for (;;) {
+                if (r->off >= r->len)
+                        return 0;
+                switch (rec_at(r, r->off, &rec)) {
+                case REC_NONE:
+                        /* Zeros: the preallocated rest of the segment. Anything else
+                         * that does not verify is a torn header, stale bytes of a
+                         * recycled segment, or damage if a valid record follows. */
+                        return end_or_damage(r, !is_zero(r->buf + r->off,
+                                                         r->len - r->off < ENG_WAL_RECORD_HEADER_BYTES
+                                                                 ? r->len - r->off
+                                                                 : ENG_WAL_RECORD_HEADER_BYTES));
+                case REC_CUT:
+                case REC_BAD:
+                        return end_or_damage(r, true);
+                case REC_OK:
+                        break;
+                }
+                rc = check_record(r, &rec);
+                if (rc < 0)
+                        return rc;
+                r->off += eng_wal_record_size(rec.len);
+                if (rec.type == ENG_WAL_RECORD_MARK) {
+                        r->mark_off = rec.offset;
+                        continue;
+                }
+                r->last_seq = rec.seq;
+                *ret = rec;
+                return 1;
+        }
 }
 
 int eng_wal_reader_skip_damage(struct eng_wal_reader *r)

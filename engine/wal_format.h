@@ -19,6 +19,9 @@
  *     later blocks of the same write intact); the log is cut there;
  *   - corruption: damaged bytes that a later valid record says were already
  *     durable; recovery must refuse them unless told to salvage.
+ * The last group commit of a log has no later record; the writer's sync
+ * mark (ENG_WAL_RECORD_MARK) is that record for it, so damage there is
+ * corruption too (docs/format/wal.md, "Torn or damaged").
  */
 #ifndef SCREE_ENGINE_WAL_FORMAT_H
 #define SCREE_ENGINE_WAL_FORMAT_H
@@ -36,6 +39,13 @@
 
 enum eng_wal_record_type {
         ENG_WAL_RECORD_BATCH = 1,       /* payload: one write batch of the engine */
+        /* No payload; seq is the last batch's; synced_upto its own offset:
+         * everything before it was durable when it was written. wal.c
+         * writes one behind the last record once a group commit's sync
+         * completed and nothing else waits, so that damage to the last
+         * synced record reads as damage, not as a torn tail. The reader
+         * checks it and skips it; it is no record of the log. */
+        ENG_WAL_RECORD_MARK = 2,
         ENG_WAL_RECORD_TYPE_MAX,
         ENG_WAL_RECORD_TYPE_INVALID = 0,
 };
@@ -95,6 +105,7 @@ struct eng_wal_reader {
         size_t len;
         uint64_t segment;
         size_t off;                     /* next record; after the end: where appends go */
+        size_t mark_off;                /* the last mark read (0: none) */
         uint64_t last_seq;
         bool torn;                      /* the end was not clean zeros: a cut record,
                                          * or leftovers of a recycled segment */
@@ -106,7 +117,8 @@ struct eng_wal_reader {
 void eng_wal_reader_init(struct eng_wal_reader *r, const void *buf, size_t len, uint64_t segment);
 
 /*
- * Returns 1 and *ret (valid while buf is) for the next record; 0 at the end
+ * Returns 1 and *ret (valid while buf is) for the next batch record (marks
+ * are checked and skipped; r->mark_off says where the last one was); 0 at the end
  * of the log (r->off is then where valid data ends and r->torn says whether
  * a cut record was dropped there); -SCREE_ECORRUPT if a record is damaged
  * although a later record says it was durable, or has an unknown type, or a

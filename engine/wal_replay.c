@@ -265,6 +265,8 @@ static int damaged(struct replay *rp, struct eng_wal_reader *r, uint64_t id)
         if (!rp->o.salvage)
                 return corrupt_at(rp, id, r->bad_off);
         rp->res.salvaged++;
+        if (rp->o.skip_fn)
+                rp->o.skip_fn(rp->arg, id, r->bad_off);
         return eng_wal_reader_skip_damage(r);
 }
 
@@ -329,6 +331,8 @@ static void salvage_back(struct replay *rp)
         log_debug("wal replay %s: segment %016llx offset %llu: damaged, resuming past it", rp->o.dir,
                   (unsigned long long)rp->end_id, (unsigned long long)rp->end_off);
         rp->res.salvaged++;
+        if (rp->o.skip_fn)
+                rp->o.skip_fn(rp->arg, rp->end_id, rp->end_off);
         rp->res.segments--;             /* read again below */
         rp->resume_off = rp->end_off;
         rp->next = rp->end_file;

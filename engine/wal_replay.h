@@ -37,6 +37,11 @@ struct eng_wal_replay_opts {
         uint64_t from_segment;          /* oldest segment still needed (manifest); older
                                          * files are ignored; 0: from the oldest found */
         bool salvage;                   /* skip damaged records instead of failing */
+        /* With salvage: called with the replay's arg for each damaged place
+         * skipped (the records from offset up to the next valid record of
+         * the segment, or to its end), before the records after it; NULL:
+         * only counted. */
+        void (*skip_fn)(void *arg, uint64_t segment, uint64_t offset);
 };
 
 /* Called for each valid record in log order; rec and its payload are

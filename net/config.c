@@ -83,6 +83,9 @@ static const struct cfg_def defs[] = {
         { "prefault", CFG_BOOL, OFF(prefault), "yes", 0, 0, NULL, false, false,
           "fault the memtables' half and the cache's quarter of --memory in at start-up, in the "
           "background, so no write or cache fill waits for fresh memory", NULL },
+        { "salvage", CFG_BOOL, OFF(salvage), "no", 0, 0, NULL, false, false,
+          "start even if the commit log holds damaged records: skip them, each logged, and lose "
+          "the writes in them (docs/server.md, \"A damaged commit log\")", NULL },
         { "commitlog-sync", CFG_ENUM, OFF(sync), "batch", 0, 0, sync_words, false, false,
           "batch: a write is acknowledged once durable; periodic: at once, synced every period",
           NULL },
@@ -536,15 +539,18 @@ int cfg_parse_args(struct scree_config *c, int argc, char **argv, char *err, siz
                 }
                 a += 2;
                 eq = strchr(a, '=');
+                snprintf(name, sizeof(name), "%.*s", (int)(eq ? (size_t)(eq - a) : strlen(a)), a);
                 if (eq) {
                         value = eq + 1;
+                } else if (find(name) && find(name)->type == CFG_BOOL &&
+                           (i + 1 == argc || !strncmp(argv[i + 1], "--", 2))) {
+                        value = "yes";          /* a bool flag alone: --salvage */
                 } else if (i + 1 < argc) {
                         value = argv[++i];
                 } else {
                         set_err(err, err_len, "--%s needs a value (see --help)", a);
                         return -EINVAL;
                 }
-                snprintf(name, sizeof(name), "%.*s", (int)(eq ? (size_t)(eq - a) : strlen(a)), a);
                 if (!strcmp(name, "config"))
                         continue;       /* read first, above */
                 if (!find(name) || find(name)->type == CFG_COMPAT) {

@@ -12,7 +12,8 @@
  *   size      a number with an optional suffix, case-insensitive, Redis's
  *             way: k/m/g/t are powers of 1000, kb/mb/gb/tb and
  *             kib/mib/gib/tib powers of 1024 (64MiB, 64mb, 1g);
- *   bool      yes/no (also true/false, on/off, 1/0);
+ *   bool      yes/no (also true/false, on/off, 1/0); a flag alone
+ *             (`--salvage`, last or followed by another flag) is yes;
  *   enum      one of the listed words;
  *   string    anything; in a file, "..." or '...' quote a value with
  *             spaces or an empty one.
@@ -53,6 +54,7 @@ struct scree_config {
         int64_t slowlog_slower_than_us; /* SLOWLOG threshold; -1 = off */
         uint64_t slowlog_max_len;       /* SLOWLOG entries per shard */
         uint64_t prefault;              /* bool: memtable memory faulted in at start-up */
+        uint64_t salvage;               /* bool: start past damaged commit-log records */
 };
 
 /* Fills c with every default. Returns 0 or -ENOMEM. Free with cfg_fini. */

@@ -53,7 +53,8 @@ static const char *open_hint(int err)
                 return "the directory holds data written with another --smp (or another layout); "
                        "start with the --smp it was made with, or use another --dir";
         if (err == -SCREE_ECORRUPT)
-                return "a file is corrupt; see the lines above, and scree-tool verify";
+                return "a file is corrupt; see the lines above, and scree-tool verify (a damaged "
+                       "commit log can be skipped with --salvage, losing its damaged records)";
         return "see the lines above";
 }
 

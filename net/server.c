@@ -483,6 +483,8 @@ static void engine_open(struct net_shard *sh)
                 .memtable_budget = (size_t)(cfg->memory / 2 / n),
                 .cache_bytes = (size_t)(cfg->memory / 4 / n),
                 .prefault_memtables = cfg->prefault != 0,
+                .salvage = cfg->salvage != 0,
+                .salvage_hint = "--salvage (config file: salvage yes)",
         };
         int r;
 

@@ -442,6 +442,44 @@ Test(manifest_format, a_torn_last_record_is_cut)
         cr_expect(eq(sz, r.off, fb.rec_off[3]));
 }
 
+/* Regression (issue 23): damage in the last edit of the file, synced and
+ * acknowledged, read as a torn tail and start-up dropped the edit. The
+ * writer's sync mark behind it says it was durable: corruption. */
+Test(manifest_format, damage_in_the_last_edit_before_a_sync_mark_is_corruption)
+{
+        struct eng_manifest_reader r;
+        struct fbuf fb;
+
+        fb_sample(&fb);
+        fb_record(&fb, ENG_MANIFEST_RECORD_MARK, NULL, 0);
+        cr_assert(eq(int, read_expect(&fb, fb.len, 3, &r), 0), "the mark is skipped");
+        cr_expect(eq(int, r.torn, false));
+        fb.buf[fb.rec_off[3] + ENG_MANIFEST_RECORD_HEADER_BYTES + 2] ^= 0x40;
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[3], "payload before a mark");
+        fb.buf[fb.rec_off[3] + ENG_MANIFEST_RECORD_HEADER_BYTES + 2] ^= 0x40;
+        fb.buf[fb.rec_off[3] + 9] ^= 0x01;
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[3], "header before a mark");
+        /* Without the mark (a crash before it was written) it is a tail. */
+        cr_assert(eq(int, read_expect(&fb, fb.rec_off[4], 2, &r), 0));
+        cr_expect(eq(int, r.torn, true));
+        /* The mark itself damaged: a tail of no records. */
+        fb.buf[fb.rec_off[3] + 9] ^= 0x01;
+        fb.buf[fb.rec_off[4] + 9] ^= 0x01;
+        cr_assert(eq(int, read_expect(&fb, fb.len, 3, &r), 0));
+        cr_expect(eq(int, r.torn, true));
+        cr_expect(eq(sz, r.off, fb.rec_off[4]));
+}
+
+Test(manifest_format, a_mark_with_a_payload_is_corruption)
+{
+        struct fbuf fb;
+        uint8_t one = 1;
+
+        fb_sample(&fb);
+        fb_record(&fb, ENG_MANIFEST_RECORD_MARK, &one, 1);
+        expect_read_fails(&fb, fb.len, -SCREE_ECORRUPT, fb.rec_off[4], "a mark with a payload");
+}
+
 Test(manifest_format, a_torn_write_whose_later_record_survived_is_a_tail_not_corruption)
 {
         struct eng_manifest_state s;

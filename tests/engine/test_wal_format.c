@@ -4,7 +4,9 @@
  * memory: round trip, segment header damage, truncated tail, torn record,
  * bad checksum in the middle (and salvage past it), a torn unsynced write
  * whose later blocks survived, bad length, unknown record type, seq going
- * backwards, zeros and recycled-segment leftovers after the end.
+ * backwards, zeros and recycled-segment leftovers after the end; sync
+ * marks: skipped, checked, and what makes damage to the last group of the
+ * log corruption rather than a torn tail (issue 23).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -347,5 +349,125 @@ Test(wal_format, leftovers_of_a_recycled_segment_read_as_the_end)
         eng_wal_reader_init(&r, s.buf, SEG_BYTES, 21);
         cr_assert(eq(int, read_expect(&r, 3), 0), "old records must not be mistaken for new ones");
         cr_expect(eq(u64, r.off, s.end));
+        free(s.buf);
+}
+
+/* ---- sync marks (issue 23) ---- */
+
+/* Appends the sync mark the writer leaves behind its last record once that
+ * record's group is durable: seq of the last batch, synced_upto its own
+ * offset. Returns the mark's offset. */
+static size_t seg_mark(struct seg *s)
+{
+        size_t at = s->end;
+
+        s->end += eng_wal_record_encode(s->buf + at, s->id, ENG_WAL_RECORD_MARK, 100 + s->n - 1, at,
+                                        NULL, 0);
+        return at;
+}
+
+Test(wal_format, a_sync_mark_is_skipped_and_the_log_ends_cleanly_after_it)
+{
+        struct seg s;
+        struct eng_wal_reader r;
+        size_t mark;
+
+        seg_init(&s, 21);
+        seg_add_synced(&s, 6);
+        mark = seg_mark(&s);
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 21);
+        cr_assert(eq(int, read_expect(&r, 6), 0));
+        cr_expect(not(r.torn));
+        cr_expect(eq(u64, r.mark_off, mark));
+        cr_expect(eq(u64, r.off, mark + ENG_WAL_RECORD_HEADER_BYTES));
+        free(s.buf);
+}
+
+/* Regression (issue 23): bit rot in the last record of the log, synced and
+ * acknowledged, read as a torn tail and recovery cut it without a word.
+ * The writer's sync mark behind it says it was durable: corruption. */
+Test(wal_format, damage_in_the_last_record_before_a_sync_mark_is_corruption)
+{
+        struct seg s;
+        struct eng_wal_reader r;
+        struct eng_wal_record rec;
+
+        seg_init(&s, 22);
+        seg_add_synced(&s, 5);
+        seg_mark(&s);
+        s.buf[s.off[4] + ENG_WAL_RECORD_HEADER_BYTES + 1] ^= 0x10;
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 22);
+        cr_assert(eq(int, read_expect(&r, 4), -SCREE_ECORRUPT));
+        cr_expect(eq(u64, r.bad_off, s.off[4]));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_DURABLE));
+        cr_expect(eq(int, eng_wal_reader_skip_damage(&r), 1), "salvage resumes at the mark");
+        cr_expect(eq(int, eng_wal_reader_next(&r, &rec), 0));
+        cr_expect(not(r.torn));
+        /* A damaged header (length unknown) and a header gone to zeros too. */
+        s.buf[s.off[4] + ENG_WAL_RECORD_HEADER_BYTES + 1] ^= 0x10;
+        s.buf[s.off[4] + 9] ^= 0x01;
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 22);
+        cr_assert(eq(int, read_expect(&r, 4), -SCREE_ECORRUPT));
+        cr_expect(eq(u64, r.bad_off, s.off[4]));
+        memset(s.buf + s.off[4], 0, ENG_WAL_RECORD_HEADER_BYTES);
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 22);
+        cr_assert(eq(int, read_expect(&r, 4), -SCREE_ECORRUPT));
+        cr_expect(eq(u64, r.bad_off, s.off[4]));
+        free(s.buf);
+}
+
+/* The next group commit is written over the mark. Torn, it leaves a record
+ * that does not verify where the mark was, and nothing after it claims it
+ * durable: a torn tail, as before marks. */
+Test(wal_format, a_torn_group_written_over_a_sync_mark_is_a_tail)
+{
+        struct seg s;
+        struct eng_wal_reader r;
+        size_t durable;
+
+        seg_init(&s, 23);
+        seg_add_synced(&s, 5);
+        durable = s.end;
+        seg_mark(&s);
+        s.end = durable;                        /* the next flush writes from here */
+        for (unsigned i = 0; i < 3; i++)
+                seg_add(&s, durable);
+        memset(s.buf + s.off[6] + ENG_WAL_RECORD_HEADER_BYTES, 0, payload_len(6));
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 23);
+        cr_assert(eq(int, read_expect(&r, 6), 0), "an unsynced write must not stop recovery");
+        cr_expect(r.torn);
+        cr_expect(eq(u64, r.off, s.off[6]));
+        /* The mark itself damaged, with nothing after it: a tail of no records. */
+        free(s.buf);
+        seg_init(&s, 24);
+        seg_add_synced(&s, 5);
+        durable = seg_mark(&s);
+        s.buf[durable + 20] ^= 0x01;
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 24);
+        cr_assert(eq(int, read_expect(&r, 5), 0));
+        cr_expect(r.torn);
+        cr_expect(eq(u64, r.off, durable));
+        free(s.buf);
+}
+
+Test(wal_format, a_mark_with_a_payload_or_an_older_seq_is_corruption)
+{
+        struct seg s;
+        struct eng_wal_reader r;
+        uint8_t one = 1;
+        size_t at;
+
+        seg_init(&s, 25);
+        seg_add_synced(&s, 3);
+        at = s.end;
+        eng_wal_record_encode(s.buf + at, s.id, ENG_WAL_RECORD_MARK, 102, at, &one, 1);
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 25);
+        cr_assert(eq(int, read_expect(&r, 3), -SCREE_ECORRUPT));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_TYPE));
+        memset(s.buf + at, 0, 48);
+        eng_wal_record_encode(s.buf + at, s.id, ENG_WAL_RECORD_MARK, 101, at, NULL, 0);
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 25);
+        cr_assert(eq(int, read_expect(&r, 3), -SCREE_ECORRUPT));
+        cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_SEQ));
         free(s.buf);
 }

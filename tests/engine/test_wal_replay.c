@@ -416,7 +416,9 @@ Test(wal_replay, a_torn_tail_ends_the_log_and_the_trim_cuts_it)
 
 /* A torn write whose first block went back to zeros but whose later block
  * survived: the records stop at zeros, yet the log ends there, and the trim
- * removes the survivor so that no later salvage can bring it back. */
+ * removes the survivor so that no later salvage can bring it back. (The
+ * log was closed cleanly, so the zeros come after its sync mark, which
+ * the cut keeps.) */
 Test(wal_replay, surviving_blocks_of_a_torn_write_after_zeros_end_the_log)
 {
         struct eng_wal_replay_opts o = opts(1, false), salvage = opts(1, true);
@@ -435,7 +437,7 @@ Test(wal_replay, surviving_blocks_of_a_torn_write_after_zeros_end_the_log)
         cr_expect(eq(u32, x.records, 300));
         cr_expect(x.res.torn);
         cr_expect(eq(u64, x.res.torn_segment, seg));
-        cr_expect(eq(u64, x.res.torn_offset, end));
+        cr_expect(eq(u64, x.res.torn_offset, end + ENG_WAL_RECORD_HEADER_BYTES));
         cr_assert(eq(int, trim(fs, &o, &x.res), 0));
         cr_assert(eq(int, replay_with(fs, &salvage, &x), 0));
         cr_expect(eq(u32, x.records, 300), "the survivor came back");
@@ -582,6 +584,103 @@ Test(wal_replay, a_damaged_last_record_of_a_full_segment_is_corruption)
         cr_assert(eq(int, replay_with(fs, &salvage, &x), 0));
         expect_all_but(&x, k);
         cr_expect(eq(u64, x.res.salvaged, 1));
+}
+
+/* Regression (issue 23): bit rot in the last record of the whole log,
+ * synced and acknowledged, was dropped as a torn tail with a warning, and
+ * acknowledged writes disappeared. The writer's sync mark behind the last
+ * record now says it was durable: start-up refuses it, salvage skips it. */
+Test(wal_replay, a_damaged_last_record_of_the_log_is_corruption_not_a_torn_tail)
+{
+        struct eng_wal_replay_opts o = opts(1, false), salvage = opts(1, true);
+        static struct replayed intact, x;
+        unsigned k;
+
+        synced_log(&intact);
+        k = 599;
+        flip_byte(intact.segment_of[k], intact.offset_of[k] + ENG_WAL_RECORD_HEADER_BYTES + 3);
+        cr_assert(eq(int, replay_with(fs, &o, &x), -SCREE_ECORRUPT));
+        cr_expect(eq(u64, x.res.bad_segment, intact.segment_of[k]));
+        cr_expect(eq(u64, x.res.bad_offset, intact.offset_of[k]));
+        cr_expect(eq(u32, x.records, k), "the records before it were replayed");
+        cr_assert(eq(int, replay_with(fs, &salvage, &x), 0));
+        expect_all_but(&x, k);
+        cr_expect(eq(u64, x.res.salvaged, 1));
+        cr_expect(not(x.res.torn));
+}
+
+static unsigned n_skips;
+static uint64_t skip_segment, skip_offset;
+
+static void on_skip(void *arg, uint64_t segment, uint64_t offset)
+{
+        (void)arg;
+        n_skips++;
+        skip_segment = segment;
+        skip_offset = offset;
+}
+
+/* The same after a crash (kill -9): no close, but the mark written once the
+ * last group's sync completed vouches for it; salvage reports each place
+ * it skips. */
+Test(wal_replay, a_damaged_last_record_is_corruption_after_a_crash_too)
+{
+        struct eng_wal_replay_opts o = opts(1, false), salvage = opts(1, true);
+        struct eng_wal *wal = open_wal(SEG_BYTES, ENG_WAL_SYNC_BATCH);
+        static struct replayed x;
+        uint64_t seg, off;
+
+        n_done = 0;
+        all_done = false;
+        want_done = 50;
+        for (unsigned i = 0; i < 50; i++)
+                cr_assert(eq(int, append(wal, i), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &all_done), 0));
+        for (int i = 0; i < 1000 && !eng_wal_stats(wal)->marks; i++)
+                run_for_ms(1);
+        cr_assert(eq(u64, eng_wal_stats(wal)->marks, 1));
+        /* What a crashed process leaves: read behind the live log's back. */
+        cr_assert(eq(int, replay_with(fs, &o, &x), 0));
+        cr_assert(eq(u32, x.records, 50));
+        seg = x.segment_of[49];
+        off = x.offset_of[49];
+        flip_byte(seg, off + ENG_WAL_RECORD_HEADER_BYTES);
+        cr_assert(eq(int, replay_with(fs, &o, &x), -SCREE_ECORRUPT));
+        cr_expect(eq(u64, x.res.bad_segment, seg));
+        cr_expect(eq(u64, x.res.bad_offset, off));
+        salvage.skip_fn = on_skip;
+        cr_assert(eq(int, replay_with(fs, &salvage, &x), 0));
+        cr_expect(eq(u32, x.records, 49));
+        cr_expect(eq(u32, n_skips, 1));
+        cr_expect(eq(u64, skip_segment, seg));
+        cr_expect(eq(u64, skip_offset, off));
+        close_wal(wal);
+}
+
+/* A genuine torn tail stays one: the next group, written over the mark and
+ * torn by a power cut (its payload's second half never reached the disk),
+ * is cut, and the replay succeeds without salvage. */
+Test(wal_replay, a_torn_group_written_over_the_sync_mark_is_a_torn_tail)
+{
+        struct eng_wal_replay_opts o = opts(1, false);
+        static struct replayed before, x;
+        uint8_t rec[512 + ENG_WAL_RECORD_HEADER_BYTES], p[512];
+        uint64_t seg, end;
+        uint32_t len;
+        size_t n;
+
+        clean_log(300, 10, &before);
+        seg = before.segment_of[299];
+        end = end_of_last(&before);
+        len = payload_of(300, p);
+        n = eng_wal_record_encode(rec, seg, ENG_WAL_RECORD_BATCH, SEQ_BASE + 300, end, p, len);
+        memset(rec + ENG_WAL_RECORD_HEADER_BYTES + len / 2, 0, n - ENG_WAL_RECORD_HEADER_BYTES - len / 2);
+        poke(seg, end, rec, n);
+        cr_assert(eq(int, replay_with(fs, &o, &x), 0));
+        cr_expect(eq(u32, x.records, 300));
+        cr_expect(x.res.torn);
+        cr_expect(eq(u64, x.res.torn_segment, seg));
+        cr_expect(eq(u64, x.res.torn_offset, end));
 }
 
 Test(wal_replay, a_bad_header_is_corruption_unless_it_is_an_unfinished_preparation)

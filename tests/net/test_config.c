@@ -190,6 +190,42 @@ Test(config, files_and_flags)
         tmpdir_remove(dir);
 }
 
+/* Issue 23: start-up's advice for a damaged commit log named a salvage
+ * option the server did not have. It is `salvage`: a flag (alone or with a
+ * value) and a config file line. */
+Test(config, salvage_is_a_flag_and_a_file_setting)
+{
+        char dir[PATH_MAX], path[PATH_MAX + 16];
+
+        cr_expect(eq(u64, c.salvage, 0), "off by default");
+        {
+                char *argv[] = { "scree", "--salvage", NULL };
+
+                cr_assert(eq(int, cfg_parse_args(&c, 2, argv, err, sizeof(err)), 0), "%s", err);
+                cr_expect(eq(u64, c.salvage, 1));
+        }
+        {
+                char *argv[] = { "scree", "--salvage", "no", "--port", "7003", NULL };
+
+                cr_assert(eq(int, cfg_parse_args(&c, 5, argv, err, sizeof(err)), 0), "%s", err);
+                cr_expect(eq(u64, c.salvage, 0));
+        }
+        {
+                char *argv[] = { "scree", "--salvage", "--port", "7004", NULL };
+
+                cr_assert(eq(int, cfg_parse_args(&c, 4, argv, err, sizeof(err)), 0), "%s", err);
+                cr_expect(eq(u64, c.salvage, 1));
+                cr_expect(eq(u64, c.port, 7004));
+        }
+        tmpdir_make(dir, sizeof(dir), "config");
+        snprintf(path, sizeof(path), "%s/scree.conf", dir);
+        write_file(path, "salvage yes\n");
+        c.salvage = 0;
+        cr_assert(eq(int, cfg_load_file(&c, path, err, sizeof(err)), 0), "%s", err);
+        cr_expect(eq(u64, c.salvage, 1));
+        tmpdir_remove(dir);
+}
+
 Test(config, usage_lists_every_setting)
 {
         char *text = NULL;

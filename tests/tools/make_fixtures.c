@@ -15,7 +15,10 @@
  *   bloom  the bloom filter has no bit set: it misses every key
  *   order  in data block 0, an older version gets the newer one's seq
  * FORGE "badedit" leaves the table alone and makes the manifest's second
- * edit remove a table that is not there, its checksums good.
+ * edit remove a table that is not there, its checksums good. FORGE
+ * "marked" leaves the table alone and ends the segment with the writer's
+ * sync mark after the last record (a log left idle or closed cleanly),
+ * and the manifest with the writer's sync mark after its last edit.
  *
  * Table: key "bin\x00\xff\x01" then "key00000".."key00399"; every 10th key
  * has 3 versions, every 7th key's newest version is a tombstone, every
@@ -262,7 +265,7 @@ static void forge(struct image *img, const char *how)
 
 /* ---- the commit-log segment ---- */
 
-static void write_segment(const char *dir)
+static void write_segment(const char *dir, bool marked)
 {
         uint8_t *seg = calloc(1, SEGMENT_BYTES);
         size_t off = ENG_WAL_SEGMENT_HEADER_BYTES, group_start = off;
@@ -282,7 +285,15 @@ static void write_segment(const char *dir)
                 off += eng_wal_record_encode(seg + off, SEGMENT, ENG_WAL_RECORD_BATCH, 100 + i,
                                              group_start, payload, (uint32_t)len);
         }
-        printf("], \"end\": %zu, \"first_seq\": 100}", off);
+        if (marked) {
+                /* The writer's sync mark: the last group is durable. */
+                printf("], \"mark\": %zu", off);
+                off += eng_wal_record_encode(seg + off, SEGMENT, ENG_WAL_RECORD_MARK, 100 + N_RECORDS - 1,
+                                             off, NULL, 0);
+        } else {
+                printf("]");
+        }
+        printf(", \"end\": %zu, \"first_seq\": 100}", off);
         snprintf(payload, sizeof(payload), "%016x.log", SEGMENT);
         write_file(dir, payload, seg, SEGMENT_BYTES);
         free(seg);
@@ -308,7 +319,7 @@ static void put_edit(uint8_t *buf, size_t *off, const struct eng_manifest_edit *
         free(payload);
 }
 
-static void write_manifest(const char *dir, uint64_t table_size, bool bad_edit)
+static void write_manifest(const char *dir, uint64_t table_size, bool bad_edit, bool marked)
 {
         const struct eng_manifest_layout layout = { .shard = SHARD, .n_shards = 2,
                                                     .tablets_per_shard = MANIFEST_N_TABLETS };
@@ -341,7 +352,14 @@ static void write_manifest(const char *dir, uint64_t table_size, bool bad_edit)
                                                           .n_removed = bad_edit ? 1 : 0 });
         put_edit(buf, &off, &(struct eng_manifest_edit){ .flushed_tablets = &tablets[1],
                                                           .flushed_seqs = &seqs[1], .n_flushed = 1 });
-        printf("], \"size\": %zu, \"table_size\": %llu}", off, (unsigned long long)table_size);
+        if (marked) {
+                printf("], \"mark\": %zu", off);
+                off += eng_manifest_record_encode(buf + off, MANIFEST_SALT, ENG_MANIFEST_RECORD_MARK, off,
+                                                  NULL, 0);
+        } else {
+                printf("]");
+        }
+        printf(", \"size\": %zu, \"table_size\": %llu}", off, (unsigned long long)table_size);
         write_file(dir, "MANIFEST", buf, off);
         eng_manifest_state_fini(&st);
         free(snap);
@@ -355,20 +373,20 @@ int main(int argc, char **argv)
         char name[32];
 
         if (argc < 2 || argc > 3) {
-                fprintf(stderr, "usage: make_fixtures DIR [empty|props|bloom|order|badedit]\n");
+                fprintf(stderr, "usage: make_fixtures DIR [empty|props|bloom|order|badedit|marked]\n");
                 return 2;
         }
         printf("{\"sst\": {\"name\": \"%016x.sst\", ", FILE_ID);
         img = build_table(!strcmp(how, "empty"));
-        if (*how && strcmp(how, "empty") != 0 && strcmp(how, "badedit") != 0)
+        if (*how && strcmp(how, "empty") != 0 && strcmp(how, "badedit") != 0 && strcmp(how, "marked") != 0)
                 forge(&img, how);
         snprintf(name, sizeof(name), "%016x.sst", FILE_ID);
         write_file(argv[1], name, img.bytes, img.len);
         free(img.bytes);
         printf("}, ");
-        write_segment(argv[1]);
+        write_segment(argv[1], !strcmp(how, "marked"));
         printf(", ");
-        write_manifest(argv[1], img.len, !strcmp(how, "badedit"));
+        write_manifest(argv[1], img.len, !strcmp(how, "badedit"), !strcmp(how, "marked"));
         printf("}\n");
         return 0;
 }

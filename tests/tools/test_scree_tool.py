@@ -220,6 +220,49 @@ def test_wal_corruption_in_the_middle_says_what_follows(fx):
     assert w["name"] in p.stderr
 
 
+def test_wal_damaged_last_record_before_a_sync_mark_is_corruption(tmp_path):
+    """Issue 23: bit rot in the log's last record, synced, read as a torn
+    tail and verify said OK. The writer's sync mark vouches for it."""
+    w = make(tmp_path, "marked")["wal"]
+    path = tmp_path / w["name"]
+    last = w["offsets"][-1]
+    p = run("wal", path)
+    assert p.returncode == 0, p.stderr
+    assert f"end: clean end at {w['end']}" in p.stdout
+    flip(path, last + 45)
+    p = run("wal", path)
+    assert p.returncode == 1, p.stdout
+    assert f"corruption at {last}: damaged record in bytes a later record says were durable" \
+        in p.stdout
+    p = run("verify", tmp_path)
+    assert p.returncode == 1, p.stdout
+    assert f"{w['name']}: CORRUPT at offset {last}" in p.stdout
+
+
+def test_manifest_damaged_last_edit_before_a_sync_mark_is_corruption(tmp_path):
+    """Issue 23, the manifest's side: its last edit, damaged after it was
+    synced, read as a torn tail."""
+    m = make(tmp_path, "marked")["manifest"]
+    path = tmp_path / "MANIFEST"
+    last = m["offsets"][-1]
+    p = run("manifest", path)
+    assert p.returncode == 0, p.stderr
+    assert f"end: clean end at {m['size']}" in p.stdout
+    flip(path, last + 33)
+    p = run("manifest", path)
+    assert p.returncode == 1, p.stdout
+    assert f"offset {last}" in p.stderr
+    p = run("verify", tmp_path)
+    assert p.returncode == 1, p.stdout
+    assert "MANIFEST: CORRUPT" in p.stdout
+    # Without the mark (a crash before it was written) the same is a torn tail.
+    with open(path, "r+b") as f:
+        f.truncate(m["mark"])
+    p = run("verify", tmp_path)
+    assert p.returncode == 0, p.stdout
+    assert f"MANIFEST: OK (manifest: torn tail at {last}" in p.stdout
+
+
 def test_wal_bad_header_and_a_name_that_disagrees(fx):
     w = fx["wal"]
     other = fx["dir"] / "0000000000000004.log"
