@@ -35,24 +35,12 @@ static inline void engine_test_loop_fs(struct rx_loop **ret_loop, struct eng_fs 
         cr_assert(not(eq(ptr, *ret_fs, NULL)));
 }
 
-static bool engine_test_waited;
-
-static inline void engine_test_wait_done(struct rx_loop *l, struct rx_timer *t)
-{
-        (void)l;
-        (void)t;
-        engine_test_waited = true;
-}
-
-/* Runs l for about ms milliseconds. */
+/* Runs l for about ms milliseconds: only to give something that must not
+ * happen the chance to; to wait for an event use TEST_RUN_UNTIL
+ * (tests/reactor/helpers.h). */
 static inline void engine_test_run_for_ms(struct rx_loop *l, unsigned ms)
 {
-        struct rx_timer t;
-
-        engine_test_waited = false;
-        rx_timer_init(&t, engine_test_wait_done, "test:wait");
-        cr_assert(eq(int, rx_timer_arm_after(l, &t, (uint64_t)ms * 1000 * 1000), 0));
-        cr_assert(eq(int, rx_loop_run_until(l, &engine_test_waited), 0));
+        test_run_for_ns(l, (uint64_t)ms * NS_PER_MS);
 }
 
 /* engine_test_loop_fs, and a block cache of cache_bytes. */

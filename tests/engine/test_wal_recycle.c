@@ -238,8 +238,7 @@ static void roll_after_a_record_ending_before(uint32_t short_by)
         oldest = cut = 1;
         old_life(wal, 6);
         /* Wait for the reserve to be a recycled file, then roll into it. */
-        while (eng_wal_stats(wal)->recycled == 0)
-                run_for_ms(1);
+        TEST_RUN_UNTIL(loop, eng_wal_stats(wal)->recycled > 0);
         b[0] = 0;
         apps[1] = (struct app){ .w.done = app_done };
         cr_assert(eq(int, eng_wal_append(wal, &apps[1].w, SEQ_BASE, b, sizeof(b)), 0));

@@ -87,11 +87,10 @@ static void append_big_n(struct eng_wal *wal, unsigned from, unsigned n)
                 cr_assert(eq(int, apps[i].res, 0));
 }
 
-/* Runs the loop until the reserve is prepared (bounded). */
+/* Runs the loop until the reserve is prepared. */
 static void wait_reserve(struct eng_wal *wal)
 {
-        for (int i = 0; i < 2000 && eng_wal_stats(wal)->segments < 2; i++)
-                run_for_ms(5);
+        TEST_RUN_UNTIL(loop, eng_wal_stats(wal)->segments >= 2);
         cr_assert(eq(u64, eng_wal_stats(wal)->segments, 2), "the reserve was never prepared");
 }
 
@@ -107,8 +106,7 @@ Test(wal_zero, the_reserve_is_zeroed_once_the_first_segment_is_half_full)
         run_for_ms(20);
         cr_expect(eq(u64, st->zeroed_bytes, 0), "no zeros while the log writes little");
         append_big_n(wal, 100, 60);     /* past half */
-        for (int i = 0; i < 2000 && st->zeroed_bytes < seg - ENG_WAL_SEGMENT_HEADER_BYTES; i++)
-                run_for_ms(5);
+        TEST_RUN_UNTIL(loop, st->zeroed_bytes >= seg - ENG_WAL_SEGMENT_HEADER_BYTES);
         cr_expect(eq(u64, st->zeroed_bytes, seg - ENG_WAL_SEGMENT_HEADER_BYTES),
                   "the whole reserve behind its header, once");
         cr_expect(ge(u64, st->written_bytes, seg), "zeros count as written bytes");
@@ -182,10 +180,11 @@ Test(wal_zero, a_failed_zero_write_stops_the_log)
                 cr_skip_test("the reserve was zeroed before the fault could be set");
         /* The next write is one of the reserve's chunks of zeros. */
         eng_fault_fs_fail(fs, ENG_FS_WRITE, EIO, 1);
-        for (int k = 0; k < 2000 && eng_fault_fs_stats(fs)->injected == 0; k++)
-                run_for_ms(5);
+        TEST_RUN_UNTIL(loop, eng_fault_fs_stats(fs)->injected > 0);
         cr_assert(eq(u64, eng_fault_fs_stats(fs)->injected, 1));
-        run_for_ms(5);  /* the failed write's completion runs from the loop */
+        /* The failed write's completion is a task the fault layer posted:
+         * it runs in the loop's next iteration, which this includes. */
+        run_for_ms(5);
         cr_expect(eq(int, append_big(wal, i), -EIO), "the log stopped with the write's error");
         cr_expect(lt(u64, eng_wal_stats(wal)->zeroed_bytes, seg));
         close_wal(wal);

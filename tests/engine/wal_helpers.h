@@ -244,7 +244,8 @@ static inline void run_for_ms(unsigned ms)
 /*
  * Writes records [i0, i0 + n) to a log that starts at segment first, lets
  * the writer flush every `every` appends (batch: waits for that record's
- * acknowledgement; periodic: a few periods), and closes it cleanly.
+ * acknowledgement; periodic: for the timer's next sync), and closes it
+ * cleanly.
  * Returns the writer's stats.
  */
 static inline struct eng_wal_stats write_log(uint64_t first, unsigned i0, unsigned n,
@@ -261,10 +262,13 @@ static inline struct eng_wal_stats write_log(uint64_t first, unsigned i0, unsign
                 cr_assert(eq(int, append(wal, i0 + k), batch ? 0 : 1));
                 if (k % every != every - 1)
                         continue;
-                if (batch)
+                if (batch) {
                         cr_assert(eq(int, rx_loop_run_until(loop, &apps[i0 + k].done), 0));
-                else
-                        run_for_ms(5);
+                } else {
+                        uint64_t syncs = eng_wal_stats(wal)->syncs;
+
+                        TEST_RUN_UNTIL(loop, eng_wal_stats(wal)->syncs > syncs);
+                }
         }
         if (batch)
                 cr_assert(eq(int, rx_loop_run_until(loop, &all_done), 0));

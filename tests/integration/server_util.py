@@ -14,6 +14,24 @@ import time
 
 BIN = os.environ.get("SCREE_BIN", "build/scree")
 
+# How long a test waits for an event (the server ready, a socket closed by
+# the server, a stat reaching a value) before failing: generous, since a
+# cold VM under load is slow. Tests wait for the event itself with
+# wait_for() or a blocking call with this timeout, never for a fixed sleep.
+WAIT_S = 60
+
+
+def wait_for(cond, what, timeout=WAIT_S):
+    """Polls cond() until it returns true (returned) or timeout seconds pass
+    (AssertionError naming what)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        assert time.monotonic() < deadline, "waited %d s for %s" % (timeout, what)
+        time.sleep(0.02)
+
 
 def free_port():
     with socket.socket() as s:
@@ -50,7 +68,7 @@ class Server:
             self.wait_ready()
         return self
 
-    def wait_ready(self, timeout=20):
+    def wait_ready(self, timeout=WAIT_S):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -65,7 +83,7 @@ class Server:
         self.log.seek(0)
         return self.log.read()
 
-    def stop(self, sig=signal.SIGTERM, timeout=30):
+    def stop(self, sig=signal.SIGTERM, timeout=WAIT_S):
         if self.proc is None:
             return None
         if self.proc.poll() is None:
@@ -103,10 +121,10 @@ class Server:
 
     def client(self, **kw):
         import redis
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=20, **kw)
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=WAIT_S, **kw)
 
     def raw(self):
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=20)
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=WAIT_S)
         return RawClient(s)
 
 
@@ -165,7 +183,10 @@ class RawClient:
             return (t, [self.reply() for _ in range(count)])
         raise ValueError("bad reply line %r" % line)
 
-    def is_closed(self, timeout=5):
+    def is_closed(self, timeout=WAIT_S):
+        """True once the server closed the connection (waited for up to
+        timeout s); False if it is still open then. To check that a
+        connection stays open, pass the short time to watch it."""
         self.s.settimeout(timeout)
         try:
             while True:

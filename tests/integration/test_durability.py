@@ -10,7 +10,7 @@ import time
 
 import redis
 
-from server_util import BIN, Server
+from server_util import BIN, WAIT_S, Server, wait_for
 
 
 def test_restart_on_the_same_dir_keeps_the_data():
@@ -35,7 +35,7 @@ def test_restart_on_the_same_dir_keeps_the_data():
 class Writers:
     """A few clients writing distinct keys, recording what was acknowledged."""
 
-    def __init__(self, port, n=4, seconds=10):
+    def __init__(self, port, n=4, seconds=2 * WAIT_S):
         self.port = port
         self.acked = {}
         self.lock = threading.Lock()
@@ -45,7 +45,7 @@ class Writers:
 
     def run(self, t):
         try:
-            r = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10)
+            r = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=WAIT_S)
             i = 0
             while not self.stop.is_set() and time.monotonic() < self.deadline:
                 p = r.pipeline(transaction=False)
@@ -67,7 +67,7 @@ class Writers:
     def __exit__(self, *exc):
         self.stop.set()
         for t in self.threads:
-            t.join(timeout=30)
+            t.join(timeout=WAIT_S)
 
 
 def check_all_present(s, acked):
@@ -84,9 +84,11 @@ def run_load_then(sig, sync):
     s = Server(args=["--commitlog-sync", sync]).start()
     try:
         with Writers(s.port) as w:
-            time.sleep(0.8)
+            # Under load: once the writers got going, however long that
+            # takes here (a fixed 0.8 s left a slow machine without load).
+            wait_for(lambda: len(w.acked) > 1000, "1000 acknowledged writes")
             s.proc.send_signal(sig)
-            s.proc.wait(timeout=30)
+            s.proc.wait(timeout=WAIT_S)
         rc = s.proc.returncode
         s.proc = None
         assert len(w.acked) > 100, "the load never ran"

@@ -80,11 +80,11 @@ def test_client_kill_by_id_and_addr(server, r):
     victims = [server.raw() for _ in range(4)]
     ids = [raw_id(v) for v in victims]
     assert r.execute_command("CLIENT", "KILL", "ID", ids[0]) == 1
-    assert victims[0].is_closed(timeout=10)
+    assert victims[0].is_closed()
     assert r.execute_command("CLIENT", "KILL", "ADDR", addr_of(r, ids[1])) == 1
-    assert victims[1].is_closed(timeout=10)
+    assert victims[1].is_closed()
     assert r.execute_command("CLIENT", "KILL", addr_of(r, ids[2])) == b"OK"
-    assert victims[2].is_closed(timeout=10)
+    assert victims[2].is_closed()
     # The survivor still works; a killed client's next command fails.
     victims[3].cmd("PING")
     assert victims[3].reply() == (b"+", b"PONG")
@@ -112,7 +112,7 @@ def test_client_kill_self_replies_first(server):
     addr = parse_line(raw.reply()[1].decode().strip())["addr"]
     raw.cmd("CLIENT", "KILL", addr)
     assert raw.reply() == (b"+", b"OK")
-    assert raw.is_closed(timeout=10)
+    assert raw.is_closed()
 
 
 def test_idle_timeout_closes_idle_clients():
@@ -121,7 +121,7 @@ def test_idle_timeout_closes_idle_clients():
         idle = s.raw()
         idle.cmd("PING")
         assert idle.reply() == (b"+", b"PONG")
-        assert idle.is_closed(timeout=15)
+        assert idle.is_closed()
         r = s.client()
         assert r.config_get("timeout") == {"timeout": "1"}
         r.config_set("timeout", 0)

@@ -9,21 +9,19 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 
-from server_util import Server, free_port
+from server_util import WAIT_S, Server, free_port, wait_for
 
 BIN = os.environ.get("SCREE_BIN", "build/scree")
 NO_URING = os.environ.get("SCREE_NO_URING", "build/tests/integration/no_uring")
 
 
-def run(args, timeout=20):
+def run(args, timeout=WAIT_S):
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
 
 
 def test_exits_at_once_with_a_clear_message_when_io_uring_is_blocked():
     d = tempfile.mkdtemp(prefix="scree-it-")
-    started = time.monotonic()
     try:
         p = run([NO_URING, BIN, "--smp", "2", "--port", str(free_port()), "--dir", d])
     finally:
@@ -36,7 +34,7 @@ def test_exits_at_once_with_a_clear_message_when_io_uring_is_blocked():
     assert "io_uring is not permitted" in p.stderr
     assert "seccomp" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-    assert time.monotonic() - started < 10
+    # "At once" is run()'s timeout: a hang fails there, a slow machine not.
 
 
 def stop_with(sig):
@@ -131,13 +129,14 @@ def test_prefault_faults_the_memtable_budget_in_after_start():
     try:
         r = s.client()
         assert r.config_get("prefault") == {"prefault": "yes"}
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+
+        def prefaulted():
             shards = r.info("scree")
             pending = [v["prefault_pending"] for k, v in shards.items() if k.startswith("shard")]
-            if pending and not any(pending):
-                break
-            time.sleep(0.05)
+            return pending and not any(pending)
+
+        # Memory this machine never touched may take long to fault in (issue 23).
+        wait_for(prefaulted, "prefault_pending 0 on every shard")
         shards = r.info("scree")
         for k, v in shards.items():
             if k.startswith("shard"):

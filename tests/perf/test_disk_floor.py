@@ -32,9 +32,10 @@ def test_every_job_runs_and_cleans_up():
                           "log_write_fdatasync"}
         assert r["reads"][0] > 0
         assert r["reads"][0] == r["reads_during_log_sync"][0] + r["reads_otherwise"][0]
-        # 2 shards, one sync each per 20 ms for 1 s: about 100 (a slow
-        # disk may fall behind, never ahead).
-        assert 10 <= r["log_write_fdatasync"][0] <= 100
+        # 2 shards, one sync each per 20 ms for 1 s: about 100. A slow or
+        # cold disk may fall far behind, never ahead: only the upper bound
+        # is the tool's; the floor is that the log synced at all.
+        assert 1 <= r["log_write_fdatasync"][0] <= 100
         p50, p99 = r["reads"][2], r["reads"][4]
         assert 0 < p50 <= p99
         summary = [l for l in p.stdout.splitlines() if "of reads met a log sync" in l]

@@ -41,7 +41,7 @@ class RedisServer:
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
              "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", "", *args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + server_util.WAIT_S
         while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
@@ -95,6 +95,13 @@ def cli(port, *args):
                        timeout=30)
     assert p.returncode == 0, p.stderr
     return p.stdout
+
+
+def commands_processed(port):
+    for line in cli(port, "INFO", "stats").splitlines():
+        if line.startswith("total_commands_processed:"):
+            return int(line.split(":")[1])
+    raise AssertionError("no total_commands_processed in INFO stats")
 
 
 def count_keys(port, prefix):
@@ -282,13 +289,13 @@ def against_fake_server(conn_handler, conns, *args):
     lsock = socket.socket()
     lsock.bind(("127.0.0.1", 0))
     lsock.listen(16)
-    lsock.settimeout(10)
+    lsock.settimeout(server_util.WAIT_S)
 
     def serve():
         try:
             for _ in range(conns):
                 c, _ = lsock.accept()
-                c.settimeout(10)
+                c.settimeout(server_util.WAIT_S)
                 conn_handler(c)
                 c.close()
         except OSError:
@@ -296,8 +303,8 @@ def against_fake_server(conn_handler, conns, *args):
 
     t = threading.Thread(target=serve)
     t.start()
-    p = stress(lsock.getsockname()[1], "-n", "10", *args, ok=False, timeout=30)
-    t.join(timeout=20)
+    p = stress(lsock.getsockname()[1], "-n", "10", *args, ok=False, timeout=2 * server_util.WAIT_S)
+    t.join(timeout=server_util.WAIT_S)
     lsock.close()
     return p
 
@@ -349,7 +356,11 @@ def test_sigint_stops_and_reports(server):
     p = subprocess.Popen([STRESS, "-p", str(server.port), "--quiet", "--json", "--duration", "60",
                           "-c", "2", "-r", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
-    time.sleep(0.5)
+    # Interrupt it once it is running (its handler is set before it
+    # connects), not after a fixed 0.5 s: a slow start would die of SIGINT.
+    before = commands_processed(server.port)
+    server_util.wait_for(lambda: p.poll() is not None or commands_processed(server.port) > before + 100,
+                         "scree-stress's commands on the server")
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0, err

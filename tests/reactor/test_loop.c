@@ -306,9 +306,20 @@ Test(loop, stall_detector_reports_a_task_over_25ms_by_name)
         rx_loop_free(loop);
 }
 
+/* Stops the loop once it went to sleep (its sleeps count is bumped right
+ * before it blocks), or after TEST_WAIT_NS: then the test fails on the
+ * count. A fixed 100 ms sleep here raced a slow loop thread. */
 static void *stop_later(void *arg)
 {
-        usleep(100 * 1000);
+        const uint64_t *sleeps = &rx_loop_stats(arg)->sleeps;
+        uint64_t until = time_now_ns() + TEST_WAIT_NS;
+        struct timespec poll = time_ns_to_timespec(TEST_POLL_NS);
+
+        /* The loop's thread writes its stats plainly; an atomic load is
+         * enough for a count that only grows (Criterion tests never run
+         * under TSan). */
+        while (__atomic_load_n(sleeps, __ATOMIC_RELAXED) == 0 && time_now_ns() < until)
+                nanosleep(&poll, NULL);
         rx_loop_stop(arg);
         return NULL;
 }

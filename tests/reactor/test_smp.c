@@ -85,11 +85,14 @@ Test(smp, a_full_ring_means_retry_and_loses_nothing)
 static struct rx_smp *smp;     /* the group under test */
 
 /* Wakeup: shard 1 idles into sleep (no timers, nothing to poll); shard 0 sends
- * it one message every 20 ms. Without a working wakeup shard 1 never runs
- * the message and the test times out. */
+ * it one message every 20 ms until three needed a wakeup (or TEST_WAIT_NS
+ * passed: a loaded machine may keep shard 1 from sleeping for a while; a
+ * fixed 20 rounds used to stand for that). Without a working wakeup shard
+ * 1 never runs the message and the test times out. */
 static struct {
         struct rx_timer tick;
         struct rx_msg m;
+        uint64_t until_ns;
         unsigned rounds, handled, replies;
         uint64_t wakeups_sent;
         uint64_t target_sleeps;
@@ -110,7 +113,7 @@ static void wake_done(struct rx_loop *src, struct rx_msg *m)
         (void)m;
         wk.replies++;
         wk.wakeups_sent = rx_loop_stats(src)->wakeups_sent;
-        if (wk.rounds == 20 || wk.wakeups_sent >= 3) {
+        if (time_now_ns() >= wk.until_ns || wk.wakeups_sent >= 3) {
                 rx_smp_stop(rx_loop_smp(src));
                 return;
         }
@@ -130,6 +133,7 @@ static void start_wake(struct rx_loop *loop, void *arg)
         (void)arg;
         if (rx_loop_shard_id(loop) != 0)
                 return;
+        wk.until_ns = time_now_ns() + TEST_WAIT_NS;
         rx_timer_init(&wk.tick, wake_tick, "wake_tick");
         rx_timer_arm_after(loop, &wk.tick, 20 * NS_PER_MS);
 }
