@@ -279,8 +279,7 @@ Test(shard_order, a_seal_while_writes_wait_to_be_applied_loses_none_at_a_crash)
         }
         cr_assert(ge(u64, seals, 1), "the log limit must seal the idle tablet");
         /* Let the seal's flush end and record its seq, then crash. */
-        for (int ms = 0; ms < 60000 && eng_shard_stats(sh)->imm_bytes; ms += 10)
-                run_for_ms(10);
+        TEST_RUN_UNTIL(loop, eng_shard_stats(sh)->imm_bytes == 0);
         cr_assert(eq(int, power_cut_reopen(false, 7), 0));
         struct rd x;
 
