@@ -6,7 +6,10 @@
  * Dispatch time (on the connection, in pipeline order): MULTI starts
  * queuing; each later command is checked (unknown, arity, auth, key size,
  * not allowed in a transaction: an error reply that makes EXEC abort) and
- * kept as an unstarted request, answered +QUEUED. EXEC takes the queued
+ * kept as an unstarted request, answered +QUEUED. A queue is bounded by
+ * multi-max-commands and multi-max-bytes (the requests' memory): the
+ * command past either gets an error, the queue is dropped at once and
+ * EXEC aborts, as for any error while queuing. EXEC takes the queued
  * requests and the WATCHed keys into one request and starts it.
  *
  * EXEC (on the origin): locks the keys of every queued command (WRITE for
@@ -65,7 +68,7 @@ static void reply_simple(struct net_conn *c, const char *s)
         net_conn_reply_end(c, r);
 }
 
-static void multi_reset(struct net_conn *c)
+static void multi_drop_queue(struct net_conn *c)
 {
         while (c->mq_head) {
                 struct net_req *q = c->mq_head;
@@ -75,6 +78,12 @@ static void multi_reset(struct net_conn *c)
         }
         c->mq_tail = NULL;
         c->n_mq = 0;
+        c->mq_bytes = 0;
+}
+
+static void multi_reset(struct net_conn *c)
+{
+        multi_drop_queue(c);
         c->in_multi = c->multi_dirty = false;
         net_watch_free(c->watch, c->n_watch);
         c->watch = NULL;
@@ -91,9 +100,46 @@ static bool allowed_in_multi(const struct net_cmd_def *d)
         return false;
 }
 
+/* What queuing argv costs: the request (net_req_new) and its arguments. */
+static size_t queued_bytes(const struct net_arg *argv, size_t argc)
+{
+        size_t n = sizeof(struct net_req) + argc * sizeof(*argv);
+
+        for (size_t i = 0; i < argc; i++)
+                n += argv[i].len;
+        return n;
+}
+
+/* Refuses the command (and drops the queue) past the transaction's
+ * bounds. Returns true when refused. */
+static bool multi_over(struct net_conn *c, size_t bytes)
+{
+        const struct scree_config *cfg = &c->sh->cfg;
+        struct net_resp_out *o;
+        struct net_req *r;
+        bool many = c->n_mq >= cfg->multi_max_commands;
+
+        if (!many && c->mq_bytes + bytes <= cfg->multi_max_bytes)
+                return false;
+        c->multi_dirty = true;
+        multi_drop_queue(c);            /* EXEC will abort: free it now */
+        o = net_conn_reply_slot(c, &r);
+        if (!o)
+                return true;
+        if (many)
+                net_resp_add_errorf(o, "ERR MULTI queue too long (max %llu commands)",
+                                    (unsigned long long)cfg->multi_max_commands);
+        else
+                net_resp_add_errorf(o, "ERR MULTI queue too big (max %llu bytes)",
+                                    (unsigned long long)cfg->multi_max_bytes);
+        net_conn_reply_end(c, r);
+        return true;
+}
+
 static void multi_queue(struct net_conn *c, const struct net_cmd_def *d, const struct net_arg *argv,
                         size_t argc)
 {
+        size_t bytes = queued_bytes(argv, argc);
         struct net_req *q;
         struct net_req *r;
         struct net_resp_out *o;
@@ -107,6 +153,12 @@ static void multi_queue(struct net_conn *c, const struct net_cmd_def *d, const s
                 }
                 return;
         }
+        if (c->multi_dirty) {
+                reply_simple(c, "QUEUED");      /* EXEC will abort: nothing to keep */
+                return;
+        }
+        if (multi_over(c, bytes))
+                return;
         q = net_req_new(c->sh, d, argv, argc, c->proto);
         if (!q) {
                 c->multi_dirty = true;
@@ -119,6 +171,7 @@ static void multi_queue(struct net_conn *c, const struct net_cmd_def *d, const s
                 c->mq_head = q;
         c->mq_tail = q;
         c->n_mq++;
+        c->mq_bytes += bytes;
         reply_simple(c, "QUEUED");
 }
 

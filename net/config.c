@@ -113,6 +113,10 @@ static const struct cfg_def defs[] = {
         { "maxmemory-clients", CFG_PCT, OFF(maxmemory_clients), "10%", 0, UINT64_MAX, NULL, true,
           false, "memory all clients' buffers may hold together (N% of --memory, or a size; 0 = no "
           "limit): above it the client holding the most is closed", NULL },
+        { "multi-max-commands", CFG_UINT, OFF(multi_max_commands), "100000", 1, UINT32_MAX, NULL,
+          true, false, "commands one MULTI may queue", NULL },
+        { "multi-max-bytes", CFG_SIZE, OFF(multi_max_bytes), "32MiB", 4096, UINT64_MAX, NULL, true,
+          false, "memory one MULTI's queued commands may hold", NULL },
         { "maxmemory", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_maxmemory },
         { "save", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_empty },
         { "appendonly", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_yes },

@@ -56,6 +56,8 @@ struct scree_config {
         uint64_t slowlog_max_len;       /* SLOWLOG entries per shard */
         uint64_t prefault;              /* bool: memtable memory faulted in at start-up */
         uint64_t maxmemory_clients;     /* bytes, or CFG_PERCENT | percent of memory; 0 = off */
+        uint64_t multi_max_commands;    /* commands one MULTI may queue */
+        uint64_t multi_max_bytes;       /* bytes one MULTI's queue may hold */
 };
 
 /* A percent-or-size setting holding a percent (of --memory) sets this bit. */

@@ -58,7 +58,7 @@ size_t net_conn_mem_bytes(const struct net_conn *c)
         if (c->closing)
                 return 0;       /* on its way out: what it holds is being freed */
         return net_resp_out_pending_bytes(&c->out) + c->held_bytes +
-               net_resp_parser_mem_bytes(&c->parser);
+               net_resp_parser_mem_bytes(&c->parser) + c->mq_bytes;
 }
 
 /* The connection of sh holding the most, or NULL. */
@@ -635,7 +635,7 @@ size_t net_conn_describe(const struct net_conn *c, uint64_t now_ms, char *buf)
                      (unsigned long long)c->id, c->addr, c->laddr, c->fd, c->name ? c->name : "",
                      (unsigned long long)((now_ms - c->created_ms) / 1000),
                      (unsigned long long)((now_ms - c->last_ms) / 1000), qbuf,
-                     NET_CONN_RECV_BYTES - qbuf, (size_t)0, NET_CONN_RECV_BYTES, c->n_queued, out,
+                     NET_CONN_RECV_BYTES - qbuf, c->mq_bytes, NET_CONN_RECV_BYTES, c->n_queued, out,
                      net_conn_mem_bytes(c) + NET_CONN_RECV_BYTES + sizeof(*c), c->last_cmd[0] ? c->last_cmd : "NULL",
                      c->proto, c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
         if (n < 0)

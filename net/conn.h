@@ -88,6 +88,7 @@ struct net_conn {
         bool in_multi, multi_dirty;
         struct net_req *mq_head, *mq_tail;      /* commands queued by MULTI */
         uint32_t n_mq;
+        size_t mq_bytes;                /* memory of the queued commands */
         struct net_watch *watch;        /* WATCHed keys */
         uint32_t n_watch, cap_watch;
 };

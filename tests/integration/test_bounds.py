@@ -5,6 +5,7 @@ bounds of one MULTI queue. Every load is bounded in count and time; the
 tests wait for the server's counters, never for a fixed time, and assert
 no timing."""
 import socket
+import threading
 import time
 
 import pytest
@@ -118,3 +119,78 @@ def test_a_client_that_never_reads_stops_being_read():
         if slow:
             slow.close()
         s.close()
+
+
+# ---- MULTI ----
+
+@pytest.fixture
+def rr(server):
+    """Replies as the server sent them (no redis-py callbacks)."""
+    c = server.client()
+    c.response_callbacks.clear()
+    yield c
+    c.close()
+
+
+def test_multi_queue_is_bounded_in_commands_and_exec_aborts(rr):
+    r = rr
+    assert r.execute_command("CONFIG", "GET", "multi-max-commands") == [b"multi-max-commands", b"100000"]
+    r.config_set("multi-max-commands", "100")
+    assert r.execute_command("MULTI") == b"OK"
+    for i in range(100):
+        assert r.execute_command("SET", "q%d" % i, "v") == b"QUEUED"
+    with pytest.raises(redis.ResponseError) as e:
+        r.execute_command("SET", "q100", "v")
+    assert str(e.value) == "MULTI queue too long (max 100 commands)"
+    assert r.execute_command("SET", "q101", "v") == b"QUEUED"     # as after any error
+    with pytest.raises(redis.exceptions.ExecAbortError):
+        r.execute_command("EXEC")
+    assert r.exists("q0", "q99", "q101") == 0
+    # The connection is fine and the next transaction runs.
+    assert r.execute_command("MULTI") == b"OK"
+    assert r.execute_command("SET", "q0", "v") == b"QUEUED"
+    assert r.execute_command("EXEC") == [b"OK"]
+
+
+def test_multi_queue_is_bounded_in_bytes(rr):
+    r = rr
+    r.config_set("multi-max-bytes", "64kb")
+    assert r.execute_command("MULTI") == b"OK"
+    val = b"x" * 10000
+    replies = []
+    for i in range(10):
+        try:
+            replies.append(r.execute_command("SET", "b%d" % i, val))
+        except redis.ResponseError as e:
+            replies.append(str(e))
+    assert b"QUEUED" in replies
+    assert "MULTI queue too big (max 65536 bytes)" in replies
+    with pytest.raises(redis.exceptions.ExecAbortError):
+        r.execute_command("EXEC")
+    assert r.exists("b0") == 0
+
+
+def test_a_huge_multi_does_not_grow_the_server(server):
+    # 1 M queued SETs took 1.5 GB before the bound; with the defaults a
+    # queue stops at 32 MiB (about 24 000 SETs) and is dropped.
+    raw = server.raw()
+    r = server.client()
+    base = server.rss_kib()
+    n = 200000
+    cmds = [b"*1\r\n$5\r\nMULTI\r\n"]
+    cmds += [b"*3\r\n$3\r\nSET\r\n$7\r\nk%06d\r\n$1\r\nv\r\n" % i for i in range(n)]
+    cmds.append(b"*1\r\n$4\r\nEXEC\r\n")
+    sender = threading.Thread(target=raw.send, args=(b"".join(cmds),))
+    sender.start()          # the server stops reading while we do not read
+    replies = [raw.reply() for _ in range(n + 2)]
+    sender.join(60)
+    assert not sender.is_alive()
+    errors = [v for t, v in replies if t == b"-"]
+    assert errors[0].startswith(b"ERR MULTI queue too big (max 33554432 bytes)"), errors[:2]
+    assert errors[-1].startswith(b"EXECABORT"), errors[-1]
+    assert len(errors) == 2
+    grown_mib = (server.rss_kib() - base) / 1024
+    assert grown_mib < 150, "server grew by %.0f MiB" % grown_mib
+    assert info(r, "memory")["mem_clients_normal"] < 1 << 20
+    assert r.dbsize() == 0
+    raw.s.close()
