@@ -20,7 +20,7 @@
 
 struct shard_info {
         struct eng_shard_stats st;
-        uint64_t conns, commands, ops_per_sec, hits, misses;
+        uint64_t conns, commands, ops_per_sec, hits, misses, client_mem, evicted;
         bool loading;
 };
 
@@ -34,6 +34,8 @@ int net_cmd_shard_info(struct net_req *req)
         si->ops_per_sec = sh->ops_per_sec;
         si->hits = sh->keyspace_hits;
         si->misses = sh->keyspace_misses;
+        si->client_mem = sh->client_mem_bytes;
+        si->evicted = sh->evicted_clients;
         si->loading = !sh->eng;
         if (!sh->eng) {
                 net_resp_add_int(req->out, 0);
@@ -68,14 +70,8 @@ static void info_server(FILE *f, const struct net_server *srv)
 
 static void info_clients_stats(FILE *f, const struct net_req *req, struct net_server *srv)
 {
-        uint64_t cmds = 0, ops = 0, hits = 0, misses = 0;
+        uint64_t cmds = 0, ops = 0, hits = 0, misses = 0, client_mem = 0, evicted = 0;
 
-        if (want(req, "clients"))
-                fprintf(f, "# Clients\r\nconnected_clients:%llu\r\nmaxclients:%llu\r\n\r\n",
-                        (unsigned long long)atomic_load(&srv->clients),
-                        (unsigned long long)req->exec->cfg.maxclients);
-        if (!want(req, "stats"))
-                return;
         for (uint32_t i = 0; i < req->n_children; i++) {
                 const struct shard_info *si = req->children[i]->info;
 
@@ -83,15 +79,29 @@ static void info_clients_stats(FILE *f, const struct net_req *req, struct net_se
                 ops += si->ops_per_sec;
                 hits += si->hits;
                 misses += si->misses;
+                client_mem += si->client_mem;
+                evicted += si->evicted;
         }
+        if (want(req, "clients"))
+                fprintf(f, "# Clients\r\nconnected_clients:%llu\r\nmaxclients:%llu\r\n\r\n",
+                        (unsigned long long)atomic_load(&srv->clients),
+                        (unsigned long long)req->exec->cfg.maxclients);
+        /* Only the clients' part of Redis's memory section: the engine's
+         * memory is in `# Scree`. */
+        if (want(req, "memory"))
+                fprintf(f, "# Memory\r\nmem_clients_normal:%llu\r\nmaxmemory_clients:%llu\r\n\r\n",
+                        (unsigned long long)client_mem,
+                        (unsigned long long)cfg_clients_limit_bytes(&req->exec->cfg));
+        if (!want(req, "stats"))
+                return;
         fprintf(f, "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
                    "instantaneous_ops_per_sec:%llu\r\nrejected_connections:%llu\r\n"
-                   "expired_keys:0\r\nevicted_keys:0\r\nkeyspace_hits:%llu\r\n"
-                   "keyspace_misses:%llu\r\n\r\n",
+                   "expired_keys:0\r\nevicted_keys:0\r\nevicted_clients:%llu\r\n"
+                   "keyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n\r\n",
                 (unsigned long long)atomic_load(&srv->total_connections),
                 (unsigned long long)cmds, (unsigned long long)ops,
                 (unsigned long long)atomic_load(&srv->rejected_connections),
-                (unsigned long long)hits, (unsigned long long)misses);
+                (unsigned long long)evicted, (unsigned long long)hits, (unsigned long long)misses);
 }
 
 static void info_scree(FILE *f, const struct net_req *req)
@@ -105,7 +115,7 @@ static void info_scree(FILE *f, const struct net_req *req)
                            "memtable_bytes=%llu,imm_bytes=%llu,flushes=%llu,compactions=%llu,"
                            "stalls=%llu,disk_bytes_written=%llu,replayed_records=%llu,"
                            "blocks_prefaulted=%llu,block_pool_hits=%llu,block_pool_misses=%llu,"
-                           "prefault_pending=%llu\r\n",
+                           "prefault_pending=%llu,client_mem=%llu,evicted_clients=%llu\r\n",
                         i, (long long)req->children[i]->ival, si->loading,
                         (unsigned long long)si->conns, (unsigned long long)s->writes,
                         (unsigned long long)s->gets, (unsigned long long)s->memtable_bytes,
@@ -116,7 +126,8 @@ static void info_scree(FILE *f, const struct net_req *req)
                         (unsigned long long)s->blocks_prefaulted,
                         (unsigned long long)s->block_pool_hits,
                         (unsigned long long)s->block_pool_misses,
-                        (unsigned long long)s->prefault_pending);
+                        (unsigned long long)s->prefault_pending,
+                        (unsigned long long)si->client_mem, (unsigned long long)si->evicted);
         }
         fprintf(f, "\r\n");
 }

@@ -18,6 +18,7 @@ enum cfg_type {
         CFG_BOOL,
         CFG_ENUM,
         CFG_STRING,
+        CFG_PCT,                        /* a size, or N% of memory (CFG_PERCENT | N) */
         CFG_COMPAT,                     /* read-only, for clients that ask Redis's names */
 };
 
@@ -112,6 +113,13 @@ static const struct cfg_def defs[] = {
           "SLOWLOG records commands slower than this many microseconds (-1 = none)", NULL },
         { "slowlog-max-len", CFG_UINT, OFF(slowlog_max_len), "128", 0, 1000000, NULL, true, false,
           "SLOWLOG entries kept per shard", NULL },
+        { "maxmemory-clients", CFG_PCT, OFF(maxmemory_clients), "10%", 0, UINT64_MAX, NULL, true,
+          false, "memory all clients' buffers may hold together (N% of --memory, or a size; 0 = no "
+          "limit): above it the client holding the most is closed", NULL },
+        { "multi-max-commands", CFG_UINT, OFF(multi_max_commands), "100000", 1, UINT32_MAX, NULL,
+          true, false, "commands one MULTI may queue", NULL },
+        { "multi-max-bytes", CFG_SIZE, OFF(multi_max_bytes), "32MiB", 4096, UINT64_MAX, NULL, true,
+          false, "memory one MULTI's queued commands may hold", NULL },
         { "maxmemory", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_maxmemory },
         { "save", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_empty },
         { "appendonly", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_yes },
@@ -207,6 +215,35 @@ static int parse_int(const struct cfg_def *d, const char *s, uint64_t *ret)
         return 0;
 }
 
+/* A size, or "N%" with N from 1 to 100 (stored as CFG_PERCENT | N). */
+static int parse_pct(const char *s, uint64_t *ret)
+{
+        size_t n = strlen(s);
+        char num[24];
+        uint64_t v;
+
+        if (n < 2 || s[n - 1] != '%')
+                return cfg_parse_size(s, ret) < 0 || (*ret & CFG_PERCENT) ? -EINVAL : 0;
+        if (n - 1 >= sizeof(num))
+                return -EINVAL;
+        memcpy(num, s, n - 1);
+        num[n - 1] = 0;
+        if (parse_uint(num, &v) < 0 || v < 1 || v > 100)
+                return -EINVAL;
+        *ret = CFG_PERCENT | v;
+        return 0;
+}
+
+uint64_t cfg_clients_limit_bytes(const struct scree_config *c)
+{
+        uint64_t v = c->maxmemory_clients;
+
+        if (!(v & CFG_PERCENT))
+                return v;
+        v &= ~CFG_PERCENT;
+        return c->memory / 100 * v + c->memory % 100 * v / 100;       /* exact, no overflow */
+}
+
 static int parse_bool(const char *s, uint64_t *ret)
 {
         static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no", "false", "off", "0" };
@@ -256,6 +293,10 @@ static void expected(const struct cfg_def *d, char *buf, size_t len)
         case CFG_BOOL:
                 snprintf(buf, len, "yes or no");
                 break;
+        case CFG_PCT:
+                snprintf(buf, len, "a size (suffixes k, kb, mb, MiB, g, ...) or a percent of "
+                                   "memory from 1%% to 100%%");
+                break;
         case CFG_ENUM:
                 buf[0] = 0;
                 for (size_t i = 0; d->words[i] && n < len; i++)
@@ -286,6 +327,9 @@ static int set_def(struct scree_config *c, const struct cfg_def *d, const char *
                 break;
         case CFG_BOOL:
                 r = parse_bool(value, &v);
+                break;
+        case CFG_PCT:
+                r = parse_pct(value, &v);
                 break;
         case CFG_ENUM:
                 r = parse_enum(d, value, &v);
@@ -415,6 +459,12 @@ int cfg_get(const struct scree_config *c, const char *name, char *buf, size_t le
                 break;
         case CFG_INT:
                 snprintf(buf, len, "%lld", (long long)v);
+                break;
+        case CFG_PCT:
+                if (v & CFG_PERCENT)
+                        snprintf(buf, len, "%llu%%", (unsigned long long)(v & ~CFG_PERCENT));
+                else
+                        snprintf(buf, len, "%llu", (unsigned long long)v);
                 break;
         default:
                 snprintf(buf, len, "%llu", (unsigned long long)v);

@@ -16,7 +16,9 @@
  *             (`--salvage`, last or followed by another flag) is yes;
  *   enum      one of the listed words;
  *   string    anything; in a file, "..." or '...' quote a value with
- *             spaces or an empty one.
+ *             spaces or an empty one;
+ *   pct       a size as above, or N% (1 to 100) of --memory, as Redis's
+ *             maxmemory-clients takes a percent of maxmemory.
  * Errors name the setting (and the file and line) and say what is
  * expected; a cfg_set that fails changes nothing.
  *
@@ -55,7 +57,13 @@ struct scree_config {
         uint64_t slowlog_max_len;       /* SLOWLOG entries per shard */
         uint64_t prefault;              /* bool: memtable memory faulted in at start-up */
         uint64_t salvage;               /* bool: start past damaged commit-log records */
+        uint64_t maxmemory_clients;     /* bytes, or CFG_PERCENT | percent of memory; 0 = off */
+        uint64_t multi_max_commands;    /* commands one MULTI may queue */
+        uint64_t multi_max_bytes;       /* bytes one MULTI's queue may hold */
 };
+
+/* A percent-or-size setting holding a percent (of --memory) sets this bit. */
+#define CFG_PERCENT (UINT64_C(1) << 63)
 
 /* Fills c with every default. Returns 0 or -ENOMEM. Free with cfg_fini. */
 int cfg_init(struct scree_config *c);
@@ -106,6 +114,10 @@ const char *cfg_name(size_t i);
 /* Writes the current value of name as CONFIG GET shows it into buf
  * (NUL-terminated, truncated to len). Returns 0 or -ENOENT. */
 int cfg_get(const struct scree_config *c, const char *name, char *buf, size_t len);
+
+/* The bytes all clients together may hold (maxmemory-clients resolved
+ * against --memory); 0 = no limit. Pure. */
+uint64_t cfg_clients_limit_bytes(const struct scree_config *c);
 
 /* Parses a size with the suffixes above. Returns 0 and *ret, or -EINVAL
  * (not a size, or above UINT64_MAX). Pure. */

@@ -21,6 +21,7 @@
 #include <scree/scree_errors.h>
 
 #include "base/compiler.h"
+#include "base/log.h"
 #include "base/time.h"
 #include "net/cmd.h"
 #include "net/conn.h"
@@ -40,16 +41,83 @@ static void conn_kill(struct net_conn *c)
         }
 }
 
+/* Over the output limit counting the replies still to come: a client that
+ * never reads stops being read once its replies fill the limit, wherever
+ * they are -- sent, waiting behind the head, or being made on another
+ * shard (estimated: the replies come back at their full size). */
 static bool conn_paused(const struct net_conn *c)
 {
-        return net_resp_out_pending_bytes(&c->out) > NET_CONN_MAX_OUT_BYTES ||
+        size_t out = net_resp_out_pending_bytes(&c->out) + c->held_bytes;
+
+        return out + (size_t)c->n_queued * c->reply_est > NET_CONN_MAX_OUT_BYTES ||
                c->n_queued >= NET_CONN_MAX_QUEUED || c->barrier;
+}
+
+size_t net_conn_mem_bytes(const struct net_conn *c)
+{
+        if (c->closing)
+                return 0;       /* on its way out: what it holds is being freed */
+        return net_resp_out_pending_bytes(&c->out) + c->held_bytes +
+               net_resp_parser_mem_bytes(&c->parser) + c->mq_bytes;
+}
+
+/* The connection of sh holding the most, or NULL. */
+static struct net_conn *conn_biggest(struct net_shard *sh)
+{
+        struct net_conn *best = NULL;
+
+        for (struct net_conn *c = sh->conns; c; c = c->next)
+                if (!c->closing && c->mem_counted && (!best || c->mem_counted > best->mem_counted))
+                        best = c;
+        return best;
+}
+
+/* maxmemory-clients: over this shard's share, close the biggest until
+ * under (c itself may be one: the caller then frees it). */
+static void conn_evict(struct net_conn *c)
+{
+        struct net_shard *sh = c->sh;
+        uint64_t limit = cfg_clients_limit_bytes(&sh->cfg) / sh->srv->n_shards;
+
+        while (limit && sh->client_mem_bytes > limit) {
+                struct net_conn *v = conn_biggest(sh);
+
+                if (!v)
+                        break;
+                log_warn("client id=%llu addr=%s closed: its buffers hold %zu bytes and the "
+                         "shard's clients %llu, over maxmemory-clients (%llu per shard)",
+                         (unsigned long long)v->id, v->addr, v->mem_counted,
+                         (unsigned long long)sh->client_mem_bytes, (unsigned long long)limit);
+                sh->evicted_clients++;
+                sh->client_mem_bytes -= v->mem_counted;
+                v->mem_counted = 0;
+                if (v == c)
+                        conn_kill(c);
+                else
+                        net_conn_close(v);
+        }
+}
+
+/* Brings c's part of the shard's client memory up to date and enforces
+ * the limit. */
+static void conn_account(struct net_conn *c)
+{
+        size_t now = net_conn_mem_bytes(c);
+
+        if (now == c->mem_counted)
+                return;
+        c->sh->client_mem_bytes += now;
+        c->sh->client_mem_bytes -= c->mem_counted;
+        c->mem_counted = now;
+        if (now)
+                conn_evict(c);
 }
 
 static void conn_free(struct net_conn *c)
 {
         struct net_shard *sh = c->sh;
 
+        sh->client_mem_bytes -= c->mem_counted;
         net_shard_conn_unlink(sh, c);
         close(c->fd);
         net_resp_parser_fini(&c->parser);
@@ -159,6 +227,7 @@ static void conn_after(struct net_conn *c)
 {
         if (c->in_input)
                 return;
+        conn_account(c);
         conn_send(c);
         if (!c->closing && !c->eof && !conn_paused(c) && c->ipos < c->ilen) {
                 conn_input(c);
@@ -201,11 +270,26 @@ static void conn_slowlog(struct net_conn *c, const struct net_req *req, uint64_t
                          req->argv, req->argc, c->addr, c->name);
 }
 
+/* A reply made in req's own buffer now waits for its turn: count it, and
+ * learn from its size how much the requests in flight may bring back
+ * (the estimate rises at once, and decays by an eighth per smaller reply). */
+static void conn_reply_held(struct net_conn *c, const struct net_req *req)
+{
+        size_t bytes = net_resp_out_pending_bytes(&req->own);
+
+        c->held_bytes += bytes;
+        if (!req->def)
+                return;
+        c->reply_est = bytes > c->reply_est ? bytes : c->reply_est - c->reply_est / 8;
+}
+
 void net_conn_req_done(struct net_conn *c, struct net_req *req)
 {
         struct net_req *h;
 
         req->done = true;
+        if (req->out != &c->out)
+                conn_reply_held(c, req);
         if (req->def) {
                 /* One clock read for both: on a VM's kvm-clock each costs
                  * more than parsing a command. */
@@ -218,6 +302,8 @@ void net_conn_req_done(struct net_conn *c, struct net_req *req)
         if (req == c->barrier)
                 c->barrier = NULL;
         while ((h = c->q_head) && h->done) {
+                if (h->out != &c->out)
+                        c->held_bytes -= net_resp_out_pending_bytes(&h->own);
                 if (h->out != &c->out && !c->closing)
                         net_out_move(&c->out, &h->own);
                 c->q_head = h->next;
@@ -496,6 +582,7 @@ int net_conn_open(struct net_shard *sh, int fd)
         c->sh = sh;
         c->fd = fd;
         c->proto = 2;
+        c->reply_est = NET_CONN_REPLY_EST_BYTES;
         c->id = atomic_fetch_add_explicit(&srv->next_client_id, 1, memory_order_relaxed) + 1;
         c->created_ms = c->last_ms = net_now_ms();
         c->input_ns = time_now_ns();
@@ -536,20 +623,20 @@ void net_conn_set_proto(struct net_conn *c, uint8_t proto)
 
 size_t net_conn_describe(const struct net_conn *c, uint64_t now_ms, char *buf)
 {
-        size_t out = net_resp_out_pending_bytes(&c->out);
+        size_t out = net_resp_out_pending_bytes(&c->out) + c->held_bytes;
         size_t qbuf = c->ilen - c->ipos;
         int n;
 
         n = snprintf(buf, NET_CONN_LINE_MAX,
                      "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=N db=0 "
                      "sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 "
-                     "multi-mem=0 rbs=%u rbp=0 obl=0 oll=%u omem=%zu tot-mem=%zu events=r "
+                     "multi-mem=%zu rbs=%u rbp=0 obl=0 oll=%u omem=%zu tot-mem=%zu events=r "
                      "cmd=%s user=default redir=-1 resp=%u lib-name=%s lib-ver=%s\n",
                      (unsigned long long)c->id, c->addr, c->laddr, c->fd, c->name ? c->name : "",
                      (unsigned long long)((now_ms - c->created_ms) / 1000),
                      (unsigned long long)((now_ms - c->last_ms) / 1000), qbuf,
-                     NET_CONN_RECV_BYTES - qbuf, NET_CONN_RECV_BYTES, c->n_queued, out,
-                     out + NET_CONN_RECV_BYTES + sizeof(*c), c->last_cmd[0] ? c->last_cmd : "NULL",
+                     NET_CONN_RECV_BYTES - qbuf, c->mq_bytes, NET_CONN_RECV_BYTES, c->n_queued, out,
+                     net_conn_mem_bytes(c) + NET_CONN_RECV_BYTES + sizeof(*c), c->last_cmd[0] ? c->last_cmd : "NULL",
                      c->proto, c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
         if (n < 0)
                 return 0;

@@ -10,9 +10,18 @@
  * Pipeline order: the request at the head of the queue writes straight
  * into the connection's output; a request behind it, or one running on
  * another shard, writes into its own buffer, appended when it reaches
- * the head. Backpressure: while the unsent output or the queue is over
- * its limit the connection stops parsing and receiving; it resumes once
- * the output drains below half the limit.
+ * the head. Backpressure: while the unsent output, the replies waiting
+ * behind the head and the replies expected from the requests in flight
+ * (their count times a running estimate of one reply's size) are over
+ * NET_CONN_MAX_OUT_BYTES, or the queue is over its limit, the connection
+ * stops parsing and receiving; it resumes once they drain.
+ *
+ * Client memory (maxmemory-clients): each connection counts what it holds
+ * beyond its fixed buffers -- unsent output, finished replies waiting
+ * behind the head, the parser's partial command, the MULTI queue -- into
+ * its shard's total (no shared counter: each shard has the share
+ * limit / shards of the whole). Past that share the shard closes the
+ * connection holding the most, and counts it (INFO evicted_clients).
  *
  * Closing (peer gone, QUIT, protocol error, server stop): no new command
  * is parsed; the connection is freed once no recv or send is in flight
@@ -38,6 +47,9 @@ struct net_shard;
 #define NET_CONN_RECV_BYTES (16u << 10)
 #define NET_CONN_MAX_OUT_BYTES (1u << 20)       /* stop reading above this backlog */
 #define NET_CONN_MAX_QUEUED 256u                /* requests waiting for a reply */
+/* The first estimate of a reply's size: a new connection has at most four
+ * requests in flight elsewhere until its replies show they are small. */
+#define NET_CONN_REPLY_EST_BYTES (256u << 10)
 #define NET_CONN_IOV 64
 
 struct net_conn {
@@ -54,6 +66,9 @@ struct net_conn {
         struct msghdr msg;
         struct net_req *q_head, *q_tail;
         uint32_t n_queued;
+        size_t held_bytes;              /* replies of finished requests behind the head */
+        size_t reply_est;               /* running estimate of one reply's bytes */
+        size_t mem_counted;             /* what sh->client_mem_bytes holds for c */
         uint8_t proto;                  /* 2 or 3 */
         bool recv_busy, send_busy;
         bool authed;
@@ -73,6 +88,7 @@ struct net_conn {
         bool in_multi, multi_dirty;
         struct net_req *mq_head, *mq_tail;      /* commands queued by MULTI */
         uint32_t n_mq;
+        size_t mq_bytes;                /* memory of the queued commands */
         struct net_watch *watch;        /* WATCHed keys */
         uint32_t n_watch, cap_watch;
 };
@@ -112,6 +128,9 @@ void net_conn_start(struct net_conn *c, struct net_req *req);
  * Shard-local. */
 struct net_resp_out *net_conn_reply_slot(struct net_conn *c, struct net_req **ret_req);
 void net_conn_reply_end(struct net_conn *c, struct net_req *req);
+
+/* The buffer memory c holds now (see above; 0 once closing). Shard-local. */
+size_t net_conn_mem_bytes(const struct net_conn *c);
 
 /* Switches c and its later replies to protocol 2 or 3. Shard-local. */
 void net_conn_set_proto(struct net_conn *c, uint8_t proto);

@@ -96,6 +96,8 @@ struct net_shard {
         struct net_slowlog *slowlog;    /* commands of this shard's connections */
         uint64_t n_conns;
         uint64_t n_accepted;            /* connections accepted here */
+        uint64_t client_mem_bytes;      /* what this shard's connections hold (conn.c) */
+        uint64_t evicted_clients;       /* closed for maxmemory-clients */
         struct net_cmd_metrics *metrics;        /* commands of this shard's connections */
         void *stop_req;                 /* the foreign request waiting for phase 1 or 2 */
         bool close_wanted;              /* phase 2 asked while the engine was opening */

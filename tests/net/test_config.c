@@ -264,3 +264,27 @@ Test(config, signed_settings_take_minus_one_and_refuse_below_their_minimum)
         cr_assert(eq(int, cfg_set(&c, "slowlog-log-slower-than", "0", true, err, sizeof(err)), 0));
         cr_expect(eq(str, (char *)get("slowlog-log-slower-than"), "0"));
 }
+
+Test(config, maxmemory_clients_takes_a_size_or_a_percent_of_memory)
+{
+        static const char *const bad[] = { "0%", "101%", "%", "x%", "1.5%", "-1", "10 %",
+                                           "9223372036854775808" };
+
+        cr_expect(eq(str, (char *)get("maxmemory-clients"), "10%"));
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c), (UINT64_C(1) << 30) / 10));
+        cr_assert(eq(int, cfg_set(&c, "maxmemory-clients", "64mb", true, err, sizeof(err)), 0));
+        cr_expect(eq(str, (char *)get("maxmemory-clients"), "67108864"));
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c), 64u << 20));
+        cr_assert(eq(int, cfg_set(&c, "memory", "2GiB", false, err, sizeof(err)), 0));
+        cr_assert(eq(int, cfg_set(&c, "maxmemory-clients", "100%", true, err, sizeof(err)), 0));
+        cr_expect(eq(str, (char *)get("maxmemory-clients"), "100%"));
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c), UINT64_C(2) << 30));
+        cr_assert(eq(int, cfg_set(&c, "maxmemory-clients", "0", true, err, sizeof(err)), 0));
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c), 0));
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                cr_expect(eq(int, cfg_set(&c, "maxmemory-clients", bad[i], true, err, sizeof(err)),
+                             -EINVAL), "%s", bad[i]);
+                cr_expect(eq(u64, c.maxmemory_clients, 0), "%s changed it", bad[i]);
+        }
+        cr_expect(strstr(err, "percent of memory") != NULL, "%s", err);
+}
