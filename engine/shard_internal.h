@@ -115,7 +115,7 @@ struct eng_shard {
          * ready ones from order_task) */
         struct eng_keyq keyq;
         struct rx_task order_task;
-        bool order_posted;
+        bool order_posted, order_draining;
         int error;                      /* stops writes */
         struct eng_flush *flush;        /* the one flush in progress */
         int flush_error;                /* of the last flush, cleared by a good one */

@@ -31,7 +31,17 @@ static void order_task(struct rx_loop *loop, struct rx_task *task)
 void shard_order_leave(struct eng_shard *s, struct eng_keyq_node *node)
 {
         eng_keyq_leave(&s->keyq, node);
-        if (s->keyq.ready_head && !s->order_posted && !s->closing) {
+        if (s->closing) {
+                /* No task may outlive the shard: fail what is ready now
+                 * (a leave inside adds to the list the outer loop walks). */
+                if (!s->order_draining) {
+                        s->order_draining = true;
+                        shard_order_fail_all(s);
+                        s->order_draining = false;
+                }
+                return;
+        }
+        if (s->keyq.ready_head && !s->order_posted) {
                 s->order_posted = true;
                 s->order_task.fn = order_task;
                 s->order_task.name = "shard key order";

@@ -145,8 +145,6 @@ static int get_prepare(struct eng_shard *s, enum eng_table table, const void *ke
                 return -EINVAL;
         }
         g->tablet = &s->tablets[loc.local];
-        g->qnode = (struct eng_keyq_node){ .op = &g->qop,
-                                           .fp = eng_keyq_fp(g->ikey, g->ikey_len) };
         return 0;
 }
 
@@ -201,10 +199,13 @@ int eng_shard_get(struct eng_shard *s, enum eng_table table, const void *key, ui
 
         if (r < 0)
                 return r;
-        if (eng_keyq_is_busy(&s->keyq, g->qnode.fp)) {
+        if (!eng_keyq_is_idle(&s->keyq) &&
+            eng_keyq_is_busy(&s->keyq, eng_keyq_fp(g->ikey, g->ikey_len))) {
                 /* An earlier write or read-modify-write of the key is in
                  * flight: read what it leaves. */
                 g->qop = (struct eng_keyq_op){ .run = get_woken };
+                g->qnode = (struct eng_keyq_node){ .op = &g->qop,
+                                                   .fp = eng_keyq_fp(g->ikey, g->ikey_len) };
                 r = eng_keyq_enter(&s->keyq, &g->qnode);
                 if (r == 0)
                         return 1;
@@ -329,8 +330,8 @@ int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32
         /* It holds the key from now until its write is in: a later
          * operation on the key waits behind it. */
         r->qop = (struct eng_keyq_op){ .run = rmw_woken };
-        r->qnode = r->g.qnode;
-        r->qnode.op = &r->qop;
+        r->qnode = (struct eng_keyq_node){ .op = &r->qop,
+                                           .fp = eng_keyq_fp(r->g.ikey, r->g.ikey_len) };
         res = eng_keyq_enter(&s->keyq, &r->qnode);
         if (res < 0) {
                 get_cleanup(&r->g);
