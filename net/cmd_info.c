@@ -91,7 +91,8 @@ static void info_clients_stats(FILE *f, const struct net_req *req, struct net_se
         if (want(req, "memory"))
                 fprintf(f, "# Memory\r\nmem_clients_normal:%llu\r\nmaxmemory_clients:%llu\r\n\r\n",
                         (unsigned long long)client_mem,
-                        (unsigned long long)cfg_clients_limit_bytes(&req->exec->cfg));
+                        (unsigned long long)(cfg_clients_limit_bytes(&req->exec->cfg, srv->n_shards) *
+                                             srv->n_shards));
         if (!want(req, "stats"))
                 return;
         fprintf(f, "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"

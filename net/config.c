@@ -234,14 +234,19 @@ static int parse_pct(const char *s, uint64_t *ret)
         return 0;
 }
 
-uint64_t cfg_clients_limit_bytes(const struct scree_config *c)
+uint64_t cfg_clients_limit_bytes(const struct scree_config *c, uint32_t n_shards)
 {
         uint64_t v = c->maxmemory_clients;
 
+        if (n_shards == 0)
+                n_shards = 1;
         if (!(v & CFG_PERCENT))
-                return v;
+                return v / n_shards;
         v &= ~CFG_PERCENT;
-        return c->memory / 100 * v + c->memory % 100 * v / 100;       /* exact, no overflow */
+        if (!v)
+                return 0;
+        v = (c->memory / 100 * v + c->memory % 100 * v / 100) / n_shards; /* exact, no overflow */
+        return v > CFG_CLIENTS_SHARD_FLOOR ? v : CFG_CLIENTS_SHARD_FLOOR;
 }
 
 static int parse_bool(const char *s, uint64_t *ret)

@@ -115,9 +115,14 @@ const char *cfg_name(size_t i);
  * (NUL-terminated, truncated to len). Returns 0 or -ENOENT. */
 int cfg_get(const struct scree_config *c, const char *name, char *buf, size_t len);
 
-/* The bytes all clients together may hold (maxmemory-clients resolved
- * against --memory); 0 = no limit. Pure. */
-uint64_t cfg_clients_limit_bytes(const struct scree_config *c);
+/* The bytes the clients of one of n_shards shards may hold together
+ * (maxmemory-clients resolved against --memory, split evenly); 0 = no
+ * limit. A percent never gives a shard less than CFG_CLIENTS_SHARD_FLOOR:
+ * a small --memory must not cut off a client reading one big reply.
+ * Pure. */
+uint64_t cfg_clients_limit_bytes(const struct scree_config *c, uint32_t n_shards);
+
+#define CFG_CLIENTS_SHARD_FLOOR (UINT64_C(64) << 20)
 
 /* Parses a size with the suffixes above. Returns 0 and *ret, or -EINVAL
  * (not a size, or above UINT64_MAX). Pure. */

@@ -77,7 +77,7 @@ static struct net_conn *conn_biggest(struct net_shard *sh)
 static void conn_evict(struct net_conn *c)
 {
         struct net_shard *sh = c->sh;
-        uint64_t limit = cfg_clients_limit_bytes(&sh->cfg) / sh->srv->n_shards;
+        uint64_t limit = cfg_clients_limit_bytes(&sh->cfg, sh->srv->n_shards);
 
         while (limit && sh->client_mem_bytes > limit) {
                 struct net_conn *v = conn_biggest(sh);

@@ -271,16 +271,21 @@ Test(config, maxmemory_clients_takes_a_size_or_a_percent_of_memory)
                                            "9223372036854775808" };
 
         cr_expect(eq(str, (char *)get("maxmemory-clients"), "10%"));
-        cr_expect(eq(u64, cfg_clients_limit_bytes(&c), (UINT64_C(1) << 30) / 10));
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c, 1), (UINT64_C(1) << 30) / 10));
+        /* A percent gives each shard at least the floor (a small --memory
+         * must not cut off a client reading one big MGET reply). */
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c, 2), CFG_CLIENTS_SHARD_FLOOR));
         cr_assert(eq(int, cfg_set(&c, "maxmemory-clients", "64mb", true, err, sizeof(err)), 0));
         cr_expect(eq(str, (char *)get("maxmemory-clients"), "67108864"));
-        cr_expect(eq(u64, cfg_clients_limit_bytes(&c), 64u << 20));
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c, 1), 64u << 20));
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c, 4), 16u << 20), "a size has no floor");
         cr_assert(eq(int, cfg_set(&c, "memory", "2GiB", false, err, sizeof(err)), 0));
         cr_assert(eq(int, cfg_set(&c, "maxmemory-clients", "100%", true, err, sizeof(err)), 0));
         cr_expect(eq(str, (char *)get("maxmemory-clients"), "100%"));
-        cr_expect(eq(u64, cfg_clients_limit_bytes(&c), UINT64_C(2) << 30));
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c, 1), UINT64_C(2) << 30));
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c, 2), UINT64_C(1) << 30));
         cr_assert(eq(int, cfg_set(&c, "maxmemory-clients", "0", true, err, sizeof(err)), 0));
-        cr_expect(eq(u64, cfg_clients_limit_bytes(&c), 0));
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c, 2), 0));
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 cr_expect(eq(int, cfg_set(&c, "maxmemory-clients", bad[i], true, err, sizeof(err)),
                              -EINVAL), "%s", bad[i]);
