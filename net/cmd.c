@@ -224,7 +224,7 @@ static int req_run(struct net_req *req)
 {
         const struct net_cmd_def *d = req->def;
 
-        if (!(d->flags & (NET_CMD_LOADING | NET_CMD_NOENGINE)) && !req->exec->eng) {
+        if (!(d->flags & (NET_CMD_LOADING | NET_CMD_NOENGINE)) && net_shard_is_loading(req->exec)) {
                 net_resp_add_error(req->out, "LOADING Redis is loading the dataset in memory", 46);
                 return NET_CMD_DONE;
         }

@@ -461,6 +461,7 @@ static void engine_opened(void *arg, int res, struct eng_shard *s)
         } else {
                 sh->eng = s;
                 atomic_store(&sh->state, NET_SHARD_READY);
+                atomic_fetch_add(&sh->srv->shards_ready, 1);
         }
         if (sh->close_wanted) {
                 if (!sh->eng || eng_shard_close(sh->eng, engine_closed, sh) < 0)

@@ -70,6 +70,7 @@ struct net_server {
         _Atomic uint64_t total_commands;
         _Atomic uint64_t slowlog_next_id;               /* ids unique over the shards */
         _Atomic uint64_t cfg_version;   /* orders CONFIG SETs (cold path only) */
+        _Atomic unsigned shards_ready;  /* engines open; all of them: data commands run */
         int metrics_fd;                 /* --metrics-port listener, or -1 */
         struct net_metrics_http *metrics_http;  /* shard 0's (metrics_http.h) */
         struct eng_datadir_lock lock;   /* cfg->dir/LOCK, held until net_server_free */
@@ -84,6 +85,7 @@ struct net_shard {
         struct rx_op *accept_op;        /* heap, lives as long as the shard */
         struct eng_fs *fs;
         struct eng_shard *eng;          /* NULL until open; commands get -LOADING */
+        bool all_ready;                 /* every shard's engine is open (net_shard_is_loading) */
         _Atomic int state;              /* enum net_shard_state */
         _Atomic int open_err;           /* the engine's open error, if FAILED */
         struct net_conn *conns;         /* every open connection (doubly linked) */
@@ -159,6 +161,20 @@ int net_server_close_engine(struct net_server *srv, unsigned i);
 
 /* The calling shard's net_shard. Shard-local. */
 struct net_shard *net_shard_of(struct rx_loop *loop);
+
+/* Whether data commands must still answer -LOADING: until every shard's
+ * engine is open, as Redis has one loading state (a command on a shard
+ * that opened first would otherwise run while another still replays its
+ * log, and a client probing one key would take the server for ready).
+ * One branch once loaded. Shard-local. */
+static inline bool net_shard_is_loading(struct net_shard *sh)
+{
+        if (!sh->eng)
+                return true;    /* opening, or closed at shutdown */
+        if (!sh->all_ready)
+                sh->all_ready = atomic_load(&sh->srv->shards_ready) == sh->srv->n_shards;
+        return !sh->all_ready;
+}
 
 /* Which shard owns key. Any thread. */
 unsigned net_server_owner(const struct net_server *srv, const void *key, size_t len);

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 
 from server_util import WAIT_S, Server, free_port, wait_for
 
@@ -172,3 +173,66 @@ def test_more_shards_than_cpus_run():
         assert "4 shard(s)" in s.output()
     finally:
         s.close()
+
+
+def test_data_commands_answer_loading_until_every_shard_has_loaded():
+    # Redis has one loading state. Regression (issue 23's reproducers):
+    # a shard with nothing to replay served its keys while the other still
+    # replayed its log, so a client probing one key took the server for
+    # ready and the next command got -LOADING.
+    import redis
+    s = Server(smp=2, args=["--memory", "1GiB"]).start()
+    r = s.client()
+    owner = {}
+    for i in range(64):
+        k = "probe%d" % i
+        before = shard_writes(r)
+        r.set(k, "v")
+        after = shard_writes(r)
+        owner[k] = [j for j in after if after[j] > before[j]][0]
+    k0 = [k for k in owner if owner[k] == 0][0]
+    k1 = [k for k in owner if owner[k] == 1][:8]
+    # A long log on shard 1 only: overwrites of a few of its keys.
+    raw = s.raw()
+    val = "x" * 200
+    batch = b"".join(resp_cmd("SET", k, val) for k in k1) * 125     # 1000 SETs
+    for _ in range(400):                         # 400k writes
+        raw.send(batch)
+        for _ in range(1000):
+            assert raw.reply() == (b"+", b"OK")
+    s.stop(signal.SIGKILL)
+    s.start(wait=False)
+    probe = None
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            probe = probe or s.client()
+            got = probe.get(k0)
+        except redis.exceptions.BusyLoadingError:
+            continue
+        except redis.exceptions.ConnectionError:
+            probe = None
+            continue
+        assert got == b"v"
+        shards = probe.info("all")
+        loading = {k: v["loading"] for k, v in shards.items()
+                   if k.startswith("shard") and k[5:].isdigit()}
+        assert all(v == 0 for v in loading.values()), \
+            "a key was served while a shard still loaded: %s" % loading
+        break
+    else:
+        raise AssertionError("never served")
+    s.close()
+
+
+def shard_writes(r):
+    return {int(k[5:]): v["writes"] for k, v in r.info("all").items()
+            if k.startswith("shard") and k[5:].isdigit()}
+
+
+def resp_cmd(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a.encode() if isinstance(a, str) else a
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
