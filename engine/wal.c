@@ -508,7 +508,7 @@ static bool mark_wanted(const struct eng_wal *wal)
 {
         const struct wal_seg *s = wal->cur;
 
-        return !wal->error && s->ready && !s->busy && s->durable_off > ENG_WAL_SEGMENT_HEADER_BYTES &&
+        return s && !wal->error && s->ready && !s->busy && s->durable_off > ENG_WAL_SEGMENT_HEADER_BYTES &&
                !seg_pending(s) && s->mark_off != s->durable_off &&
                s->durable_off + ENG_WAL_RECORD_HEADER_BYTES <= wal->o.segment_bytes;
 }
@@ -689,6 +689,8 @@ static void unlink_head(struct eng_wal *wal)
         struct wal_seg *s = wal->segs;
 
         wal->segs = s->next;
+        if (s == wal->cur)
+                wal->cur = NULL;        /* closing: the last segment is gone */
         seg_free(s);
 }
 
