@@ -262,4 +262,43 @@ static inline unsigned count_files(const char *ext)
         return n;
 }
 
+/* ---- read-modify-write: an increment (or set-if-absent) ---- */
+
+struct incr {
+        struct eng_rmw r;
+        char buf[32];
+        bool done, absent_only;
+        int res;
+};
+
+/* INCR, or SETNX when absent_only: writes "1" only if the key is absent. */
+static inline int incr_fn(void *arg, const struct eng_get *cur, struct eng_mutation *out)
+{
+        struct incr *x = arg;
+        long v = 0;
+
+        if (cur && x->absent_only)
+                return 0;
+        if (cur) {
+                char tmp[32];
+                size_t n = cur->value_len < sizeof(tmp) - 1 ? cur->value_len : sizeof(tmp) - 1;
+
+                memcpy(tmp, cur->value, n);
+                tmp[n] = 0;
+                v = strtol(tmp, NULL, 10);
+        }
+        out->value = x->buf;
+        out->value_len = (uint32_t)snprintf(x->buf, sizeof(x->buf), "%ld", v + 1);
+        return 1;
+}
+
+static inline void on_rmw(struct eng_rmw *r, int res)
+{
+        struct incr *x = r->ctx;
+
+        cr_assert(not(x->done), "rmw done twice");
+        x->done = true;
+        x->res = res;
+}
+
 #endif

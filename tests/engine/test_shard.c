@@ -237,13 +237,6 @@ Test(shard, expired_values_read_as_absent)
 
 /* ---- read-modify-write ---- */
 
-struct incr {
-        struct eng_rmw r;
-        char buf[32];
-        bool done;
-        int res;
-};
-
 struct exp_wait {
         struct eng_expire x;
         bool done;
@@ -305,32 +298,6 @@ Test(shard, expire_sets_and_clears_a_keys_expiry_and_keeps_its_value)
         cr_assert(eq(int, expire_sync("k", later), 0));
         cr_assert(eq(int, eng_shard_expire(sh, ENG_TABLE_MAX, "k", 1, 0,
                                            &(struct eng_expire){ .done = on_expire }), -EINVAL));
-}
-
-static int incr_fn(void *arg, const struct eng_get *cur, struct eng_mutation *out)
-{
-        struct incr *x = arg;
-        long v = 0;
-
-        if (cur) {
-                char tmp[32];
-                size_t n = cur->value_len < sizeof(tmp) - 1 ? cur->value_len : sizeof(tmp) - 1;
-
-                memcpy(tmp, cur->value, n);
-                tmp[n] = 0;
-                v = strtol(tmp, NULL, 10);
-        }
-        out->value = x->buf;
-        out->value_len = (uint32_t)snprintf(x->buf, sizeof(x->buf), "%ld", v + 1);
-        return 1;
-}
-
-static void on_rmw(struct eng_rmw *r, int res)
-{
-        struct incr *x = r->ctx;
-
-        x->done = true;
-        x->res = res;
 }
 
 Test(shard, concurrent_increments_lose_nothing)
