@@ -17,13 +17,13 @@ struct fifo {
 
 void eng_keyq_init(struct eng_keyq *q)
 {
+        *q = (struct eng_keyq){ .ready_head = NULL };
         fpmap_init(&q->keys, sizeof(struct fifo));
-        q->ready_head = q->ready_tail = NULL;
 }
 
 void eng_keyq_fini(struct eng_keyq *q)
 {
-        SCREE_ASSERT(q->keys.n_entries == 0 && !q->ready_head);
+        SCREE_ASSERT(q->keys.n_entries == 0 && !q->ready_head && !q->live_head && !q->bar_head);
         fpmap_fini(&q->keys);
 }
 
@@ -37,6 +37,47 @@ bool eng_keyq_is_busy(const struct eng_keyq *q, uint64_t fp)
         return q->keys.n_entries && fpmap_find(&q->keys, fp);
 }
 
+/* op has a node in a FIFO now: in flight, after every op before it. */
+static void live_add(struct eng_keyq *q, struct eng_keyq_op *op)
+{
+        if (op->n_in++)
+                return;
+        op->ticket = ++q->last_ticket;
+        op->live_next = NULL;
+        op->live_prev = q->live_tail;
+        if (q->live_tail)
+                q->live_tail->live_next = op;
+        else
+                q->live_head = op;
+        q->live_tail = op;
+}
+
+static void ready(struct eng_keyq *q, struct eng_keyq_op *op);
+
+/* op left one FIFO; out of its last, it is no longer in flight, and the
+ * barriers that waited only for it and older ones may go. */
+static void live_drop(struct eng_keyq *q, struct eng_keyq_op *op)
+{
+        if (--op->n_in)
+                return;
+        if (op->live_prev)
+                op->live_prev->live_next = op->live_next;
+        else
+                q->live_head = op->live_next;
+        if (op->live_next)
+                op->live_next->live_prev = op->live_prev;
+        else
+                q->live_tail = op->live_prev;
+        while (q->bar_head && (!q->live_head || q->live_head->ticket > q->bar_head->ticket)) {
+                struct eng_keyq_op *b = q->bar_head;
+
+                q->bar_head = b->next_ready;
+                if (!q->bar_head)
+                        q->bar_tail = NULL;
+                ready(q, b);
+        }
+}
+
 int eng_keyq_enter(struct eng_keyq *q, struct eng_keyq_node *node)
 {
         struct fifo *f = fpmap_find(&q->keys, node->fp);
@@ -47,11 +88,27 @@ int eng_keyq_enter(struct eng_keyq *q, struct eng_keyq_node *node)
                 if (!f)
                         return -ENOMEM;
                 f->head = f->tail = node;
+                live_add(q, node->op);
                 return 1;
         }
         f->tail->next = node;
         f->tail = node;
         node->op->waiting++;
+        live_add(q, node->op);
+        return 0;
+}
+
+int eng_keyq_barrier(struct eng_keyq *q, struct eng_keyq_op *op)
+{
+        if (!q->live_head)
+                return 1;
+        op->ticket = q->last_ticket;
+        op->next_ready = NULL;
+        if (q->bar_tail)
+                q->bar_tail->next_ready = op;
+        else
+                q->bar_head = op;
+        q->bar_tail = op;
         return 0;
 }
 
@@ -81,15 +138,15 @@ void eng_keyq_leave(struct eng_keyq *q, struct eng_keyq_node *node)
                 if (f->tail == node)
                         f->tail = prev;
                 node->op->waiting--;
+                live_drop(q, node->op);
                 return;
         }
         f->head = node->next;
-        if (!f->head) {
+        if (!f->head)
                 fpmap_remove(&q->keys, f);
-                return;
-        }
-        if (--f->head->op->waiting == 0)
+        else if (--f->head->op->waiting == 0)
                 ready(q, f->head->op);
+        live_drop(q, node->op);
 }
 
 struct eng_keyq_op *eng_keyq_pop_ready(struct eng_keyq *q)

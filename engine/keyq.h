@@ -17,7 +17,8 @@
  * hands the head to the next node, and an operation that now heads all
  * of its FIFOs is put on the ready list for its owner to run (never from
  * inside the leave). Keys are fingerprints (base/fpmap.h): a collision
- * only costs waiting.
+ * only costs waiting. A barrier waits, keyless, for every operation in
+ * flight at its call.
  *
  * Pure: no I/O, no loop. Shard-local.
  */
@@ -35,6 +36,10 @@ struct eng_keyq_op {
         uint32_t waiting;               /* FIFOs it does not head yet */
         struct eng_keyq_op *next_ready;
         void (*run)(struct eng_keyq_op *op);    /* for the owner of the ready list */
+        /* internal: in flight in call order (for barriers) */
+        uint32_t n_in;                  /* FIFOs it is in */
+        uint64_t ticket;
+        struct eng_keyq_op *live_prev, *live_next;
 };
 
 /* One operation's place in one key's FIFO. Caller-provided. */
@@ -47,6 +52,9 @@ struct eng_keyq_node {
 struct eng_keyq {
         struct fpmap keys;              /* fp -> FIFO; an entry exists while it is not empty */
         struct eng_keyq_op *ready_head, *ready_tail;
+        uint64_t last_ticket;
+        struct eng_keyq_op *live_head, *live_tail;      /* in flight, oldest first */
+        struct eng_keyq_op *bar_head, *bar_tail;        /* barriers waiting */
 };
 
 void eng_keyq_init(struct eng_keyq *q);
@@ -79,6 +87,11 @@ int eng_keyq_enter(struct eng_keyq *q, struct eng_keyq_node *node);
  * its FIFOs; a node that was waiting just gives up its place (its
  * operation waits for one FIFO less). REQUIRES: node entered. */
 void eng_keyq_leave(struct eng_keyq *q, struct eng_keyq_node *node);
+
+/* A barrier: op runs once every operation in flight now has left all of
+ * its FIFOs (a scan that must see every write called before it). Returns
+ * 1: none in flight, go on now; 0: op goes on the ready list later. */
+int eng_keyq_barrier(struct eng_keyq *q, struct eng_keyq_op *op);
 
 /* The next operation ready to run, in the order they became ready, or
  * NULL. */

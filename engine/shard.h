@@ -255,7 +255,9 @@ void eng_get_release(struct eng_get *g);
  *
  * The entries visited are those of the tables at the call's start plus,
  * possibly, writes that land while the scan waits for the disk; no version
- * written before the call is missed.
+ * written before the call is missed: while writes called before it are
+ * still in flight (stalled, or a read-modify-write's), the scan waits for
+ * them first (keyq.h, a barrier).
  */
 struct eng_scan_item {
         const uint8_t *key;             /* user key */
@@ -295,13 +297,15 @@ struct eng_scan {
         uint8_t *bounds;                /* ikeys: start, end (table-prefixed) */
         uint32_t start_len, end_len;
         bool has_end;
+        struct eng_keyq_op qop;         /* waiting for the writes in flight at the call */
 };
 
 /*
  * Scans table t from position start (inclusive; start_len 0 = the table's
  * first key) to end (exclusive; NULL = the table's end), giving at most
  * limit entries (1..) to sc->item. start and end are borrowed for the
- * call. Returns 0: done now (sc->n, sc->more, sc->resume set); 1: pending,
+ * call. Returns 0: done now (sc->n, sc->more, sc->resume set); 1: pending
+ * (the disk, or writes in flight called before it),
  * sc->done(sc, res) runs later with 0 or an error (-SCREE_ECORRUPT,
  * -errno, -ENOMEM, the item callback's error); or <0 at once (-EINVAL: bad
  * table, limit 0, a position longer than a key can be; -ENOMEM; the item

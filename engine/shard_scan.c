@@ -18,6 +18,7 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/compiler.h"
 #include "base/endian.h"
 #include "base/time.h"
 #include "engine/key.h"
@@ -201,6 +202,18 @@ static void scan_moved(struct eng_merge_iter *m, int res, void *arg)
                 sc->done(sc, res);
 }
 
+/* Every write in flight when the scan was called is in (from the order
+ * task): start. */
+static void scan_woken(struct eng_keyq_op *op)
+{
+        struct eng_scan *sc = container_of(op, struct eng_scan, qop);
+        int r;
+
+        r = sc->s->closing ? -SCREE_ESHUTDOWN : scan_drive(sc, scan_open_tablet(sc));
+        if (r != 1)
+                sc->done(sc, r);
+}
+
 /* Writes the scan's bounds as internal keys: [prefix|start, prefix|end),
  * the end being the next table's start when there is none. */
 static int scan_bounds(struct eng_scan *sc, const void *start, uint32_t start_len,
@@ -250,5 +263,11 @@ int eng_shard_scan(struct eng_shard *s, enum eng_table t, const void *start, uin
         sc->m = NULL;
         sc->tablet = 0;
         sc->now_ms = time_wall_ns() / 1000000;
+        if (!eng_keyq_is_idle(&s->keyq)) {
+                /* See every write called before: wait for those in flight. */
+                sc->qop = (struct eng_keyq_op){ .run = scan_woken };
+                if (eng_keyq_barrier(&s->keyq, &sc->qop) == 0)
+                        return 1;
+        }
         return scan_drive(sc, scan_open_tablet(sc));
 }

@@ -251,3 +251,57 @@ Test(shard_order, a_seal_while_writes_wait_to_be_applied_loses_none_at_a_crash)
         eng_get_release(&x.g);
         cr_expect(eq(int, atoi(got), acked), "idle holds %s, %d was acknowledged", got, acked);
 }
+
+/* ---- scans ---- */
+
+struct seen {
+        struct eng_scan sc;
+        bool found, done;
+        int res;
+};
+
+static int look_for_k(struct eng_scan *sc, const struct eng_scan_item *it)
+{
+        struct seen *x = sc->ctx;
+
+        if (it->key_len == 7 && memcmp(it->key, "stalled", 7) == 0)
+                x->found = true;
+        return 0;
+}
+
+static void on_scan_done(struct eng_scan *sc, int res)
+{
+        struct seen *x = sc->ctx;
+
+        x->done = true;
+        x->res = res;
+}
+
+/* Regression: a scan (SCAN, KEYS, DBSIZE) called after a write that
+ * stalled did not see it. It waits for the writes in flight at its call. */
+Test(shard_order, a_scan_after_a_stalled_write_sees_it)
+{
+        static struct wr w[BURST];
+        static struct seen x;
+        struct eng_mutation m = put_m("stalled", "v", 0);
+        struct wr kw;
+        int i, r;
+
+        small_budget();
+        cr_assert(eq(int, shard_open_sync(), 0));
+        for (i = 0; i < BURST && !eng_shard_stats(sh)->stalls; i++)
+                fill(&w[i], i);
+        cr_assert(ge(u64, eng_shard_stats(sh)->stalls, 1), "the burst must stall");
+        cr_assert(eq(int, write_async(&kw, &m, 1), 0));
+        x = (struct seen){ .sc = { .item = look_for_k, .done = on_scan_done } };
+        x.sc.ctx = &x;
+        r = eng_shard_scan(sh, ENG_TABLE_DEFAULT, NULL, 0, NULL, 0, 100000, &x.sc);
+        cr_assert(eq(int, r, 1), "the scan waits for the stalled write");
+        cr_assert(eq(int, rx_loop_run_until(loop, &x.done), 0));
+        cr_assert(eq(int, x.res, 0));
+        cr_expect(x.found, "the scan saw the write called before it");
+        eng_scan_release(&x.sc);
+        cr_assert(eq(int, rx_loop_run_until(loop, &kw.done), 0));
+        for (int j = 0; j < i; j++)
+                cr_assert(eq(int, rx_loop_run_until(loop, &w[j].done), 0));
+}
