@@ -102,7 +102,6 @@ static void applied_one(struct eng_shard *s, struct eng_tablet *t, const struct 
         s->active_bytes += grown;
         if (!t->active_first_segment)
                 t->active_first_segment = segment;
-        t->gen++;
 }
 
 /* Puts a chunk of decoded entries: their skip-list searches interleave

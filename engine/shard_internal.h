@@ -49,7 +49,6 @@ struct eng_tablet {
         uint32_t n_imm;
         struct eng_tset *tset;
         uint64_t flushed_seq;
-        uint64_t gen;                   /* bumped by every write to the tablet */
         bool compacting;
 };
 
