@@ -57,6 +57,7 @@ struct eng_merge_iter {
         bool has_last;
         uint32_t skips;                 /* versions of last stepped over (USER) */
         struct eng_merge_stats stats;
+        struct eng_sst_damage damage;   /* the first damaged block met, if stats.damaged */
 };
 
 /* ---- the heap ---- */
@@ -434,6 +435,21 @@ const struct eng_merge_stats *eng_merge_iter_stats(const struct eng_merge_iter *
         return &m->stats;
 }
 
+const struct eng_sst_damage *eng_merge_iter_damage(const struct eng_merge_iter *m)
+{
+        return m->stats.damaged ? &m->damage : NULL;
+}
+
+/* An SSTable child met a damaged block. Its iterator may outlive m only
+ * while freed, and a freed iterator makes no move, so m is alive here. */
+static void child_damaged(void *arg, const struct eng_sst_damage *d)
+{
+        struct eng_merge_iter *m = arg;
+
+        if (!m->stats.damaged++)
+                m->damage = *d;
+}
+
 /* ---- children over memtables and SSTables ---- */
 
 struct mt_child {
@@ -655,10 +671,13 @@ int eng_merge_iter_add_sst(struct eng_merge_iter *m, struct eng_sst_table *t)
         struct eng_merge_child *c;
         int r;
 
-        if (m->o.stream_bytes)
-                r = eng_merge_child_sst_seq_new(t, m->o.stream_bytes, &c);
-        else if ((r = eng_merge_child_sst_new(t, &c)) == 0)
+        if (m->o.stream_bytes) {
+                if ((r = eng_merge_child_sst_seq_new(t, m->o.stream_bytes, &c)) == 0)
+                        eng_sst_seq_on_damage(seq_of(c)->it, m->o.skip_damaged, child_damaged, m);
+        } else if ((r = eng_merge_child_sst_new(t, &c)) == 0) {
                 eng_sst_iter_set_span(sst_of(c)->it, m->o.span);
+                eng_sst_iter_on_damage(sst_of(c)->it, m->o.skip_damaged, child_damaged, m);
+        }
         if (r < 0)
                 return r;
         return eng_merge_iter_add_take(m, c);

@@ -133,6 +133,12 @@ struct eng_merge_opts {
          * this many bytes (a multiple of 4096), past the block cache
          * (sst_seq.h), instead of reading block by block through it (0). */
         uint32_t stream_bytes;
+        /* SSTable children skip a damaged data block (sst_iter.h,
+         * eng_sst_iter_on_damage) instead of failing with -SCREE_ECORRUPT:
+         * for scans that must get past the damage. Either way the damaged
+         * blocks met are counted and the first is kept
+         * (eng_merge_iter_damage). Never for a compaction. */
+        bool skip_damaged;
 };
 
 /* What the views left out, counted per version. */
@@ -142,6 +148,7 @@ struct eng_merge_stats {
         uint64_t tombstones;            /* newest versions that were tombstones, skipped or dropped */
         uint64_t expired;               /* newest versions that had expired, skipped or dropped */
         uint64_t lazy, woken;           /* children whose seek was put off; then made */
+        uint64_t damaged;               /* damaged SSTable blocks met (skipped or failed on) */
 };
 
 /* res: what the pending move returns now that it is done (1, 0 or <0). */
@@ -203,5 +210,8 @@ void eng_merge_iter_entry(const struct eng_merge_iter *m, struct eng_entry *ret)
 
 /* Counters since creation; borrowed, valid until free. */
 const struct eng_merge_stats *eng_merge_iter_stats(const struct eng_merge_iter *m);
+/* The first damaged SSTable block a move met (skipped or failed on), or
+ * NULL. Borrowed, valid until free. */
+const struct eng_sst_damage *eng_merge_iter_damage(const struct eng_merge_iter *m);
 
 #endif

@@ -107,6 +107,10 @@ struct eng_shard_stats {
         uint64_t flushes, flush_bytes, flush_errors;
         uint64_t compactions, compaction_bytes_in, compaction_bytes_out, compaction_errors;
         uint64_t compaction_ns;         /* time a compaction ran, the one running included */
+        /* Damaged SSTable data blocks (sst_io.h): distinct blocks found
+         * (each logged once), and reads that met one (a get failed, a
+         * scan skipped it, a compaction failed on it). */
+        uint64_t corrupt_blocks, corrupt_reads;
         uint64_t disk_bytes_written;                    /* log + SSTables (not the manifest) */
         uint64_t log_records;                           /* commit-log records (groups of writes) */
         uint64_t segments_removed;
@@ -211,6 +215,9 @@ struct eng_get {
         uint32_t value_len;
         uint64_t expiry_ms;
         uint64_t seq;
+        /* on -SCREE_ECORRUPT: the damaged SSTable block the key lies in
+         * (the file is eng_shard_sst_path's) */
+        struct eng_sst_damage damage;
         /* internal */
         struct eng_shard *s;
         struct eng_tablet *tablet;
@@ -232,7 +239,12 @@ struct eng_get {
  * eng_get_release); -SCREE_ENOTFOUND: absent now; 1: pending (a disk
  * read, or an earlier write or read-modify-write of the key still in
  * flight), g->done(g, res) runs later with 0 (found; release it), -SCREE_ENOTFOUND or an error
- * (-SCREE_ECORRUPT, -errno); or <0 at once (-EINVAL, -ENOMEM).
+ * (-SCREE_ECORRUPT, -errno); or <0 at once (-EINVAL, -ENOMEM, or
+ * -SCREE_ECORRUPT from a cached block). With -SCREE_ECORRUPT, g->damage
+ * names the SSTable data block that holds the key's newest version and
+ * failed to verify: that key cannot be read (until it is written again),
+ * while keys in the table's other blocks can. The damage is logged once
+ * per block and counted (stats.corrupt_blocks).
  */
 int eng_shard_get(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
                   struct eng_get *g);
@@ -279,6 +291,16 @@ struct eng_scan {
         int (*item)(struct eng_scan *sc, const struct eng_scan_item *it);
         void (*done)(struct eng_scan *sc, int res);
         void *ctx;
+        /* Set by the caller: a damaged SSTable data block (sst_io.h) is
+         * skipped -- its entries are not given, and a key whose newest
+         * version it held may be missing or show an older version -- and
+         * the scan goes on, instead of ending with -SCREE_ECORRUPT. Either
+         * way each one met is logged (once per block) and counted. */
+        bool skip_damaged;
+        /* Once the scan ended (either way): damaged blocks met by this
+         * call, and the first of them when damaged > 0. */
+        uint32_t damaged;
+        struct eng_sst_damage damage;
         /* Once the scan ended with 0: n items were given; when more is
          * true, resume[0..resume_len) is the position of the next entry
          * (pass it as the next scan's start, also with this sc), owned
@@ -410,5 +432,10 @@ const struct eng_shard_stats *eng_shard_stats(struct eng_shard *s);
 
 /* The error that stopped writes, or 0. */
 int eng_shard_error(const struct eng_shard *s);
+
+/* Writes the path of SSTable file_id of the shard (as an eng_sst_damage
+ * names it) into buf (size bytes, NUL-terminated, cut if short). Returns
+ * what snprintf returns. Shard-local. */
+int eng_shard_sst_path(const struct eng_shard *s, uint64_t file_id, char *buf, size_t size);
 
 #endif

@@ -207,7 +207,18 @@ static void compaction_record(struct eng_shard_compaction *c)
 static void compaction_failed(struct eng_shard_compaction *c, int res, const char *what)
 {
         log_error("shard %u: compaction of tablet %u into %s: %s failed (%s)", c->s->o.shard,
-                  c->t->id, c->path, what, strerror(res < 0 && -res < 4096 ? -res : EIO));
+                  c->t->id, c->path, what,
+                  res < 0 && -res < 4096 ? strerror(-res) : scree_strerror(res));
+        /* A damaged input was logged with its block when the merge met it;
+         * say what becomes of it. It is left out of later picks, so the
+         * failure does not repeat (pick_tablet). */
+        for (uint32_t i = 0; res == -SCREE_ECORRUPT && i < c->n; i++)
+                if (eng_sst_table_is_damaged(c->from->e[c->first + i].t))
+                        log_error("shard %u: compaction of tablet %u: input %s/%016" PRIx64
+                                  ".sst is damaged; the inputs are kept, and the tablet's "
+                                  "compactions leave it and the tables older than it out",
+                                  c->s->o.shard, c->t->id, c->s->dir,
+                                  c->from->e[c->first + i].meta.file_id);
         c->s->stats.compaction_errors++;
         compaction_end(c, res);
 }
@@ -302,11 +313,27 @@ static int compaction_start(struct eng_shard *s, struct eng_tablet *t, uint32_t 
 
 /* ---- picking ---- */
 
+/*
+ * How many of t's tables, newest first, lie before its newest damaged one
+ * (a read found a damaged block in it: sst_io.h): all of them when none
+ * is. A merge including a damaged table would fail on it again (never
+ * dropping what it cannot read), so compactions keep to the tables newer
+ * than it; only adjacent tables are merged, so the order stays valid.
+ */
+static uint32_t tables_before_damage(const struct eng_tablet *t)
+{
+        uint32_t n = 0;
+
+        while (t->tset && n < t->tset->n && !eng_sst_table_is_damaged(t->tset->e[n].t))
+                n++;
+        return n;
+}
+
 /* A size-tiered pick for t. Returns 1 and *ret, or 0. */
 static int pick_tablet(const struct eng_tablet *t, struct eng_compact_pick *ret)
 {
         struct eng_compact_table tables[SHARD_MAX_COMPACT_INPUTS * 4];
-        uint32_t n = t->tset ? t->tset->n : 0;
+        uint32_t n = tables_before_damage(t);
 
         if (n < 2)
                 return 0;
@@ -350,6 +377,15 @@ static bool major_step(struct eng_shard *s)
 
                 if (!major_needed(t, now_ms))
                         continue;
+                if (tables_before_damage(t) < t->tset->n) {
+                        /* Merged at the bottom it would fail on the damage. */
+                        log_error("shard %u: major compaction: tablet %u left as it is: SSTable "
+                                  "%s/%016" PRIx64 ".sst is damaged", s->o.shard, t->id, s->dir,
+                                  t->tset->e[tables_before_damage(t)].meta.file_id);
+                        if (!mj->res)
+                                mj->res = -SCREE_ECORRUPT;
+                        continue;
+                }
                 n = t->tset->n < SHARD_MAX_COMPACT_INPUTS ? t->tset->n : SHARD_MAX_COMPACT_INPUTS;
                 r = compaction_start(s, t, t->tset->n - n, n, true, true);
                 if (r < 0) {

@@ -605,9 +605,29 @@ static void shard_table_closed(void *arg)
                 post_close_step(s);
 }
 
+/* A read of t met a damaged data block (sst_io.h): counted, and logged
+ * the first time, naming the file and the block, so the operator learns
+ * of it from the log whichever read found it. */
+static void shard_table_damaged(void *arg, struct eng_sst_table *t, const struct eng_sst_damage *d,
+                                bool first)
+{
+        struct eng_shard *s = arg;
+
+        (void)t;
+        s->stats.corrupt_reads++;
+        if (!first)
+                return;
+        s->stats.corrupt_blocks++;
+        log_error("shard %u: SSTable %s/%016" PRIx64 ".sst is corrupt: data block %u at offset %"
+                  PRIu64 " (%u bytes): %s; reads of its keys fail, scans skip it, compactions "
+                  "leave the table out (check with scree-tool verify)",
+                  s->o.shard, s->dir, d->file_id, d->block, d->offset, d->size, d->what);
+}
+
 void shard_track_table(struct eng_shard *s, struct eng_sst_table *t)
 {
         eng_sst_table_on_closed(t, shard_table_closed, s);
+        eng_sst_table_on_damage(t, shard_table_damaged, s);
         s->live_tables++;
 }
 

@@ -9,6 +9,8 @@
  * table set it started with alive.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,11 @@ int shard_memtables_get(const struct eng_tablet *t, const uint8_t *ikey, uint32_
                 }
         }
         return -SCREE_ENOTFOUND;
+}
+
+int eng_shard_sst_path(const struct eng_shard *s, uint64_t file_id, char *buf, size_t size)
+{
+        return snprintf(buf, size, "%s/%016" PRIx64 ".sst", s->dir, file_id);
 }
 
 /* Drops what the lookup itself holds (not the found value). */
@@ -95,6 +102,8 @@ static int tables_step(struct eng_get *g)
                         return found(g, &g->sg.entry);
                 }
                 if (r != -SCREE_ENOTFOUND) {
+                        if (r == -SCREE_ECORRUPT)
+                                g->damage = g->sg.damage;
                         get_cleanup(g);
                         return r;
                 }
@@ -116,6 +125,8 @@ static void sst_done(struct eng_sst_get *sg, int res)
                 if (res == 1)
                         return;
         } else {
+                if (res == -SCREE_ECORRUPT)
+                        g->damage = sg->damage;
                 get_cleanup(g);
         }
         g->done(g, res);

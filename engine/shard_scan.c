@@ -10,6 +10,9 @@
  *
  * The merge references the memtables and tables it reads, so flushes and
  * compactions may swap a tablet's state while the scan waits for a block.
+ * With sc->skip_damaged its SSTable children step over a damaged data
+ * block (sst_io.h) instead of failing; what each tablet's merge met of
+ * them is summed into sc->damaged and sc->damage as the merge is freed.
  */
 #include <assert.h>
 #include <errno.h>
@@ -55,11 +58,24 @@ static int bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t ble
         return eng_key_cmp(a, (uint32_t)alen, b, (uint32_t)blen);
 }
 
+/* Frees the tablet's merge, keeping what it met of damaged blocks. */
+static void scan_merge_free(struct eng_scan *sc)
+{
+        const struct eng_sst_damage *d = sc->m ? eng_merge_iter_damage(sc->m) : NULL;
+
+        if (d) {
+                if (!sc->damaged)
+                        sc->damage = *d;
+                sc->damaged += (uint32_t)eng_merge_iter_stats(sc->m)->damaged;
+        }
+        eng_merge_iter_free(sc->m);
+        sc->m = NULL;
+}
+
 /* Ends the scan: frees the merge and the bounds, returns res. */
 static int scan_end(struct eng_scan *sc, int res)
 {
-        eng_merge_iter_free(sc->m);
-        sc->m = NULL;
+        scan_merge_free(sc);
         free(sc->bounds);
         sc->bounds = NULL;
         return res;
@@ -102,7 +118,7 @@ static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8
 {
         struct eng_merge_opts o = {
                 .view = ENG_MERGE_USER, .now_ms = sc->now_ms, .end_key = end, .end_len = end_len,
-                .span = sc->limit - sc->n,
+                .span = sc->limit - sc->n, .skip_damaged = sc->skip_damaged,
         };
         struct eng_merge_iter *m;
         int r;
@@ -176,8 +192,7 @@ static int scan_drive(struct eng_scan *sc, int r)
                 if (r == SCAN_NO_TABLET)
                         return scan_end(sc, 0);
                 if (r == 0) {           /* this tablet is exhausted */
-                        eng_merge_iter_free(sc->m);
-                        sc->m = NULL;
+                        scan_merge_free(sc);
                         sc->tablet++;
                         r = scan_open_tablet(sc);
                         continue;
@@ -261,6 +276,7 @@ int eng_shard_scan(struct eng_shard *s, enum eng_table t, const void *start, uin
         sc->resume = NULL;
         sc->resume_len = 0;
         sc->m = NULL;
+        sc->damaged = 0;
         sc->tablet = 0;
         sc->now_ms = time_wall_ns() / 1000000;
         if (!eng_keyq_is_idle(&s->keyq)) {

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <scree/scree_errors.h>
+
 #include "base/mem.h"
 #include "engine/key.h"
 #include "engine/sst_cursor.h"
@@ -69,18 +71,45 @@ static int find(struct eng_sst_cursor *c)
         return c->bi.err;
 }
 
+/* Whether the owner skips block index after err (in_entries: an entry of
+ * it was bad, else the block itself): 0 to skip, else the move's error. */
+static int damaged(struct eng_sst_cursor *c, void *owner, uint32_t index, bool in_entries,
+                   int err)
+{
+        if (err != -SCREE_ECORRUPT || !c->damaged)
+                return err;
+        return c->damaged(owner, index, in_entries, err);
+}
+
+/* Enters block index, or the first after it that is not skipped as
+ * damaged: 0 entered, 1 no block left, else what ends the move. */
+static int enter_from(struct eng_sst_cursor *c, uint32_t index, eng_sst_cursor_enter_fn enter,
+                      void *owner)
+{
+        int r;
+
+        for (; index < c->n_blocks; index++) {
+                c->entering = index;
+                r = enter(owner, index);
+                if (r == 0 || (r = damaged(c, owner, index, false, r)) != 0)
+                        return r;
+        }
+        return 1;
+}
+
 /* Finishes a move from the block iterator's position. */
 static int settle(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner)
 {
         int r;
 
         for (;;) {
-                if ((r = find(c)) != 0)
+                r = find(c);
+                if (r < 0)      /* 0: the rest of the block is skipped */
+                        r = damaged(c, owner, c->block, true, r);
+                if (r != 0)
                         return r;
-                if (c->block + 1 >= c->n_blocks)
-                        return 0;
-                if ((r = enter(owner, c->block + 1)) != 0)
-                        return r;
+                if ((r = enter_from(c, c->block + 1, enter, owner)) != 0)
+                        return r == 1 ? 0 : r;
                 position(c);
         }
 }
@@ -93,15 +122,22 @@ int eng_sst_cursor_move(struct eng_sst_cursor *c, uint32_t index, eng_sst_cursor
         if (index >= c->n_blocks)
                 return 0;
         if (!c->in_block || c->block != index) {
-                if ((r = enter(owner, index)) != 0)
-                        return r;
+                if ((r = enter_from(c, index, enter, owner)) != 0)
+                        return r == 1 ? 0 : r;
         }
         position(c);
         return settle(c, enter, owner);
 }
 
-int eng_sst_cursor_resume(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner)
+int eng_sst_cursor_resume(struct eng_sst_cursor *c, int res, eng_sst_cursor_enter_fn enter,
+                          void *owner)
 {
+        if (res != 0) {
+                if ((res = damaged(c, owner, c->entering, false, res)) != 0)
+                        return res;
+                if ((res = enter_from(c, c->entering + 1, enter, owner)) != 0)
+                        return res == 1 ? 0 : res;
+        }
         position(c);
         return settle(c, enter, owner);
 }

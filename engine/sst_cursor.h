@@ -27,6 +27,14 @@ struct eng_sst_cursor {
         uint8_t *target;
         size_t target_len, target_cap;
         uint64_t target_seq;
+        /* Set by the owner, or NULL: asked when block `index` (in_entries
+         * false: entering it failed) or one of its entries (true) turns
+         * out -SCREE_ECORRUPT. 0 skips the rest of that block: the move
+         * goes on at the next one, as if the block ended there; anything
+         * else ends the move with it. Without it the move ends with the
+         * error. */
+        int (*damaged)(void *owner, uint32_t index, bool in_entries, int err);
+        uint32_t entering;              /* the block the last enter was for */
 };
 
 /*
@@ -50,15 +58,17 @@ int eng_sst_cursor_target(struct eng_sst_cursor *c, const void *key, size_t key_
  * first entry at or after the target (or the block's first), in it or in
  * the blocks after it, entered as the walk needs them -- a key's
  * versions may run over several. 1 with entry set (seeking ends), 0 past
- * the table's last block (or when index is), a block's -SCREE_ECORRUPT,
- * or what enter ended the move with.
+ * the table's last block (or when index is), a block's -SCREE_ECORRUPT
+ * (unless c->damaged skips it), or what enter ended the move with.
  */
 int eng_sst_cursor_move(struct eng_sst_cursor *c, uint32_t index, eng_sst_cursor_enter_fn enter,
                         void *owner);
 
-/* Continues the move once the block enter was pending on is in: the same
- * results as eng_sst_cursor_move. */
-int eng_sst_cursor_resume(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner);
+/* Continues the move once the block enter was pending on has landed: res
+ * is 0 when it is in (as enter's 0), else its error (a damaged block is
+ * put to c->damaged). The same results as eng_sst_cursor_move. */
+int eng_sst_cursor_resume(struct eng_sst_cursor *c, int res, eng_sst_cursor_enter_fn enter,
+                          void *owner);
 
 /* Continues from the entry the last move stopped on to the next: the same
  * results. */

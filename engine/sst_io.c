@@ -349,6 +349,9 @@ struct eng_sst_table {
          * cached block allocation-free. */
         struct eng_block_iter lookup;
         struct eng_sst_read_stats stats;
+        eng_sst_damage_fn on_damage;
+        void *damage_arg;
+        uint8_t *damaged;               /* a bit per data block reported; NULL: none */
 };
 
 /* An open in three steps: open(2), read the footer page, read the meta region. */
@@ -526,6 +529,7 @@ void eng_sst_table_unref(struct eng_sst_table *t)
                 return;
         SCREE_ASSERT(!t->inflight);
         eng_block_iter_fini(&t->lookup);
+        free(t->damaged);
         eng_sst_reader_unref(t->r);
         t->r = NULL;
         if (eng_fs_close(t->fs, &t->close_op, t->fd, on_table_closed) < 0)
@@ -540,6 +544,53 @@ const struct eng_sst_reader *eng_sst_table_reader(const struct eng_sst_table *t)
 struct eng_block_cache *eng_sst_table_cache(const struct eng_sst_table *t)
 {
         return t->cache;
+}
+
+uint64_t eng_sst_table_file_id(const struct eng_sst_table *t)
+{
+        return t->file_id;
+}
+
+void eng_sst_table_on_damage(struct eng_sst_table *t, eng_sst_damage_fn fn, void *arg)
+{
+        t->on_damage = fn;
+        t->damage_arg = arg;
+}
+
+bool eng_sst_table_is_damaged(const struct eng_sst_table *t)
+{
+        return t->damaged != NULL;
+}
+
+static struct eng_sst_damage damage_of(const struct eng_sst_table *t, uint32_t index,
+                                       const char *what)
+{
+        struct eng_sst_handle h = eng_sst_reader_block(t->r, index);
+
+        return (struct eng_sst_damage){ .file_id = t->file_id, .offset = h.offset,
+                                        .size = h.size, .block = index, .what = what };
+}
+
+void eng_sst_table_report_damage(struct eng_sst_table *t, uint32_t index, const char *what,
+                                 struct eng_sst_damage *ret)
+{
+        struct eng_sst_damage d = damage_of(t, index, what);
+        uint32_t n = eng_sst_reader_n_blocks(t->r);
+        bool first = true;
+
+        SCREE_ASSERT(index < n);
+        /* Without memory for the bitmap every report counts as the first:
+         * a repeated log line is better than none. */
+        if (!t->damaged)
+                t->damaged = calloc((n + 7) / 8, 1);
+        if (t->damaged) {
+                first = !(t->damaged[index / 8] & (1u << (index % 8)));
+                t->damaged[index / 8] |= (uint8_t)(1u << (index % 8));
+        }
+        if (t->on_damage)
+                t->on_damage(t->damage_arg, t, &d, first);
+        if (ret)
+                *ret = d;
 }
 
 const struct eng_sst_read_stats *eng_sst_table_stats(const struct eng_sst_table *t)
@@ -682,6 +733,7 @@ static int get_from_row(struct eng_sst_table *t, struct eng_sst_get *g)
                                  row->content_len - ROW_HEADER - klen, &g->entry);
         if (r < 0) {
                 eng_block_cache_release(t->cache, row);
+                eng_sst_table_report_damage(t, g->blk, ENG_SST_DAMAGE_ENTRY, &g->damage);
                 return r;
         }
         g->block = row;
@@ -725,6 +777,8 @@ static int get_in_block(struct eng_sst_table *t, struct eng_sst_get *g, struct e
         eng_block_cache_release(t->cache, b);
         if (r == -SCREE_ENOTFOUND)
                 t->stats.bloom_false_positives++;
+        else if (r == -SCREE_ECORRUPT)
+                eng_sst_table_report_damage(t, g->blk, ENG_SST_DAMAGE_ENTRY, &g->damage);
         return r;
 }
 
@@ -734,6 +788,8 @@ static void on_get_block(struct eng_sst_block_read *rq, int res)
 
         if (res == 0)
                 res = get_in_block(rq->t, g, rq->block);
+        else if (res == -SCREE_ECORRUPT)
+                eng_sst_table_report_damage(rq->t, g->blk, ENG_SST_DAMAGE_BLOCK, &g->damage);
         g->done(g, res);
 }
 
@@ -757,6 +813,7 @@ int eng_sst_table_get(struct eng_sst_table *t, const void *key, size_t key_len,
         }
         g->key = key;
         g->key_len = key_len;
+        g->blk = blk;
         rows = eng_block_cache_rows(t->cache);
         if (rows && (r = get_from_row(t, g)) != -SCREE_ENOTFOUND)
                 return r;

@@ -115,6 +115,52 @@ void eng_sst_table_on_closed(struct eng_sst_table *t, void (*fn)(void *arg), voi
 
 /* Borrowed; valid while t is referenced. */
 const struct eng_sst_reader *eng_sst_table_reader(const struct eng_sst_table *t);
+uint64_t eng_sst_table_file_id(const struct eng_sst_table *t);
+
+/* ---- damage ---- */
+
+/*
+ * A data block found damaged while reading a table: its checksum, length,
+ * type or entries do not verify (docs/format/sst.md). Reads of the block
+ * fail with -SCREE_ECORRUPT every time (a damaged block is never cached);
+ * the rest of the table stays readable.
+ */
+struct eng_sst_damage {
+        uint64_t file_id;
+        uint64_t offset;                /* the block's, in the file */
+        uint32_t size;                  /* the block's, in bytes */
+        uint32_t block;                 /* data block index */
+        const char *what;               /* what failed; static text */
+};
+
+#define ENG_SST_DAMAGE_BLOCK "bad checksum, length or type"
+#define ENG_SST_DAMAGE_ENTRY "bad entry"
+
+/* Called once per damaged block met by any read of the table (a lookup,
+ * an iterator, a stream), at the moment it is found; first is true the
+ * first time this block of this table is reported. d is borrowed for the
+ * call. Must not call into t. */
+typedef void (*eng_sst_damage_fn)(void *arg, struct eng_sst_table *t,
+                                  const struct eng_sst_damage *d, bool first);
+
+/* What a reader of the table (an iterator) is told of a damaged block it
+ * met; d borrowed for the call. */
+typedef void (*eng_sst_damaged_fn)(void *arg, const struct eng_sst_damage *d);
+
+/* Sets t's damage hook (fn NULL: none). Shard-local. */
+void eng_sst_table_on_damage(struct eng_sst_table *t, eng_sst_damage_fn fn, void *arg);
+
+/*
+ * Data block `index` of t was found damaged (what: static text, e.g.
+ * ENG_SST_DAMAGE_BLOCK): marks t damaged, calls the hook and fills *ret
+ * (may be NULL). For the readers of t (sst_iter.c, sst_seq.c). REQUIRES:
+ * index < eng_sst_reader_n_blocks(). Shard-local.
+ */
+void eng_sst_table_report_damage(struct eng_sst_table *t, uint32_t index, const char *what,
+                                 struct eng_sst_damage *ret);
+
+/* True once a read found a damaged block in t (see above). */
+bool eng_sst_table_is_damaged(const struct eng_sst_table *t);
 /* The cache t reads through (to release the blocks it hands out). Borrowed. */
 struct eng_block_cache *eng_sst_table_cache(const struct eng_sst_table *t);
 
@@ -169,8 +215,11 @@ struct eng_sst_get {
          * key pointer (same bytes); the value is borrowed from block. */
         struct eng_entry entry;
         struct eng_cached_block *block;         /* on success: pinned; release it */
+        /* With -SCREE_ECORRUPT: the damaged block (also given to t's hook). */
+        struct eng_sst_damage damage;
         /* internal */
         struct eng_sst_block_read rq;
+        uint32_t blk;                           /* the data block looked into */
         const void *key;
         size_t key_len;
         uint64_t hash;                          /* the key's (bloom and row cache) */
@@ -189,7 +238,9 @@ struct eng_sst_get {
  *   ENG_SST_PENDING   a block read is under way: done(g, res) runs later,
  *                     from the loop, with 0 (g->entry, g->block set),
  *                     -SCREE_ENOTFOUND, -SCREE_ECORRUPT or -errno;
- *   -SCREE_ECORRUPT   a cached block is malformed, done won't run;
+ *   -SCREE_ECORRUPT   a cached block or row is malformed, done won't run.
+ * With -SCREE_ECORRUPT (either way) g->damage names the block, and t's
+ * damage hook has run;
  *   -ENOMEM, -errno   the read could not start, done won't run.
  * key is borrowed until get returns, or with ENG_SST_PENDING until done
  * runs. g->block is NULL unless the lookup found the key. Shard-local.

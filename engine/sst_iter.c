@@ -66,9 +66,13 @@ struct eng_sst_iter {
         void *arg;
         bool ahead_at_miss;             /* a read for the move reads ahead with it */
         bool in_cb, freeing;
+        bool skip_damaged;              /* eng_sst_iter_on_damage */
+        eng_sst_damaged_fn damaged_fn;
+        void *damaged_arg;
 };
 
 static void on_read(struct eng_sst_block_read *rq, int res);
+static int damaged(void *owner, uint32_t index, bool in_entries, int err);
 
 int eng_sst_iter_new(struct eng_sst_table *t, struct eng_sst_iter **ret)
 {
@@ -82,6 +86,7 @@ int eng_sst_iter_new(struct eng_sst_table *t, struct eng_sst_iter **ret)
         it->cache = eng_sst_table_cache(t);
         it->r = eng_sst_table_reader(t);
         it->c.n_blocks = eng_sst_reader_n_blocks(it->r);
+        it->c.damaged = damaged;
         props = eng_sst_reader_props(it->r);
         it->smallest = props->smallest;
         it->smallest_len = props->smallest_len;
@@ -159,6 +164,26 @@ static int start_read(struct eng_sst_iter *it, struct slot *s, uint32_t index)
 void eng_sst_iter_set_span(struct eng_sst_iter *it, uint32_t entries)
 {
         it->span = entries;
+}
+
+void eng_sst_iter_on_damage(struct eng_sst_iter *it, bool skip, eng_sst_damaged_fn fn, void *arg)
+{
+        it->skip_damaged = skip;
+        it->damaged_fn = fn;
+        it->damaged_arg = arg;
+}
+
+/* The cursor met a damaged block (sst_cursor.h): report it; 0 skips it. */
+static int damaged(void *owner, uint32_t index, bool in_entries, int err)
+{
+        struct eng_sst_iter *it = owner;
+        struct eng_sst_damage d;
+
+        eng_sst_table_report_damage(it->t, index,
+                                    in_entries ? ENG_SST_DAMAGE_ENTRY : ENG_SST_DAMAGE_BLOCK, &d);
+        if (it->damaged_fn)
+                it->damaged_fn(it->damaged_arg, &d);
+        return it->skip_damaged ? 0 : err;
 }
 
 /* The slot busy with block `index`, or NULL. */
@@ -301,8 +326,7 @@ static void on_read(struct eng_sst_block_read *rq, int res)
         if (it->wait != s)
                 return;         /* read ahead: kept for the move that gets there */
         it->wait = NULL;
-        r = take(it, s);
-        r = finish(it, r == 0 ? eng_sst_cursor_resume(&it->c, enter, it) : r);
+        r = finish(it, eng_sst_cursor_resume(&it->c, take(it, s), enter, it));
         if (r == ENG_SST_PENDING)
                 return;
         it->in_cb = true;

@@ -82,6 +82,17 @@ int eng_sst_iter_next(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg);
  * fill at the table's entries per block, in the same breath. */
 void eng_sst_iter_set_span(struct eng_sst_iter *it, uint32_t entries);
 
+/*
+ * Damaged blocks (sst_io.h: a checksum, length, type or entry that does
+ * not verify). Each one a move meets is reported to the table's damage
+ * hook and to fn(arg, d) when set (d borrowed for the call). With skip,
+ * the move then goes on at the next block, as if the damaged one held no
+ * entry past those already given: a scan that must get on despite the
+ * damage (and may then miss versions, or show older ones the block
+ * hid). Without skip (the default) the move fails with -SCREE_ECORRUPT.
+ * Shard-local.
+ */
+void eng_sst_iter_on_damage(struct eng_sst_iter *it, bool skip, eng_sst_damaged_fn fn, void *arg);
 /* True when the last move left the iterator on an entry. */
 bool eng_sst_iter_is_valid(const struct eng_sst_iter *it);
 

@@ -49,7 +49,30 @@ struct eng_sst_seq {
         eng_sst_seq_cb cb;
         void *arg;
         uint64_t reads;
+        bool skip_damaged;              /* eng_sst_seq_on_damage */
+        eng_sst_damaged_fn damaged_fn;
+        void *damaged_arg;
 };
+
+/* The cursor met a damaged block (sst_cursor.h): report it; 0 skips it. */
+static int damaged(void *owner, uint32_t index, bool in_entries, int err)
+{
+        struct eng_sst_seq *it = owner;
+        struct eng_sst_damage d;
+
+        eng_sst_table_report_damage(it->t, index,
+                                    in_entries ? ENG_SST_DAMAGE_ENTRY : ENG_SST_DAMAGE_BLOCK, &d);
+        if (it->damaged_fn)
+                it->damaged_fn(it->damaged_arg, &d);
+        return it->skip_damaged ? 0 : err;
+}
+
+void eng_sst_seq_on_damage(struct eng_sst_seq *it, bool skip, eng_sst_damaged_fn fn, void *arg)
+{
+        it->skip_damaged = skip;
+        it->damaged_fn = fn;
+        it->damaged_arg = arg;
+}
 
 int eng_sst_seq_new(struct eng_sst_table *t, uint32_t chunk_bytes, struct eng_sst_seq **ret)
 {
@@ -63,6 +86,7 @@ int eng_sst_seq_new(struct eng_sst_table *t, uint32_t chunk_bytes, struct eng_ss
         it->t = t;
         it->r = eng_sst_table_reader(t);
         it->c.n_blocks = eng_sst_reader_n_blocks(it->r);
+        it->c.damaged = damaged;
         it->chunk_bytes = chunk_bytes ? chunk_bytes : ENG_SST_SEQ_DEFAULT_CHUNK;
         *ret = it;
         return 0;
@@ -235,8 +259,7 @@ static void on_read(struct eng_fs_op *op, int res)
         if (!it->waiting || it->cur != c)
                 return;         /* read ahead: kept for the move that gets there */
         it->waiting = false;
-        r = open_block(it, it->wait_block);
-        r = finish(it, r == 0 ? eng_sst_cursor_resume(&it->c, enter, it) : r);
+        r = finish(it, eng_sst_cursor_resume(&it->c, open_block(it, it->wait_block), enter, it));
         if (r != ENG_SST_PENDING)
                 it->cb(it, r, it->arg);         /* may free it */
 }

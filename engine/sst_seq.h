@@ -71,6 +71,9 @@ int eng_sst_seq_seek(struct eng_sst_seq *it, const void *key, size_t key_len, ui
 int eng_sst_seq_next(struct eng_sst_seq *it, eng_sst_seq_cb cb, void *arg);
 
 /* True when the last move left the iterator on an entry. */
+/* Damaged blocks: as eng_sst_iter_on_damage (sst_iter.h). A chunk read
+ * that comes back short counts as damage to its first block. */
+void eng_sst_seq_on_damage(struct eng_sst_seq *it, bool skip, eng_sst_damaged_fn fn, void *arg);
 bool eng_sst_seq_is_valid(const struct eng_sst_seq *it);
 
 /* The entry it stands on; key and value are borrowed until the next move

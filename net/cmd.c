@@ -340,9 +340,20 @@ int net_req_each_shard(struct net_req *parent, const struct net_cmd_def *def, si
 
 void net_reply_engine_err(struct net_req *req, int err)
 {
-        if (req->err)
+        const struct eng_sst_damage *d = req->damage;
+        char path[512];
+
+        if (!d && req->sc.damaged)
+                d = &req->sc.damage;
+        if (req->err) {
                 net_resp_add_errorf(req->out, "ERR %s", req->err);
-        else
+        } else if (err == -SCREE_ECORRUPT && d) {
+                eng_shard_sst_path(req->exec->eng, d->file_id, path, sizeof(path));
+                net_resp_add_errorf(req->out,
+                                    "ERR engine: corrupt data in %s data block at offset %llu "
+                                    "(%u bytes: %s)", path, (unsigned long long)d->offset,
+                                    d->size, d->what);
+        } else
                 net_resp_add_errorf(req->out, "ERR engine: %s", scree_strerror(err));
 }
 
@@ -368,6 +379,8 @@ static void get_cb(struct eng_get *g, int res)
         struct net_req *req = g->ctx;
 
         count_read(req, res);
+        if (res == -SCREE_ECORRUPT)
+                req->damage = &g->damage;
         req->then(req, res);
         if (res == 0)
                 eng_get_release(g);
@@ -386,6 +399,8 @@ int net_req_get(struct net_req *req, const void *key, size_t len, net_req_then_f
         if (r == 1)
                 return NET_CMD_PENDING;
         count_read(req, r);
+        if (r == -SCREE_ECORRUPT)
+                req->damage = &req->u.g.damage;
         then(req, r);
         if (r == 0)
                 eng_get_release(&req->u.g);
@@ -420,6 +435,8 @@ static void rmw_cb(struct eng_rmw *rw, int res)
 {
         struct net_req *req = rw->ctx;
 
+        if (res == -SCREE_ECORRUPT)
+                req->damage = &rw->g.damage;    /* its read's (shard.h) */
         req->then(req, res);
         net_req_complete(req);
 }

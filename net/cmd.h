@@ -101,6 +101,9 @@ struct net_req {
         uint32_t flags;                 /* parsed options */
         uint64_t expiry_ms;
         const char *err;                /* error text set by an RMW function */
+        /* the damaged SSTable block an engine call failed on (in u or sc),
+         * named by net_reply_engine_err; NULL: none */
+        const struct eng_sst_damage *damage;
         uint8_t *scratch;               /* heap, freed when the handler completes */
         size_t scratch_len;
         bool have_old;                  /* scratch holds the old value (SET GET...) */
@@ -165,7 +168,10 @@ void net_req_complete(struct net_req *req);
 /* A continuation that replies res as an integer, or the error. */
 void net_then_int(struct net_req *req, int res);
 
-/* Writes an engine error as a reply ("-ERR ..."). */
+/* Writes an engine error as a reply ("-ERR ..."); -SCREE_ECORRUPT names
+ * the damaged file and block when the failed call said which
+ * ("-ERR engine: corrupt data in <dir>/<id>.sst data block at offset N
+ * (S bytes: what)"). */
 void net_reply_engine_err(struct net_req *req, int err);
 
 /* The owning shard of req's first key (or req->target). */
@@ -241,10 +247,12 @@ int net_req_each_shard(struct net_req *parent, const struct net_cmd_def *def, si
 /* Walks every key of the running shard's default table in chunks,
  * yielding to the loop between chunks (cmd_keys.c): item(sc, it) runs
  * for each live key (req is sc->ctx; req->ival is zeroed first), then
- * then(req, res) once with 0 or the error, and writes the reply. Returns
+ * then(req, res) once with 0 or the error, and writes the reply. With
+ * skip_damaged the walk goes past a damaged SSTable block, whose keys it
+ * then misses (eng_scan.skip_damaged); without, it fails on it. Returns
  * what the handler returns. */
 int net_req_walk(struct net_req *req, int (*item)(struct eng_scan *, const struct eng_scan_item *),
-                 net_req_then_fn then);
+                 bool skip_damaged, net_req_then_fn then);
 
 /* A continuation that replies req->ival as an integer, or the error. */
 void net_then_int_ival(struct net_req *req, int res);

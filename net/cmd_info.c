@@ -116,7 +116,8 @@ static void info_scree(FILE *f, const struct net_req *req)
                            "memtable_bytes=%llu,imm_bytes=%llu,flushes=%llu,compactions=%llu,"
                            "stalls=%llu,disk_bytes_written=%llu,replayed_records=%llu,"
                            "blocks_prefaulted=%llu,block_pool_hits=%llu,block_pool_misses=%llu,"
-                           "prefault_pending=%llu,client_mem=%llu,evicted_clients=%llu\r\n",
+                           "prefault_pending=%llu,client_mem=%llu,evicted_clients=%llu,"
+                           "corrupt_blocks=%llu,corrupt_reads=%llu,compaction_errors=%llu\r\n",
                         i, (long long)req->children[i]->ival, si->loading,
                         (unsigned long long)si->conns, (unsigned long long)s->writes,
                         (unsigned long long)s->gets, (unsigned long long)s->memtable_bytes,
@@ -128,7 +129,10 @@ static void info_scree(FILE *f, const struct net_req *req)
                         (unsigned long long)s->block_pool_hits,
                         (unsigned long long)s->block_pool_misses,
                         (unsigned long long)s->prefault_pending,
-                        (unsigned long long)si->client_mem, (unsigned long long)si->evicted);
+                        (unsigned long long)si->client_mem, (unsigned long long)si->evicted,
+                        (unsigned long long)s->corrupt_blocks,
+                        (unsigned long long)s->corrupt_reads,
+                        (unsigned long long)s->compaction_errors);
         }
         fprintf(f, "\r\n");
 }

@@ -329,9 +329,10 @@ static int collect_item(struct eng_scan *sc, const struct eng_scan_item *it)
 }
 
 int net_req_walk(struct net_req *req, int (*item)(struct eng_scan *, const struct eng_scan_item *),
-                 net_req_then_fn then)
+                 bool skip_damaged, net_req_then_fn then)
 {
         memset(&req->sc, 0, sizeof(req->sc));
+        req->sc.skip_damaged = skip_damaged;
         req->sc.item = item;
         req->sc.done = scan_cb;
         req->sc.ctx = req;
@@ -351,12 +352,13 @@ static void flush_then(struct net_req *req, int res)
 int net_cmd_shard_count(struct net_req *req)
 {
         req->expiry_ms = 0;
-        return net_req_walk(req, count_item, net_then_int_ival);
+        return net_req_walk(req, count_item, true, net_then_int_ival);
 }
 
 int net_cmd_shard_flush(struct net_req *req)
 {
-        return net_req_walk(req, collect_item, flush_then);
+        /* Not past a damaged block: an OK must mean every key is gone. */
+        return net_req_walk(req, collect_item, false, flush_then);
 }
 
 int net_cmd_dbsize(struct net_req *req)

@@ -201,6 +201,7 @@ static int net_cmd_shard_scan(struct net_req *req)
         if (g + 1 < n)
                 be64_put(end, tablet_first_hash(g + 1, n));
         memset(&req->sc, 0, sizeof(req->sc));
+        req->sc.skip_damaged = true;
         req->sc.item = page_item;
         req->sc.done = page_scan_cb;
         req->sc.ctx = req;
@@ -301,7 +302,7 @@ static void keys_then(struct net_req *req, int res)
 
 static int net_cmd_shard_keys(struct net_req *req)
 {
-        return net_req_walk(req, keys_item, keys_then);
+        return net_req_walk(req, keys_item, true, keys_then);
 }
 
 static const struct net_cmd_def def_shard_keys = { "keys", 2, NET_CMD_READONLY, 0, 0, 0, net_cmd_shard_keys,
@@ -392,6 +393,7 @@ static int random_step(struct net_req *req)
 
         be64_put(start, p->o.cursor);
         memset(&req->sc, 0, sizeof(req->sc));
+        req->sc.skip_damaged = true;
         req->sc.item = random_item;
         req->sc.done = random_cb;
         req->sc.ctx = req;

@@ -681,3 +681,139 @@ Test(shard_lsm, table_stats_follow_flushes_compactions_and_reopen)
         expect_ordered_gets();
         cr_assert(gt(u64, eng_shard_stats(sh)->cache_hits + eng_shard_stats(sh)->cache_misses, 0));
 }
+
+/* ---- a damaged SSTable block (issue 23) ---- */
+
+/* The path of the shard's SSTable with the lowest file id. */
+static void oldest_sst(char *path, size_t cap, uint64_t *ret_id)
+{
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        char best[64] = "";
+
+        cr_assert(not(eq(ptr, d, NULL)));
+        while ((de = readdir(d))) {
+                size_t len = strlen(de->d_name);
+
+                if (len == 20 && strcmp(de->d_name + 16, ".sst") == 0 &&
+                    (!best[0] || strcmp(de->d_name, best) < 0))
+                        snprintf(best, sizeof(best), "%s", de->d_name);
+        }
+        closedir(d);
+        cr_assert(best[0] != 0, "no SSTable in %s", dir);
+        snprintf(path, cap, "%s/%s", dir, best);
+        *ret_id = strtoull(best, NULL, 16);
+}
+
+/* Gets every ordered key: those in the damaged block (data block 1 of
+ * file_id) fail with the block named, the others match the model.
+ * Returns how many failed. */
+static uint32_t gets_around_damage(uint64_t file_id)
+{
+        uint32_t failed = 0, first = NKEYS, last = 0;
+
+        for (uint32_t i = 0; i < NKEYS; i++) {
+                struct rd x;
+                char k[16], want[128];
+                int r;
+
+                key_of(i, k);
+                r = get_wait(ENG_TABLE_ORDERED, k, (uint32_t)strlen(k), &x);
+                if (r == -SCREE_ECORRUPT) {
+                        cr_expect(eq(u64, x.g.damage.file_id, file_id), "%s", k);
+                        cr_expect(eq(u64, x.g.damage.offset, 4096), "%s", k);
+                        cr_expect(eq(u32, x.g.damage.size, 4096), "%s", k);
+                        cr_expect(eq(u32, x.g.damage.block, 1), "%s", k);
+                        cr_expect(eq(str, (char *)x.g.damage.what, ENG_SST_DAMAGE_BLOCK));
+                        failed++;
+                        first = i < first ? i : first;
+                        last = i;
+                        continue;
+                }
+                cr_assert(eq(int, r, 0), "%s: %d", k, r);
+                cr_assert(eq(u32, x.g.value_len, value_of(i, model_ver[i], want)), "%s", k);
+                cr_assert(eq(int, memcmp(x.g.value, want, x.g.value_len), 0), "%s", k);
+                eng_get_release(&x.g);
+        }
+        cr_assert(gt(u32, failed, 0), "no key read the damaged block");
+        cr_expect(eq(u32, last - first + 1, failed), "the failed keys are one block's run");
+        return failed;
+}
+
+/* Scans the ordered table in pages of 50, skipping damaged blocks or not;
+ * returns the scan's result, with c holding what it gave. */
+static int scan_damaged(struct collect *c, bool skip)
+{
+        int r;
+
+        memset(c, 0, sizeof(*c));
+        c->fail_after = -1;
+        c->sc.skip_damaged = skip;
+        r = scan_page(c, ENG_TABLE_ORDERED, NULL, 0, NULL, 0, 50);
+        while (r == 0 && c->sc.more) {
+                uint32_t damaged = c->sc.damaged;
+                struct eng_sst_damage d = c->sc.damage;
+
+                r = scan_page(c, ENG_TABLE_ORDERED, c->sc.resume, c->sc.resume_len, NULL, 0, 50);
+                if (damaged && !c->sc.damaged) {        /* keep the page's that met it */
+                        c->sc.damaged = damaged;
+                        c->sc.damage = d;
+                }
+        }
+        eng_scan_release(&c->sc);
+        return r;
+}
+
+Test(shard_lsm, issue23_a_damaged_block_fails_only_its_keys_scans_skip_it_compactions_keep_it)
+{
+        struct collect *c = calloc(1, sizeof(*c));
+        char path[PATH_MAX + 32];
+        uint64_t file_id;
+        uint32_t failed;
+        unsigned tables;
+
+        opts.no_compaction = true;
+        opts.compaction_rate = UINT64_MAX;
+        cr_assert(eq(int, shard_open_sync(), 0));
+        for (uint32_t i = 0; i < NKEYS; i++)
+                put_t(ENG_TABLE_ORDERED, i, 1, 0);
+        cr_assert(eq(int, flush_sync(), 0));
+        oldest_sst(path, sizeof(path), &file_id);
+        for (uint32_t i = NKEYS - 100; i < NKEYS; i++)  /* a newer table, far from block 1 */
+                put_t(ENG_TABLE_ORDERED, i, 2, 0);
+        cr_assert(eq(int, flush_sync(), 0));
+        tables = count_files(".sst");
+        cr_assert(eq(u32, tables, 2));
+        engine_test_flip_byte(path, 4096 + 300);
+        cr_assert(eq(int, reopen(), 0));        /* cold cache; opening reads no data block */
+
+        /* Gets: only the keys of the damaged block fail, naming it. */
+        failed = gets_around_damage(file_id);
+        cr_expect(eq(u64, eng_shard_stats(sh)->corrupt_blocks, 1), "counted once");
+        cr_expect(eq(u64, eng_shard_stats(sh)->corrupt_reads, failed));
+        failed = gets_around_damage(file_id);   /* never cached: fails again */
+        cr_expect(eq(u64, eng_shard_stats(sh)->corrupt_blocks, 1));
+
+        /* A skipping scan gives every other key, and says what it skipped. */
+        cr_assert(eq(int, scan_damaged(c, true), 0));
+        cr_expect(eq(u32, c->n, NKEYS - failed));
+        cr_expect(eq(u32, c->sc.damaged, 1));
+        cr_expect(eq(u64, c->sc.damage.file_id, file_id));
+        cr_expect(eq(u64, c->sc.damage.offset, 4096));
+        /* A strict one fails there, naming it. */
+        cr_expect(eq(int, scan_damaged(c, false), -SCREE_ECORRUPT));
+        cr_expect(eq(u64, c->sc.damage.file_id, file_id));
+        cr_expect(eq(u64, c->sc.damage.offset, 4096));
+
+        /* A compaction that meets it fails and keeps its inputs... */
+        cr_assert(eq(int, reopen(), 0));        /* the damage is not known yet */
+        cr_expect(eq(int, compact_sync(), -SCREE_ECORRUPT));
+        cr_expect(eq(u64, eng_shard_stats(sh)->compaction_errors, 1));
+        cr_expect(eq(u32, count_files(".sst"), tables), "inputs kept, no output left");
+        /* ... and is not tried again on the damaged table. */
+        cr_expect(eq(int, compact_sync(), -SCREE_ECORRUPT));
+        run_for_ms(50);
+        cr_expect(eq(u64, eng_shard_stats(sh)->compaction_errors, 1), "retried");
+        cr_expect(eq(u32, gets_around_damage(file_id), failed));
+        free(c);
+}

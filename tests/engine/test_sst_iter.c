@@ -912,6 +912,108 @@ Test(sst_iter, a_corrupt_block_is_ecorrupt_for_lookups_and_scans)
         cold_cache();
 }
 
+struct damage_log {
+        unsigned calls, firsts;
+        struct eng_sst_damage last;
+};
+
+static void on_table_damage(void *arg, struct eng_sst_table *t, const struct eng_sst_damage *d,
+                            bool first)
+{
+        struct damage_log *l = arg;
+
+        (void)t;
+        l->calls++;
+        l->firsts += first;
+        l->last = *d;
+}
+
+static void on_iter_damage(void *arg, const struct eng_sst_damage *d)
+{
+        on_table_damage(arg, NULL, d, false);
+}
+
+/* Issue 23: the damage is named and reported once; a skipping scan reads
+ * every other block. */
+Test(sst_iter, issue23_a_damaged_block_is_named_reported_once_and_a_skipping_scan_passes_it)
+{
+        const uint32_t bad = 7;
+        struct eng_sst_handle h = eng_sst_reader_block(eng_sst_table_reader(table), bad);
+        uint32_t i = key_in_block(bad), n_bad;
+        struct damage_log tl = { 0 }, il = { 0 };
+        struct eng_sst_iter *it;
+        struct eng_entry e;
+        uint8_t prev[64];
+        size_t prev_len = 0;
+        uint64_t prev_seq = 0;
+        struct get_wait w;
+        bool was_pending;
+        char k[16];
+        int kl = key_fmt(2 * i + 2, k), r;
+        size_t n = 0;
+
+        size_t before_next = 0;         /* versions in blocks 0..bad */
+
+        for (uint32_t b = 0; b <= bad; b++) {
+                struct eng_cached_block *cb;
+                struct eng_block_iter bi = { 0 };
+
+                cr_assert(eq(int, read_block_wait(b), 0));
+                cb = eng_block_cache_get(cache, 1, eng_sst_reader_block(
+                                                           eng_sst_table_reader(table), b).offset);
+                cr_assert(not(eq(ptr, cb, NULL)));
+                cr_assert(eq(int, eng_block_iter_init(&bi, cb->content, cb->content_len), 0));
+                for (eng_block_iter_seek_first(&bi), n_bad = 0; bi.valid; eng_block_iter_next(&bi))
+                        n_bad++;
+                eng_block_iter_fini(&bi);
+                eng_block_cache_release(cache, cb);
+                before_next += n_bad;   /* the last round leaves n_bad = block bad's */
+        }
+        eng_sst_table_on_damage(table, on_table_damage, &tl);
+        cold_cache();
+        engine_test_flip_byte(path, h.offset + 300);
+        for (int attempt = 0; attempt < 2; attempt++) {
+                cr_expect(eq(int, get_key(k, (size_t)kl, &w, &was_pending), -SCREE_ECORRUPT));
+                cr_expect(eq(u64, w.g.damage.file_id, 1));
+                cr_expect(eq(u64, w.g.damage.offset, h.offset));
+                cr_expect(eq(u32, w.g.damage.size, h.size));
+                cr_expect(eq(u32, w.g.damage.block, bad));
+        }
+        cr_expect(eq(u32, tl.calls, 2));
+        cr_expect(eq(u32, tl.firsts, 1), "reported as new once");
+        cr_expect(eng_sst_table_is_damaged(table));
+        kl = key_fmt(2 * key_in_block(bad + 1) + 2, k);
+        cr_expect(eq(int, get_key(k, (size_t)kl, &w, &was_pending), 0), "another block reads");
+        eng_block_cache_release(cache, w.g.block);
+        cr_expect(eq(u64, pins(), 0), "after gets");
+
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        eng_sst_iter_on_damage(it, true, on_iter_damage, &il);
+        for (r = seek_first(it); r == 1; r = next(it), n++) {
+                eng_sst_iter_entry(it, &e);
+                if (n)
+                        cr_assert(lt(int, eng_version_cmp(prev, prev_len, prev_seq, e.key,
+                                                          e.key_len, e.seq), 0));
+                cr_assert(le(sz, e.key_len, sizeof(prev)));
+                memcpy(prev, e.key, e.key_len);
+                prev_len = e.key_len;
+                prev_seq = e.seq;
+        }
+        cr_expect(eq(int, r, 0), "the scan ends normally");
+        cr_expect(eq(sz, n, n_vers - n_bad), "every version but the bad block's");
+        cr_expect(eq(u32, il.calls, 1));
+        cr_expect(eq(u64, il.last.offset, h.offset));
+        cr_expect(eq(u32, tl.firsts, 1));
+        cr_expect(eq(u64, pins(), 0), "after scan");
+        /* A seek into the bad block lands on the next block's first entry. */
+        kl = key_fmt(2 * i + 2, k);
+        cr_expect(eq(int, seek(it, k, (size_t)kl, UINT64_MAX), 1));
+        expect_at(it, before_next);
+        eng_sst_iter_free(it);
+        cr_expect(eq(u64, pins(), 0), "after free");
+        cold_cache();
+}
+
 Test(sst_iter, read_errors_reach_the_caller_and_a_retry_works)
 {
         struct eng_sst_iter *it;
