@@ -342,6 +342,10 @@ void net_reply_engine_err(struct net_req *req, int err)
 {
         if (req->err)
                 net_resp_add_errorf(req->out, "ERR %s", req->err);
+        else if (err == -ENOSPC)        /* Redis's prefix for "fix the server's disk" */
+                net_resp_add_errorf(req->out, "MISCONF disk full: no space left on the device of the "
+                                    "data directory; writes are refused until space is freed, then "
+                                    "resume by themselves");
         else
                 net_resp_add_errorf(req->out, "ERR engine: %s", scree_strerror(err));
 }
