@@ -46,7 +46,15 @@ enum step {
         STEP_CLOSE,
         STEP_MARK_WRITE,                /* the sync mark behind the last edit */
         STEP_MARK_SYNC,                 /* ... made durable too, on close */
+        STEP_UNDO_CLOSE,                /* a rewrite out of space: close MANIFEST.tmp, */
+        STEP_UNDO_UNLINK,               /* ... remove it */
 };
+
+/* What waits for space (see nospace_enter). */
+enum nospace { NOSPACE_NONE, NOSPACE_APPEND, NOSPACE_REWRITE };
+
+#define RETRY_NS (UINT64_C(1000) * 1000 * 1000)
+#define RETRY_MAX_NS (8 * RETRY_NS)
 
 struct mbuf {
         uint8_t *data;
@@ -79,10 +87,17 @@ struct eng_manifest {
         struct eng_manifest_stats stats;
         bool mark_due;                  /* an append was synced; no mark behind it yet */
         uint8_t mark[REC_HDR];
+        enum nospace nospace;           /* out of space: retried by retry_timer */
+        struct rx_timer retry_timer;
+        uint64_t retry_ns;
+        bool last_try;                  /* eng_manifest_stop_retrying: give up at the next ENOSPC */
+        bool gave_up;                   /* m->error is that -ENOSPC: nothing acknowledged lost */
 };
 
 static void step_done(struct eng_fs_op *op, int res);
 static void close_step(struct eng_manifest *m);
+static void rewrite_start(struct eng_manifest *m);
+static void step_to(struct eng_manifest *m, enum step s);
 
 /* ---- buffers and acknowledgements ---- */
 
@@ -146,6 +161,83 @@ static void fail(struct eng_manifest *m, int err)
         post(m);
 }
 
+/* ---- out of space ---- */
+
+/*
+ * ENOSPC (or a short write) is not a failure of the manifest: the edits
+ * are applied in memory already and nothing durable was lost, so the same
+ * chain is tried again once space returns -- an append writes the same
+ * bytes at the same place, a rewrite (its MANIFEST.tmp removed first)
+ * starts over with a fresh snapshot. The edits keep waiting meanwhile
+ * (acknowledging them with an error would leave the state ahead of the
+ * file). The first snapshot, written by eng_manifest_create at start-up,
+ * fails instead, after removing MANIFEST.tmp: the start fails cleanly.
+ * After eng_manifest_stop_retrying the next shortage gives up: the
+ * waiting edits fail with -ENOSPC and the manifest takes no more.
+ */
+static void retry_fire(struct rx_loop *loop, struct rx_timer *t)
+{
+        struct eng_manifest *m = container_of(t, struct eng_manifest, retry_timer);
+        enum nospace what = m->nospace;
+
+        (void)loop;
+        m->nospace = NOSPACE_NONE;
+        if (m->error)
+                return;
+        m->stats.nospace_retries++;
+        if (what == NOSPACE_APPEND)
+                step_to(m, STEP_APPEND_WRITE);
+        else if (what == NOSPACE_REWRITE)
+                rewrite_start(m);
+}
+
+/* The chain in flight ran out of space and is undone: retry it later. */
+static void nospace_enter(struct eng_manifest *m, enum nospace what)
+{
+        m->step = STEP_IDLE;
+        m->stats.nospace++;
+        if (m->last_try || m->create_done) {
+                m->gave_up = !m->create_done;
+                fail(m, -ENOSPC);
+                return;
+        }
+        m->nospace = what;
+        rx_timer_arm_after(m->fs->loop, &m->retry_timer, m->retry_ns);
+        if (m->retry_ns < RETRY_MAX_NS)
+                m->retry_ns *= 2;
+}
+
+/* A rewrite ran out of space: its edits go back before the pending ones
+ * (the next rewrite's snapshot holds them all); MANIFEST.tmp is removed. */
+static void rewrite_undo(struct eng_manifest *m)
+{
+        struct eng_manifest_write *last = m->io_head;
+
+        if (last) {
+                while (last->next)
+                        last = last->next;
+                last->next = m->pend_head;
+                if (!m->pend_tail)
+                        m->pend_tail = last;
+                m->pend_head = m->io_head;
+                m->io_head = NULL;
+        }
+        step_to(m, m->new_fd >= 0 ? STEP_UNDO_CLOSE : STEP_UNDO_UNLINK);
+}
+
+bool eng_manifest_is_full(const struct eng_manifest *m)
+{
+        return m->nospace != NOSPACE_NONE;
+}
+
+void eng_manifest_stop_retrying(struct eng_manifest *m)
+{
+        SCREE_ASSERT_SHARD(m);
+        m->last_try = true;
+        if (m->nospace != NOSPACE_NONE && rx_timer_cancel(m->fs->loop, &m->retry_timer))
+                retry_fire(m->fs->loop, &m->retry_timer);
+}
+
 /* ---- the I/O chain ---- */
 
 /* Submits the op of m->step. */
@@ -181,6 +273,10 @@ static int step_submit(struct eng_manifest *m)
                 return eng_fs_write(fs, &m->op, m->fd, m->mark, REC_HDR, m->synced_upto, step_done);
         case STEP_MARK_SYNC:
                 return eng_fs_fdatasync(fs, &m->op, m->fd, step_done);
+        case STEP_UNDO_CLOSE:
+                return eng_fs_close(fs, &m->op, m->new_fd, step_done);
+        case STEP_UNDO_UNLINK:
+                return eng_fs_unlink(fs, &m->op, m->tmp_path, step_done);
         case STEP_IDLE:
                 break;
         }
@@ -287,7 +383,7 @@ static void mark_start(struct eng_manifest *m)
  * first snapshot is started by create.) */
 static void kick(struct eng_manifest *m)
 {
-        if (m->step != STEP_IDLE || m->error)
+        if (m->step != STEP_IDLE || m->error || m->nospace != NOSPACE_NONE)
                 return;
         if (!m->closing && rewrite_is_due(m))
                 rewrite_start(m);
@@ -308,6 +404,7 @@ static void chain_done(struct eng_manifest *m)
         m->step = STEP_IDLE;
         m->io_head = NULL;
         m->create_done = NULL;
+        m->retry_ns = RETRY_NS;
         ack_list(w, 0);
         if (create_done)
                 create_done(m->create_arg, 0);
@@ -358,6 +455,8 @@ static int step_next(struct eng_manifest *m, int res)
                 return m->fd >= 0 ? STEP_CLOSE_OLD : -1;
         case STEP_CLOSE_OLD:
         case STEP_CLOSE:
+        case STEP_UNDO_CLOSE:
+        case STEP_UNDO_UNLINK:
         case STEP_IDLE:
                 break;
         }
@@ -367,6 +466,50 @@ static int step_next(struct eng_manifest *m, int res)
 static bool is_write(enum step s)
 {
         return s == STEP_APPEND_WRITE || s == STEP_SNAPSHOT_WRITE;
+}
+
+/* A step failed with err (-ENOSPC for a short write). Returns whether it
+ * was handled as running out of space. */
+static bool step_nospace(struct eng_manifest *m, enum step s, int err)
+{
+        if (err != -ENOSPC)
+                return false;
+        switch (s) {
+        case STEP_APPEND_WRITE:
+                nospace_enter(m, NOSPACE_APPEND);
+                return true;
+        case STEP_MARK_WRITE:
+                /* Only a mark: go on without it (a damaged last edit would
+                 * read as a torn one, as before marks). */
+                m->step = STEP_IDLE;
+                kick(m);
+                if (m->closing)
+                        close_step(m);
+                return true;
+        case STEP_OPEN_TMP:
+        case STEP_SNAPSHOT_WRITE:
+        case STEP_SNAPSHOT_SYNC:
+        case STEP_RENAME:
+                rewrite_undo(m);
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* The undo of a rewrite that ran out of space went one step further. */
+static void undo_step_done(struct eng_manifest *m, int res)
+{
+        if (m->step == STEP_UNDO_CLOSE) {
+                m->new_fd = -1;         /* gone even if close failed */
+                step_to(m, STEP_UNDO_UNLINK);
+                return;
+        }
+        if (res < 0 && res != -ENOENT) {
+                fail(m, res);
+                return;
+        }
+        nospace_enter(m, NOSPACE_REWRITE);
 }
 
 static void step_done(struct eng_fs_op *op, int res)
@@ -387,9 +530,15 @@ static void step_done(struct eng_fs_op *op, int res)
                 }
                 return;
         }
+        if (s == STEP_UNDO_CLOSE || s == STEP_UNDO_UNLINK) {
+                undo_step_done(m, res);
+                return;
+        }
         if (res < 0 || (is_write(s) && (size_t)res != m->io.len) ||
             (s == STEP_MARK_WRITE && res != (int)REC_HDR)) {
-                fail(m, res < 0 ? res : -EIO);  /* a short write: out of space */
+                res = res < 0 ? res : -ENOSPC;  /* a short write: out of space */
+                if (!step_nospace(m, s, res))
+                        fail(m, res);
                 return;
         }
         next = step_next(m, res);
@@ -418,8 +567,9 @@ static void finish_close(struct eng_manifest *m)
 {
         void (*done)(void *arg, int res) = m->close_done;
         void *arg = m->close_arg;
-        int res = m->error;
+        int res = m->gave_up ? 0 : m->error;    /* gave up: every acknowledged edit is in the file */
 
+        rx_timer_cancel(m->fs->loop, &m->retry_timer);
         manifest_free(m);
         done(arg, res);
 }
@@ -576,6 +726,8 @@ static struct eng_manifest *manifest_alloc(struct eng_fs *fs, const char *dir)
         m->fs = fs;
         m->fd = m->new_fd = m->dir_fd = -1;
         m->task = (struct rx_task){ .fn = task_run, .name = "manifest" };
+        m->retry_ns = RETRY_NS;
+        rx_timer_init(&m->retry_timer, retry_fire, "manifest:nospace_retry");
         m->dir = strdup(dir);
         m->path = path_join(dir, "MANIFEST");
         m->tmp_path = path_join(dir, "MANIFEST.tmp");
@@ -661,6 +813,7 @@ int eng_manifest_close(struct eng_manifest *m, void (*done)(void *arg, int res),
         m->closing = true;
         m->close_done = done;
         m->close_arg = arg;
+        eng_manifest_stop_retrying(m);
         /* From the loop, so done never runs inside this call. */
         post(m);
         return 0;

@@ -21,7 +21,12 @@
  * that point are in the snapshot and are acknowledged when it is
  * published (the directory fsync done).
  *
- * Failure: a failed write, fsync, open or rename (or no memory for a
+ * Out of space: an append or a rewrite that fails with ENOSPC (or writes
+ * short) is undone (a rewrite's MANIFEST.tmp removed) and retried by a
+ * timer (1 s, doubling up to 8 s); its edits wait meanwhile, and
+ * eng_manifest_is_full says so. The first snapshot (eng_manifest_create)
+ * fails instead, leaving no MANIFEST.tmp. See eng_manifest_stop_retrying.
+ * Failure: any other failed write, fsync, open or rename (or no memory for a
  * rewrite's snapshot) stops the manifest for good -- a retried fsync can
  * report success for data the kernel dropped: pending and later edits get
  * that error. The file on disk then still reads back to every
@@ -31,6 +36,7 @@
 #ifndef SCREE_ENGINE_MANIFEST_H
 #define SCREE_ENGINE_MANIFEST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine/fs.h"
@@ -57,6 +63,7 @@ struct eng_manifest_stats {
         uint64_t snapshots;             /* files written and published, the first included */
         uint64_t file_bytes;            /* durable bytes of the current file */
         uint64_t snapshot_bytes;        /* its header and snapshot */
+        uint64_t nospace, nospace_retries;      /* chains that ran out of space; retries */
 };
 
 /*
@@ -110,6 +117,20 @@ const struct eng_manifest_state *eng_manifest_state(const struct eng_manifest *m
  * before done. Returns 0, or -EALREADY (and done never runs). Shard-local.
  */
 int eng_manifest_close(struct eng_manifest *m, void (*done)(void *arg, int res), void *arg);
+
+/* Whether edits wait for space: a chain ran out of it and waits for its
+ * retry. Shard-local. */
+bool eng_manifest_is_full(const struct eng_manifest *m);
+
+/*
+ * For an owner about to close: no more waiting for space. If a chain
+ * waits for its retry, it is tried once more now; if that, or any later
+ * write, runs out of space, the waiting edits complete with -ENOSPC and
+ * the manifest takes no more edits (eng_manifest_apply: -ENOSPC). The
+ * file still reads back to every acknowledged edit, so eng_manifest_close
+ * then reports 0. eng_manifest_close does this too. Shard-local.
+ */
+void eng_manifest_stop_retrying(struct eng_manifest *m);
 
 const struct eng_manifest_stats *eng_manifest_stats(const struct eng_manifest *m);
 

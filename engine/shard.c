@@ -35,6 +35,12 @@ int eng_shard_error(const struct eng_shard *s)
         return s->error;
 }
 
+bool eng_shard_is_full(const struct eng_shard *s)
+{
+        return (s->wal && eng_wal_is_full(s->wal)) || (s->man && eng_manifest_is_full(s->man)) ||
+               s->flush_error == -ENOSPC;
+}
+
 /* Counted when asked rather than kept in step by flushes and compactions:
  * the published table sets are the truth, and a walk over the tablets is
  * cheap next to a stats request. */
@@ -209,7 +215,9 @@ static void group_acked(struct eng_wal_write *ww, int res)
 {
         struct shard_group *g = container_of(ww, struct shard_group, ww);
 
-        if (res < 0)
+        /* Out of space is not permanent (wal.h): nothing written was lost,
+         * and the log writes the group's record once space returns. */
+        if (res < 0 && res != -ENOSPC)
                 shard_set_error(g->s, res, "commit-log write");
         answer_all(g->head, res);
         free(g);
@@ -283,7 +291,7 @@ static void write_acked(struct eng_wal_write *ww, int res)
 {
         struct eng_write *w = ww->ctx;
 
-        if (res < 0)
+        if (res < 0 && res != -ENOSPC)
                 shard_set_error(w->s, res, "commit-log write");
         w->done(w, res);
 }
@@ -502,8 +510,10 @@ static int write_now(struct eng_shard *s, struct eng_write *w)
 {
         int r;
 
-        if (s->stall_head || shard_stalled(s)) {
-                if (s->flush_error != -ENOSPC)
+        if (eng_wal_is_full(s->wal)) {
+                r = -ENOSPC;    /* fail fast: the log cannot take it until space returns */
+        } else if (s->stall_head || shard_stalled(s)) {
+                if (!eng_shard_is_full(s))
                         return stall(s, w);
                 r = -ENOSPC;    /* flushing cannot free memory until space returns */
         } else if (w->stalled) {
@@ -599,8 +609,7 @@ int shard_write_held(struct eng_shard *s, const struct eng_mutation *m, struct e
 
 void shard_unstall(struct eng_shard *s)
 {
-        while (s->stall_head &&
-               (s->error || s->flush_error == -ENOSPC || !shard_stalled(s))) {
+        while (s->stall_head && (s->error || eng_shard_is_full(s) || !shard_stalled(s))) {
                 struct eng_write *w = s->stall_head;
                 int r;
 
@@ -610,7 +619,7 @@ void shard_unstall(struct eng_shard *s)
                 s->stats.stall_ns += time_now_ns() - w->stall_start_ns;
                 if (s->error)
                         r = s->error;
-                else if (shard_stalled(s))
+                else if (shard_stalled(s) || eng_wal_is_full(s->wal))
                         r = -ENOSPC;
                 else
                         r = submit(s, w->stalled, w->stalled_len, w->stalled_count, w);

@@ -28,8 +28,17 @@
  *
  * Errors that stop writes: a failed commit-log or manifest write or sync
  * (a retried fsync can report success for lost data) stops every later
- * write with that error; reads keep working. ENOSPC from a flush is not
- * fatal: the flush is retried later, and writes stall meanwhile.
+ * write with that error; reads keep working.
+ * Out of space (ENOSPC, or a short write) is not such an error: nothing
+ * written was lost, and the shard recovers by itself (design.md, "Disk
+ * full"). A log write or segment that ran out of space fails the writes
+ * waiting for it with -ENOSPC (not acknowledged: their records stay
+ * buffered and are written when space returns, so their effect may still
+ * appear), and later writes fail with -ENOSPC at once while the log's
+ * retry timer waits for space (eng_shard_is_full). A flush or a manifest
+ * edit that ran out of space is retried; writes then stall until memory
+ * runs out, and fail with -ENOSPC beyond it. A close on a full disk
+ * succeeds: every acknowledged write is durable.
  *
  * Callback contract (as fs.h): a call that returns "pending" runs its
  * callback exactly once, later, from the loop; otherwise the callback never
@@ -437,5 +446,10 @@ int eng_shard_error(const struct eng_shard *s);
  * names it) into buf (size bytes, NUL-terminated, cut if short). Returns
  * what snprintf returns. Shard-local. */
 int eng_shard_sst_path(const struct eng_shard *s, uint64_t file_id, char *buf, size_t size);
+
+/* Whether the shard waits for disk space: its log (writes fail with
+ * -ENOSPC now), its manifest or its last flush ran out of it and retries.
+ * Shard-local. */
+bool eng_shard_is_full(const struct eng_shard *s);
 
 #endif

@@ -161,7 +161,10 @@ static void compaction_recorded(struct eng_manifest_write *mw, int res)
         struct eng_tset *ts;
 
         if (res < 0) {
-                shard_set_error(s, res, "manifest write");
+                /* -ENOSPC only once closing (eng_manifest_stop_retrying):
+                 * not recorded, nothing lost. */
+                if (res != -ENOSPC || !s->closing)
+                        shard_set_error(s, res, "manifest write");
                 compaction_end(c, res);
                 return;
         }
@@ -197,7 +200,8 @@ static void compaction_record(struct eng_shard_compaction *c)
         c->mw.ctx = c;
         r = eng_manifest_apply(s->man, &e, &c->mw);
         if (r < 0) {
-                shard_set_error(s, r, "manifest edit");
+                if (r != -ENOSPC || !s->closing)
+                        shard_set_error(s, r, "manifest edit");
                 compaction_end(c, r);
         }
 }

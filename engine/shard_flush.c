@@ -12,7 +12,8 @@
  * database: a crash before that leaves an unreferenced file that start-up
  * deletes, and the log still holds the data.
  * A failed flush leaves the memtable sealed and is retried after a pause;
- * a failed manifest write stops the shard's writes.
+ * a failed manifest write stops the shard's writes (one out of space
+ * waits for the manifest's retry instead: manifest.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -259,7 +260,10 @@ static void flush_recorded(struct eng_manifest_write *mw, int res)
 
         s->flush = NULL;
         if (res < 0) {
-                shard_set_error(s, res, "manifest write");
+                /* -ENOSPC only once closing (eng_manifest_stop_retrying):
+                 * not recorded, the log still holds the memtable's data. */
+                if (res != -ENOSPC || !s->closing)
+                        shard_set_error(s, res, "manifest write");
                 flush_free(f);
                 wake_waiters(s);
                 shard_job_done(s);
@@ -334,7 +338,8 @@ static void flush_opened(void *arg, int res, struct eng_sst_table *table)
         f->mw.ctx = f;
         res = eng_manifest_apply(s->man, &e, &f->mw);
         if (res < 0) {
-                shard_set_error(s, res, "manifest edit");
+                if (res != -ENOSPC || !s->closing)
+                        shard_set_error(s, res, "manifest edit");
                 s->flush = NULL;
                 flush_free(f);
                 shard_job_done(s);

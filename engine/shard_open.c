@@ -152,9 +152,19 @@ static void open_finish(struct shard_open *op, int res)
 static void wal_closed_on_failure(void *arg, int res)
 {
         struct shard_open *op = arg;
+        char path[4096];
 
         (void)res;
         op->s->wal = NULL;
+        /* The new log took no write: remove the segments it made (its
+         * first and the reserve), so a failed start leaves no files behind
+         * and gives back their space (issue 23: a 26 MiB segment filled
+         * the disk after a start that failed for lack of space). */
+        for (uint64_t id = op->last_segment + 1; id <= op->last_segment + 2; id++) {
+                snprintf(path, sizeof(path), "%s/%016" PRIx64 ".log", op->s->dir, id);
+                if (unlink(path) < 0 && errno != ENOENT)
+                        log_warn("shard %u: removing %s: %s", op->s->o.shard, path, strerror(errno));
+        }
         open_finish(op, op->err);
 }
 
@@ -658,6 +668,9 @@ int eng_shard_close(struct eng_shard *s, void (*done)(void *arg, int res), void 
         shard_order_fail_all(s);
         shard_log_group(s);     /* the log's close syncs it and answers its writes */
         shard_apply_pending(s);
+        /* A flush or compaction waiting for manifest space would hold the
+         * close forever: one last try, then their edits fail. */
+        eng_manifest_stop_retrying(s->man);
         if (s->retry_armed && rx_timer_cancel(s->loop, &s->retry_timer)) {
                 s->retry_armed = false;
                 s->busy--;

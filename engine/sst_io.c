@@ -96,7 +96,7 @@ static void on_written(struct eng_fs_op *op, int res)
         struct eng_sst_write *w = container_of(op, struct eng_sst_write, op);
 
         if (res >= 0 && (size_t)res != w->wlen)
-                res = -EIO;     /* O_DIRECT to a regular file: short only on error */
+                res = -ENOSPC;  /* O_DIRECT to a regular file: short when the disk is full */
         if (res < 0)
                 fail(w, res);
         else

@@ -61,6 +61,8 @@ struct wal_seg {
         uint64_t recycled_id;           /* reuses the file of this old segment; 0: a new file */
         uint64_t zero_off;              /* zeros written up to here; see zero_kick */
         bool ready, sealed, busy;       /* busy: an op of its own is in flight */
+        bool nospace;                   /* its preparation ran out of space: undone, waits
+                                         * for the retry timer (nospace_enter) */
         struct eng_fs_op op;
         uint8_t *header;
         struct wbuf active;
@@ -99,11 +101,21 @@ struct eng_wal {
         uint8_t *zeros;                 /* ZERO_CHUNK zero bytes for zero_kick; lazily */
         uint8_t *mark_buf;              /* MARK_BUF bytes for the sync mark's write */
         uint32_t mark_len;              /* the mark write in flight: its length */
+        /* Out of space (nospace_enter): the flush whose write failed keeps
+         * its buffer (wal->flushing) to write it again; the retry timer
+         * tries that and every segment's undone preparation. */
+        bool write_nospace;
+        struct rx_timer retry_timer;
+        uint64_t retry_ns;              /* the next retry's delay: doubles up to RETRY_MAX_NS */
+        struct rx_task stuck_task;      /* fails appends that landed where nothing can be written */
+        bool stuck_posted;
 };
 
 static void kick(struct eng_wal *wal);
 static void zero_kick(struct eng_wal *wal);
 static void close_step(struct eng_wal *wal);
+static void nospace_enter(struct eng_wal *wal);
+static void nospace_left(struct eng_wal *wal);
 
 static uint64_t seg_end(const struct wal_seg *s)
 {
@@ -224,15 +236,139 @@ static void fail(struct eng_wal *wal, int err)
                 close_step(wal);
 }
 
+/* ---- out of space ---- */
+
+/*
+ * ENOSPC is not a failure of the log: nothing written was lost, and the
+ * same bytes can be written again once space returns (docs/design.md,
+ * "Disk full"). What it stops: the flush whose write failed (its buffer is
+ * kept, wal->write_nospace), and a segment whose preparation failed
+ * (undone, s->nospace). The appends that wait for bytes that cannot be
+ * written now fail with -ENOSPC -- not acknowledged; their records stay
+ * buffered and are written when the retry succeeds, since the shard has
+ * applied them already. A timer retries after o.nospace_retry_ns,
+ * doubling up to RETRY_MAX_NS; closing tries once more and then gives the
+ * unwritten bytes up (nothing acknowledged is among them).
+ */
+#define RETRY_MAX_FACTOR 8u
+
+/* Fails the appends waiting for bytes that cannot be written now: all of
+ * them after a failed write (they are behind it), else those in the first
+ * segment whose preparation failed and later. */
+static void fail_stuck(struct eng_wal *wal)
+{
+        struct eng_wal_write **pp = &wal->ack_head, *prev = NULL, *w;
+        uint64_t from = UINT64_MAX;
+
+        if (wal->write_nospace) {
+                from = 0;
+        } else {
+                for (const struct wal_seg *s = wal->segs; s; s = s->next) {
+                        if (s->nospace) {
+                                from = s->id;
+                                break;
+                        }
+                }
+        }
+        while (*pp && (*pp)->segment < from) {
+                prev = *pp;
+                pp = &(*pp)->next;
+        }
+        w = *pp;
+        *pp = NULL;
+        wal->ack_tail = prev;
+        while (w) {
+                struct eng_wal_write *next = w->next;
+
+                w->done(w, -ENOSPC);
+                w = next;
+        }
+}
+
+static void stuck_task_run(struct rx_loop *loop, struct rx_task *t)
+{
+        struct eng_wal *wal = container_of(t, struct eng_wal, stuck_task);
+
+        (void)loop;
+        wal->stuck_posted = false;
+        if (!wal->error)
+                fail_stuck(wal);
+        if (wal->closing)
+                close_step(wal);
+}
+
+static void retry_now(struct eng_wal *wal);
+static int prep_start(struct wal_seg *s);
+
+static void retry_fire(struct rx_loop *loop, struct rx_timer *t)
+{
+        (void)loop;
+        retry_now(container_of(t, struct eng_wal, retry_timer));
+}
+
+/* Something ran out of space: fail what waits for it, arm the retry. */
+static void nospace_enter(struct eng_wal *wal)
+{
+        wal->stats.nospace++;
+        fail_stuck(wal);
+        if (wal->closing) {
+                close_step(wal);        /* no more retries: close gives it up */
+                return;
+        }
+        if (!rx_timer_is_armed(&wal->retry_timer)) {
+                rx_timer_arm_after(wal->fs->loop, &wal->retry_timer, wal->retry_ns);
+                if (wal->retry_ns < RETRY_MAX_FACTOR * wal->o.nospace_retry_ns)
+                        wal->retry_ns *= 2;
+        }
+}
+
+/* A write or a preparation succeeded: the next shortage retries soon again. */
+static void nospace_left(struct eng_wal *wal)
+{
+        wal->retry_ns = wal->o.nospace_retry_ns;
+}
+
+/* Writes the flush's buffer (again, after ENOSPC: the same bytes at the
+ * same place). */
+static int flush_write(struct eng_wal *wal);
+
+static void retry_now(struct eng_wal *wal)
+{
+        int r = 0;
+
+        if (wal->error)
+                return;
+        wal->stats.nospace_retries++;
+        if (wal->write_nospace && !wal->io_busy) {
+                wal->write_nospace = false;
+                r = flush_write(wal);
+        }
+        for (struct wal_seg *s = wal->segs; s && r >= 0; s = s->next) {
+                if (!s->nospace)
+                        continue;
+                s->nospace = false;
+                r = prep_start(s);
+        }
+        if (r < 0)
+                fail(wal, r);
+}
+
+bool eng_wal_is_full(const struct eng_wal *wal)
+{
+        return wal->write_nospace || wal->cur->nospace;
+}
+
 /* ---- segment preparation: open, fallocate, header, fdatasync, dir fsync ---- */
 
-enum { PREP_OPEN, PREP_FALLOCATE, PREP_HEADER, PREP_SYNC, PREP_RENAME, PREP_DIR_SYNC, PREP_DONE };
+enum { PREP_OPEN, PREP_FALLOCATE, PREP_HEADER, PREP_SYNC, PREP_RENAME, PREP_DIR_SYNC, PREP_DONE,
+       PREP_UNDO_CLOSE, PREP_UNDO_UNLINK };
 
 /* A recycled file gets its header and a zero block (so the segment reads
  * as empty, not as a torn tail of stale bytes) before its rename. */
 #define RECYCLED_HEAD_BYTES (ENG_WAL_SEGMENT_HEADER_BYTES + BLOCK)
 
 static void prep_done(struct eng_fs_op *op, int res);
+static void prep_undo(struct wal_seg *s);
 
 static void old_path(const struct eng_wal *wal, char *dst, size_t len, uint64_t id)
 {
@@ -301,7 +437,13 @@ static void prep_done(struct eng_fs_op *op, int res)
 
         s->busy = false;
         if (res < 0 || (s->prep_step == PREP_HEADER && res != (int)head_bytes(s))) {
-                fail(wal, res < 0 ? res : -EIO);
+                /* A short O_DIRECT write: out of space (a retry tells another error). */
+                res = res < 0 ? res : -ENOSPC;
+                if (res == -ENOSPC && s->prep_step < PREP_DIR_SYNC) {
+                        prep_undo(s);
+                        return;
+                }
+                fail(wal, res);
                 return;
         }
         if (s->prep_step == PREP_OPEN)
@@ -319,6 +461,7 @@ static void prep_done(struct eng_fs_op *op, int res)
                 s->ready = true;
                 s->zero_off = head_bytes(s);
                 wal->stats.segments++;
+                nospace_left(wal);
                 kick(wal);
                 zero_kick(wal);
                 if (wal->closing)
@@ -330,6 +473,65 @@ static void prep_done(struct eng_fs_op *op, int res)
                 fail(wal, r);
         else
                 s->busy = true;
+}
+
+/*
+ * Undoing a preparation the disk had no room for (ENOSPC, or a short
+ * write, before the directory fsync): the file is closed and -- a new one
+ * -- removed, so a full disk keeps no half-made segment (a fallocate may
+ * have taken part of the space; start-up would read an empty file as an
+ * unprepared segment). A recycled file keeps its old name. The segment
+ * then waits for the retry timer, which starts its preparation over.
+ */
+static void undo_next(struct wal_seg *s);
+
+static void undo_done(struct eng_fs_op *op, int res)
+{
+        struct wal_seg *s = container_of(op, struct wal_seg, op);
+
+        s->busy = false;
+        if (s->prep_step == PREP_UNDO_CLOSE) {
+                s->fd = -1;     /* gone even if close failed */
+                s->prep_step = PREP_UNDO_UNLINK;
+        } else if (res < 0 && res != -ENOENT) {
+                fail(s->wal, res);
+                return;
+        } else {
+                s->prep_step = PREP_DONE;
+        }
+        undo_next(s);
+}
+
+static void undo_next(struct wal_seg *s)
+{
+        struct eng_wal *wal = s->wal;
+        int r = 0;
+
+        if (s->prep_step == PREP_UNDO_CLOSE && s->fd < 0)
+                s->prep_step = PREP_UNDO_UNLINK;
+        if (s->prep_step == PREP_UNDO_UNLINK && s->recycled_id)
+                s->prep_step = PREP_DONE;
+        if (s->prep_step == PREP_UNDO_CLOSE)
+                r = eng_fs_close(wal->fs, &s->op, s->fd, undo_done);
+        else if (s->prep_step == PREP_UNDO_UNLINK)
+                r = eng_fs_unlink(wal->fs, &s->op, s->path, undo_done);
+        if (r < 0) {
+                fail(wal, r);
+                return;
+        }
+        if (s->prep_step != PREP_DONE) {
+                s->busy = true;
+                return;
+        }
+        s->prep_step = PREP_OPEN;
+        s->nospace = true;
+        nospace_enter(wal);
+}
+
+static void prep_undo(struct wal_seg *s)
+{
+        s->prep_step = PREP_UNDO_CLOSE;
+        undo_next(s);
 }
 
 /* Starts preparing s. Returns 0 or the submit's error. */
@@ -480,8 +682,16 @@ static void zero_done(struct eng_fs_op *op, int res)
         struct eng_wal *wal = s->wal;
 
         s->busy = false;
-        if (res <= 0 || res % BLOCK) {
-                fail(wal, res < 0 ? res : -EIO);
+        if (res == -ENOSPC || (res >= 0 && (res == 0 || res % BLOCK))) {
+                /* An optimization: a full disk (fallocated blocks should
+                 * not run out, but) ends it for this segment. */
+                s->zero_off = wal->o.segment_bytes;
+                if (wal->closing)
+                        close_step(wal);
+                return;
+        }
+        if (res < 0) {
+                fail(wal, res);
                 return;
         }
         wal->stats.written_bytes += (uint64_t)res;
@@ -558,7 +768,18 @@ static void mark_written(struct eng_fs_op *op, int res)
 
         if (res != (int)wal->mark_len) {
                 wal->io_busy = false;
-                fail(wal, res < 0 ? res : -EIO);
+                if (res == -ENOSPC || res >= 0) {
+                        /* Out of space (the block is fallocated, but): the
+                         * log goes on without this mark -- a damaged last
+                         * group would read as a torn tail, as before marks. */
+                        wal->io_seg->mark_off = wal->io_end;
+                        if (wal->closing)
+                                close_step(wal);
+                        else
+                                kick(wal);
+                        return;
+                }
+                fail(wal, res);
                 return;
         }
         wal->stats.writes++;
@@ -609,10 +830,17 @@ static void write_done(struct eng_fs_op *op, int res)
 
         if (res != (int)want) {
                 wal->io_busy = false;
+                /* A short O_DIRECT write: out of space (a retry tells another error). */
+                if (res == -ENOSPC || res >= 0) {
+                        wal->write_nospace = true;
+                        nospace_enter(wal);
+                        return;
+                }
                 wbuf_fini(&wal->flushing);
-                fail(wal, res < 0 ? res : -EIO);
+                fail(wal, res);
                 return;
         }
+        nospace_left(wal);
         wal->stats.writes++;
         wal->stats.written_bytes += want;
         r = eng_fs_fdatasync(wal->fs, &wal->io_op, wal->io_seg->fd, sync_done);
@@ -641,15 +869,21 @@ static int start_flush(struct eng_wal *wal, struct wal_seg *s)
         wal->io_end = seg_end(s);
         wal->io_seg = s;
         *a = next;
-        r = eng_fs_write(wal->fs, &wal->io_op, s->fd, wal->flushing.data,
-                         (uint32_t)((wal->flushing.len + BLOCK - 1) & ~(size_t)(BLOCK - 1)),
-                         wal->flushing.file_off, write_done);
-        if (r < 0) {
+        r = flush_write(wal);
+        if (r < 0)
                 wbuf_fini(&wal->flushing);
-                return r;
-        }
-        wal->io_busy = true;
-        return 0;
+        return r;
+}
+
+static int flush_write(struct eng_wal *wal)
+{
+        int r = eng_fs_write(wal->fs, &wal->io_op, wal->io_seg->fd, wal->flushing.data,
+                             (uint32_t)((wal->flushing.len + BLOCK - 1) & ~(size_t)(BLOCK - 1)),
+                             wal->flushing.file_off, write_done);
+
+        if (r == 0)
+                wal->io_busy = true;
+        return r;
 }
 
 /* Closes and drops sealed segments at the head that are fully durable. */
@@ -659,7 +893,7 @@ static void kick(struct eng_wal *wal)
 {
         int r;
 
-        if (wal->io_busy || wal->error)
+        if (wal->io_busy || wal->error || wal->write_nospace)
                 return;
         retire_sealed(wal);
         for (struct wal_seg *s = wal->segs; s; s = s->next) {
@@ -727,6 +961,7 @@ static void free_wal(struct eng_wal *wal)
         while (wal->segs)
                 unlink_head(wal);
         wbuf_fini(&wal->spare);
+        wbuf_fini(&wal->flushing);      /* kept for a retry after ENOSPC */
         mem_free_aligned(wal->zeros);
         mem_free_aligned(wal->mark_buf);
         free(wal);
@@ -739,6 +974,7 @@ static void finish_close(struct eng_wal *wal)
         int res = wal->error;
 
         rx_timer_cancel(wal->fs->loop, &wal->timer);
+        rx_timer_cancel(wal->fs->loop, &wal->retry_timer);
         free_wal(wal);
         done(arg, res);
 }
@@ -762,10 +998,13 @@ static void dir_closed(struct eng_fs_op *op, int res)
  */
 static void close_step(struct eng_wal *wal)
 {
-        if (wal->io_busy || wal->dir_busy)
-                return;
+        bool stuck = wal->write_nospace;        /* closing: given up (nospace_enter) */
+
+        if (wal->io_busy || wal->dir_busy || wal->stuck_posted)
+                return;         /* stuck_task_run comes back here */
         for (struct wal_seg *s = wal->segs; s; s = s->next) {
-                if (s->busy || (!wal->error && seg_pending(s))) {
+                stuck = stuck || s->nospace;    /* flushes go in order: all after it too */
+                if (s->busy || (!wal->error && !stuck && seg_pending(s))) {
                         kick(wal);
                         return;
                 }
@@ -852,7 +1091,12 @@ int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal
                 wal->o.segment_bytes = ENG_WAL_DEFAULT_SEGMENT_BYTES;
         if (!wal->o.period_ns)
                 wal->o.period_ns = ENG_WAL_DEFAULT_PERIOD_NS;
+        if (!wal->o.nospace_retry_ns)
+                wal->o.nospace_retry_ns = ENG_WAL_DEFAULT_NOSPACE_RETRY_NS;
+        wal->retry_ns = wal->o.nospace_retry_ns;
         rx_timer_init(&wal->timer, period_fire, "wal:periodic_sync");
+        rx_timer_init(&wal->retry_timer, retry_fire, "wal:nospace_retry");
+        wal->stuck_task = (struct rx_task){ .fn = stuck_task_run, .name = "wal:nospace" };
         wal->close_task = (struct rx_task){ .fn = close_task_run, .name = "wal:close" };
         wal->cur = seg_new(wal, o->first_segment);
         if (!wal->cur) {
@@ -916,6 +1160,14 @@ int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, c
         else
                 wal->ack_head = w;
         wal->ack_tail = w;
+        if (s->nospace || wal->write_nospace) {
+                /* Nothing can be written there now: fail it from the loop. */
+                if (!wal->stuck_posted) {
+                        wal->stuck_posted = true;
+                        rx_loop_post(wal->fs->loop, &wal->stuck_task);
+                }
+                return 0;
+        }
         kick(wal);
         return 0;
 }
@@ -929,6 +1181,9 @@ int eng_wal_close(struct eng_wal *wal, void (*done)(void *arg, int res), void *a
         wal->close_done = done;
         wal->close_arg = arg;
         rx_timer_cancel(wal->fs->loop, &wal->timer);
+        /* Out of space: one last try now, and no more after it. */
+        if (rx_timer_cancel(wal->fs->loop, &wal->retry_timer))
+                retry_now(wal);
         /* Completions re-enter close_step; start it from the loop so done
          * never runs inside this call. */
         rx_loop_post(wal->fs->loop, &wal->close_task);

@@ -23,8 +23,16 @@
  * segments"). A segment takes writes
  * only once prepared, so no record is acknowledged before its segment's name
  * is durable.
- * Failure: a failed write, fdatasync or directory fsync (or open of the
- * directory) stops the log for good (a retried
+ * Out of space: a write or a segment preparation that fails with ENOSPC
+ * (or writes short) does not stop the log. The appends waiting for what
+ * cannot be written complete with -ENOSPC (not acknowledged), but their
+ * records stay buffered; a preparation is undone (the new file removed);
+ * a timer retries both (o.nospace_retry_ns, doubling up to 8x) and the
+ * log goes on by itself once space returns, writing those records too.
+ * eng_wal_is_full says whether an append now would fail so. A close tries
+ * once more, then gives the unwritten records up.
+ * Failure: any other failed write, a failed fdatasync or directory fsync
+ * (or open of the directory) stops the log for good (a retried
  * fsync can report success for data the kernel already dropped): pending
  * and later appends get that error.
  * Shard-local.
@@ -32,6 +40,7 @@
 #ifndef SCREE_ENGINE_WAL_H
 #define SCREE_ENGINE_WAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine/fs.h"
@@ -54,10 +63,13 @@ struct eng_wal_opts {
         uint64_t segment_bytes;         /* multiple of 4096; default 32 MiB */
         enum eng_wal_sync sync;
         uint64_t period_ns;             /* periodic mode; default 10 ms */
+        uint64_t nospace_retry_ns;      /* first retry after running out of space; default
+                                         * 1 s, doubling up to 8 s */
 };
 
 #define ENG_WAL_DEFAULT_SEGMENT_BYTES (32u << 20)
 #define ENG_WAL_DEFAULT_PERIOD_NS (10 * UINT64_C(1000000))
+#define ENG_WAL_DEFAULT_NOSPACE_RETRY_NS (1000 * UINT64_C(1000000))
 
 /* Caller-provided per batch-mode append; valid until done runs. */
 struct eng_wal_write {
@@ -81,6 +93,8 @@ struct eng_wal_stats {
         uint64_t buffers;               /* write buffers allocated */
         uint64_t marks;                 /* sync marks written (wal_format.h); counted in
                                          * writes and written_bytes too */
+        uint64_t nospace;               /* writes and segment preparations that ran out of space */
+        uint64_t nospace_retries;       /* retries after that */
 };
 
 /* Old segment files a log keeps for reuse (eng_wal_recycle). */
@@ -138,6 +152,12 @@ const struct eng_wal_stats *eng_wal_stats(const struct eng_wal *wal);
  * is durably above it). Shard-local.
  */
 int eng_wal_recycle(struct eng_wal *wal, uint64_t segment);
+
+/* Whether the log is out of space where appends go now (a write or the
+ * current segment's preparation failed with ENOSPC; the retry timer is
+ * armed): an append now is buffered but completes with -ENOSPC, not
+ * acknowledged. Shard-local. */
+bool eng_wal_is_full(const struct eng_wal *wal);
 
 /* Id of the segment that receives appends now: after an append, the one
  * holding that record. Shard-local. */

@@ -353,8 +353,13 @@ void net_reply_engine_err(struct net_req *req, int err)
                                     "ERR engine: corrupt data in %s data block at offset %llu "
                                     "(%u bytes: %s)", path, (unsigned long long)d->offset,
                                     d->size, d->what);
-        } else
+        } else if (err == -ENOSPC) {    /* Redis's prefix for "fix the server's disk" */
+                net_resp_add_errorf(req->out, "MISCONF disk full: no space left on the device of the "
+                                    "data directory; writes are refused until space is freed, then "
+                                    "resume by themselves");
+        } else {
                 net_resp_add_errorf(req->out, "ERR engine: %s", scree_strerror(err));
+        }
 }
 
 void net_then_int(struct net_req *req, int res)

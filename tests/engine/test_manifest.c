@@ -589,7 +589,80 @@ Test(manifest, a_failed_fdatasync_fails_the_edits_and_stops_the_manifest)
 
 Test(manifest, a_failed_write_fails_the_edits_and_stops_the_manifest)
 {
-        append_failure(ENG_FS_WRITE, ENOSPC);
+        append_failure(ENG_FS_WRITE, EIO);
+}
+
+/* Regression (issue 23): an append that ran out of space stopped the
+ * manifest, and with it the shard's writes, until a restart. It waits
+ * and is written again once space returns; its edits are acknowledged
+ * then, in order. */
+Test(manifest, an_append_out_of_space_waits_and_is_written_once_space_returns)
+{
+        struct eng_manifest_state model, got;
+        struct gen g = { .rng = 4 };
+        struct eng_manifest *m;
+
+        begin(&model);
+        m = create_on(fs, dir, &model, 0);
+        apply_and_wait(m, &g, &model, 0, 5);
+        eng_fault_fs_fail(fs, ENG_FS_WRITE, ENOSPC, -1);
+        for (unsigned i = 5; i < 8; i++)
+                apply_next(m, &g, &model, i);
+        TEST_RUN_UNTIL(loop, eng_manifest_is_full(m));
+        cr_expect(eq(int, reqs[5].done, false), "not failed: waits for space");
+        eng_fault_fs_fail(fs, ENG_FS_WRITE, 0, 0);
+        wait_for(7, false);
+        cr_expect(eq(u32, count_acked(8), 8));
+        cr_expect(not(eng_manifest_is_full(m)));
+        apply_and_wait(m, &g, &model, 8, 2);
+        cr_expect(eq(int, close_manifest(m), 0));
+        cr_assert(eq(int, load_from(fs, dir, &got), 0));
+        cr_expect(is_state_after(&got, 10, 10));
+        eng_manifest_state_fini(&got);
+        eng_manifest_state_fini(&model);
+}
+
+/* A close while an append waits for space gives it up: its edits fail
+ * with -ENOSPC, the close succeeds, the file holds every acknowledged
+ * edit. */
+Test(manifest, a_close_while_out_of_space_gives_the_waiting_edits_up)
+{
+        struct eng_manifest_state model, got;
+        struct gen g = { .rng = 5 };
+        struct eng_manifest *m;
+
+        begin(&model);
+        m = create_on(fs, dir, &model, 0);
+        apply_and_wait(m, &g, &model, 0, 5);
+        eng_fault_fs_fail(fs, ENG_FS_WRITE, ENOSPC, -1);
+        apply_next(m, &g, &model, 5);
+        TEST_RUN_UNTIL(loop, eng_manifest_is_full(m));
+        cr_expect(eq(int, close_manifest(m), 0));
+        cr_expect(eq(int, reqs[5].res, -ENOSPC));
+        eng_fault_fs_fail(fs, ENG_FS_WRITE, 0, 0);
+        cr_assert(eq(int, load_from(fs, dir, &got), 0));
+        cr_expect(is_state_after(&got, 5, 5));
+        eng_manifest_state_fini(&got);
+        eng_manifest_state_fini(&model);
+}
+
+/* A first snapshot that runs out of space fails the create and leaves no
+ * MANIFEST.tmp behind. */
+Test(manifest, a_create_out_of_space_fails_and_leaves_no_file)
+{
+        struct eng_manifest_state model;
+        struct eng_manifest *m;
+        char path[PATH_MAX + 32];
+
+        begin(&model);
+        eng_fault_fs_fail(fs, ENG_FS_WRITE, ENOSPC, -1);
+        m = create_on(fs, dir, &model, -ENOSPC);
+        cr_expect(eq(int, close_manifest(m), -ENOSPC));
+        snprintf(path, sizeof(path), "%s/MANIFEST.tmp", dir);
+        cr_expect(eq(int, access(path, F_OK), -1));
+        snprintf(path, sizeof(path), "%s/MANIFEST", dir);
+        cr_expect(eq(int, access(path, F_OK), -1));
+        eng_manifest_state_fini(&model);
 }
 
 /* A rewrite that fails at its first op of `kind`: the edits it was to
