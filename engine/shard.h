@@ -377,10 +377,10 @@ struct eng_rmw {
         struct eng_get g;
         struct eng_write w;
         struct rx_task task;
-        struct eng_keyq_op qop;         /* holds the key from the call to the write */
+        struct eng_keyq_op qop;         /* its key's place while in flight (held) */
         struct eng_keyq_node qnode;
         int res;
-        bool in_call;
+        bool in_call, held, oom;
 };
 
 /*

@@ -16,6 +16,7 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/check.h"
 #include "base/compiler.h"
 #include "base/time.h"
 #include "engine/shard_internal.h"
@@ -256,8 +257,16 @@ static void rmw_write_done(struct eng_write *w, int res)
         rmw_finish(r, res < 0 ? res : 1);
 }
 
-/* The read is done: res from the get. r heads its key's FIFO, so nothing
- * else touched the key since the call. */
+/* Leaves r's key's FIFO if it is in it. */
+static void rmw_leave(struct eng_rmw *r)
+{
+        if (r->held)
+                shard_order_leave(r->g.s, &r->qnode);
+        r->held = false;
+}
+
+/* The read is done: res from the get. Nothing else touched the key since
+ * the call: r heads its key's FIFO, or everything ran in one go. */
 static void rmw_decide(struct eng_rmw *r, int res)
 {
         struct eng_shard *s = r->g.s;
@@ -267,22 +276,24 @@ static void rmw_decide(struct eng_rmw *r, int res)
         int fr, wr;
 
         if (res < 0 && res != -SCREE_ENOTFOUND) {
-                shard_order_leave(s, &r->qnode);
+                rmw_leave(r);
                 rmw_finish(r, res);
                 return;
         }
         fr = r->fn(r->fn_arg, res == 0 ? &r->g : NULL, &out);
         if (fr <= 0) {
                 eng_get_release(&r->g);
-                shard_order_leave(s, &r->qnode);
+                rmw_leave(r);
                 rmw_finish(r, fr);
                 return;
         }
         r->w.done = rmw_write_done;
         r->w.ctx = r;
-        /* The write keeps the key until its entry is in the memtables
-         * (it may stall), then leaves it for the next operation. */
-        wr = shard_write_held(s, &out, &r->w, &r->qnode);
+        /* The write keeps the key until its entry is in the memtables (it
+         * may stall), then leaves it for the next operation; without a
+         * place yet, it takes one if it stalls. */
+        wr = shard_write_held(s, &out, &r->w, r->held ? &r->qnode : NULL);
+        r->held = false;
         eng_get_release(&r->g);
         if (wr != 0)
                 rmw_finish(r, wr == 1 ? 1 : wr);
@@ -292,10 +303,30 @@ static void rmw_read_done(struct eng_get *g, int res)
 {
         struct eng_rmw *r = g->ctx;
 
+        if (r->oom) {           /* it could not hold the key while it read */
+                if (res == 0)
+                        eng_get_release(g);
+                rmw_finish(r, -ENOMEM);
+                return;
+        }
         rmw_decide(r, res);
 }
 
-/* r heads its key's FIFO: read the key. */
+/* Places r at the head of its key's FIFO. REQUIRES: nothing in flight on
+ * the key. Returns 0 or -ENOMEM. */
+static int rmw_hold(struct eng_rmw *r)
+{
+        int res;
+
+        r->qnode.fp = eng_keyq_fp(r->g.ikey, r->g.ikey_len);
+        res = eng_keyq_enter(&r->g.s->keyq, &r->qnode);
+
+        SCREE_ASSERT(res != 0);
+        r->held = res == 1;
+        return res < 0 ? res : 0;
+}
+
+/* r may read the key (it heads its FIFO, or none is in flight on it). */
 static void rmw_read(struct eng_rmw *r)
 {
         int res;
@@ -303,8 +334,14 @@ static void rmw_read(struct eng_rmw *r)
         r->g.done = rmw_read_done;
         r->g.ctx = r;
         res = get_issue(&r->g);
-        if (res != 1)
+        if (res != 1) {
                 rmw_decide(r, res);
+                return;
+        }
+        /* The read waits for the disk: from now on later operations on the
+         * key wait for r. */
+        if (!r->held)
+                r->oom = rmw_hold(r) < 0;
 }
 
 /* A read-modify-write that waited behind an earlier operation on its key
@@ -312,14 +349,13 @@ static void rmw_read(struct eng_rmw *r)
 static void rmw_woken(struct eng_keyq_op *op)
 {
         struct eng_rmw *r = container_of(op, struct eng_rmw, qop);
-        struct eng_shard *s = r->g.s;
 
-        if (!s->closing) {
+        if (!r->g.s->closing) {
                 rmw_read(r);
                 return;
         }
         get_cleanup(&r->g);
-        shard_order_leave(s, &r->qnode);
+        rmw_leave(r);
         rmw_finish(r, -SCREE_ESHUTDOWN);
 }
 
@@ -338,18 +374,23 @@ int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32
         r->table = t;
         r->key = key;
         r->key_len = key_len;
-        /* It holds the key from now until its write is in: a later
-         * operation on the key waits behind it. */
+        r->held = r->oom = false;
         r->qop = (struct eng_keyq_op){ .run = rmw_woken };
-        r->qnode = (struct eng_keyq_node){ .op = &r->qop,
-                                           .fp = eng_keyq_fp(r->g.ikey, r->g.ikey_len) };
-        res = eng_keyq_enter(&s->keyq, &r->qnode);
-        if (res < 0) {
-                get_cleanup(&r->g);
-                return res;
+        /* The key's place is taken only when it is needed: behind an
+         * operation in flight on the key, or once the read has to wait. */
+        r->qnode = (struct eng_keyq_node){ .op = &r->qop };
+        if (!eng_keyq_is_idle(&s->keyq)) {
+                r->qnode.fp = eng_keyq_fp(r->g.ikey, r->g.ikey_len);
+                if (eng_keyq_is_busy(&s->keyq, r->qnode.fp)) {
+                        res = eng_keyq_enter(&s->keyq, &r->qnode);
+                        if (res < 0) {
+                                get_cleanup(&r->g);
+                                return res;
+                        }
+                        r->held = true;
+                        return 0;       /* rmw_woken goes on */
+                }
         }
-        if (res == 0)
-                return 0;       /* rmw_woken goes on */
         r->in_call = true;
         rmw_read(r);
         r->in_call = false;
