@@ -815,8 +815,7 @@ Test(manifest, a_damaged_last_edit_is_corrupt_not_a_torn_tail)
         begin(&model);
         m = create_on(fs, dir, &model, 0);
         apply_and_wait(m, &g, &model, 0, 1);
-        for (int i = 0; i < 1000 && !eng_manifest_stats(m)->marks; i++)
-                engine_test_run_for_ms(loop, 1);
+        TEST_RUN_UNTIL(loop, eng_manifest_stats(m)->marks > 0);
         cr_assert(eq(u64, eng_manifest_stats(m)->marks, 1));
         last = last_edit_offset();
         write_file("MANIFEST", &b, 1, (off_t)last + ENG_MANIFEST_RECORD_HEADER_BYTES + 1);

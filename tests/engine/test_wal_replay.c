@@ -636,8 +636,7 @@ Test(wal_replay, a_damaged_last_record_is_corruption_after_a_crash_too)
         for (unsigned i = 0; i < 50; i++)
                 cr_assert(eq(int, append(wal, i), 0));
         cr_assert(eq(int, rx_loop_run_until(loop, &all_done), 0));
-        for (int i = 0; i < 1000 && !eng_wal_stats(wal)->marks; i++)
-                run_for_ms(1);
+        TEST_RUN_UNTIL(loop, eng_wal_stats(wal)->marks > 0);    /* once the log is idle */
         cr_assert(eq(u64, eng_wal_stats(wal)->marks, 1));
         /* What a crashed process leaves: read behind the live log's back. */
         cr_assert(eq(int, replay_with(fs, &o, &x), 0));
