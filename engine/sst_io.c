@@ -593,6 +593,18 @@ void eng_sst_table_report_damage(struct eng_sst_table *t, uint32_t index, const 
                 *ret = d;
 }
 
+int eng_sst_damage_met(struct eng_sst_table *t, const struct eng_sst_damage_policy *p,
+                       uint32_t index, bool in_entries, int err)
+{
+        struct eng_sst_damage d;
+
+        eng_sst_table_report_damage(t, index, in_entries ? ENG_SST_DAMAGE_ENTRY : ENG_SST_DAMAGE_BLOCK,
+                                    &d);
+        if (p->fn)
+                p->fn(p->arg, &d);
+        return p->skip ? 0 : err;
+}
+
 const struct eng_sst_read_stats *eng_sst_table_stats(const struct eng_sst_table *t)
 {
         return &t->stats;

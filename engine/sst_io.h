@@ -159,6 +159,20 @@ void eng_sst_table_on_damage(struct eng_sst_table *t, eng_sst_damage_fn fn, void
 void eng_sst_table_report_damage(struct eng_sst_table *t, uint32_t index, const char *what,
                                  struct eng_sst_damage *ret);
 
+/* What a reader (sst_iter.c, sst_seq.c) does with a damaged block: skip
+ * it or fail, and whom it tells. */
+struct eng_sst_damage_policy {
+        bool skip;
+        eng_sst_damaged_fn fn;          /* NULL: nobody */
+        void *arg;
+};
+
+/* A reader of t met damaged block `index` (in_entries: its entries, not
+ * its bytes, are bad): reports it (eng_sst_table_report_damage), tells
+ * p->fn, and returns 0 to skip it or err. Shard-local. */
+int eng_sst_damage_met(struct eng_sst_table *t, const struct eng_sst_damage_policy *p,
+                       uint32_t index, bool in_entries, int err);
+
 /* True once a read found a damaged block in t (see above). */
 bool eng_sst_table_is_damaged(const struct eng_sst_table *t);
 /* The cache t reads through (to release the blocks it hands out). Borrowed. */

@@ -66,9 +66,7 @@ struct eng_sst_iter {
         void *arg;
         bool ahead_at_miss;             /* a read for the move reads ahead with it */
         bool in_cb, freeing;
-        bool skip_damaged;              /* eng_sst_iter_on_damage */
-        eng_sst_damaged_fn damaged_fn;
-        void *damaged_arg;
+        struct eng_sst_damage_policy damage;    /* eng_sst_iter_on_damage */
 };
 
 static void on_read(struct eng_sst_block_read *rq, int res);
@@ -168,22 +166,15 @@ void eng_sst_iter_set_span(struct eng_sst_iter *it, uint32_t entries)
 
 void eng_sst_iter_on_damage(struct eng_sst_iter *it, bool skip, eng_sst_damaged_fn fn, void *arg)
 {
-        it->skip_damaged = skip;
-        it->damaged_fn = fn;
-        it->damaged_arg = arg;
+        it->damage = (struct eng_sst_damage_policy){ .skip = skip, .fn = fn, .arg = arg };
 }
 
 /* The cursor met a damaged block (sst_cursor.h): report it; 0 skips it. */
 static int damaged(void *owner, uint32_t index, bool in_entries, int err)
 {
         struct eng_sst_iter *it = owner;
-        struct eng_sst_damage d;
 
-        eng_sst_table_report_damage(it->t, index,
-                                    in_entries ? ENG_SST_DAMAGE_ENTRY : ENG_SST_DAMAGE_BLOCK, &d);
-        if (it->damaged_fn)
-                it->damaged_fn(it->damaged_arg, &d);
-        return it->skip_damaged ? 0 : err;
+        return eng_sst_damage_met(it->t, &it->damage, index, in_entries, err);
 }
 
 /* The slot busy with block `index`, or NULL. */

@@ -49,29 +49,20 @@ struct eng_sst_seq {
         eng_sst_seq_cb cb;
         void *arg;
         uint64_t reads;
-        bool skip_damaged;              /* eng_sst_seq_on_damage */
-        eng_sst_damaged_fn damaged_fn;
-        void *damaged_arg;
+        struct eng_sst_damage_policy damage;    /* eng_sst_seq_on_damage */
 };
 
 /* The cursor met a damaged block (sst_cursor.h): report it; 0 skips it. */
 static int damaged(void *owner, uint32_t index, bool in_entries, int err)
 {
         struct eng_sst_seq *it = owner;
-        struct eng_sst_damage d;
 
-        eng_sst_table_report_damage(it->t, index,
-                                    in_entries ? ENG_SST_DAMAGE_ENTRY : ENG_SST_DAMAGE_BLOCK, &d);
-        if (it->damaged_fn)
-                it->damaged_fn(it->damaged_arg, &d);
-        return it->skip_damaged ? 0 : err;
+        return eng_sst_damage_met(it->t, &it->damage, index, in_entries, err);
 }
 
 void eng_sst_seq_on_damage(struct eng_sst_seq *it, bool skip, eng_sst_damaged_fn fn, void *arg)
 {
-        it->skip_damaged = skip;
-        it->damaged_fn = fn;
-        it->damaged_arg = arg;
+        it->damage = (struct eng_sst_damage_policy){ .skip = skip, .fn = fn, .arg = arg };
 }
 
 int eng_sst_seq_new(struct eng_sst_table *t, uint32_t chunk_bytes, struct eng_sst_seq **ret)
