@@ -104,6 +104,11 @@ uint64_t shard_log_needed(const struct eng_shard *s)
 {
         uint64_t need = eng_wal_segment(s->wal);
 
+        /* Writes waiting in s->unapplied are in no memtable yet, and the
+         * log may have rolled past the segment holding their records. */
+        if (s->unapplied.count && s->unapplied_segment < need)
+                need = s->unapplied_segment;
+
         for (uint32_t i = 0; i < s->n_tablets; i++) {
                 const struct eng_tablet *t = &s->tablets[i];
                 /* The flush in progress is about to be done with its memtable. */

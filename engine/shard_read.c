@@ -374,7 +374,7 @@ int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32
         r->table = t;
         r->key = key;
         r->key_len = key_len;
-        r->held = r->oom = false;
+        r->held = r->oom = r->in_call = false;
         r->qop = (struct eng_keyq_op){ .run = rmw_woken };
         /* The key's place is taken only when it is needed: behind an
          * operation in flight on the key, or once the read has to wait. */

@@ -224,7 +224,7 @@ static void scan_woken(struct eng_keyq_op *op)
         struct eng_scan *sc = container_of(op, struct eng_scan, qop);
         int r;
 
-        r = sc->s->closing ? -SCREE_ESHUTDOWN : scan_drive(sc, scan_open_tablet(sc));
+        r = sc->s->closing ? scan_end(sc, -SCREE_ESHUTDOWN) : scan_drive(sc, scan_open_tablet(sc));
         if (r != 1)
                 sc->done(sc, r);
 }

@@ -9,6 +9,7 @@
  * Writes are called in bursts without running the loop, so the budget
  * fills and later writes stall until a flush frees memory.
  */
+#include "engine/shard_internal.h"
 #include "tests/engine/shard_helpers.h"
 
 TestSuite(shard_order, .init = setup, .fini = teardown, .timeout = 120);
@@ -250,6 +251,41 @@ Test(shard_order, a_seal_while_writes_wait_to_be_applied_loses_none_at_a_crash)
         snprintf(got, sizeof(got), "%.*s", (int)x.g.value_len, x.g.value);
         eng_get_release(&x.g);
         cr_expect(eq(int, atoi(got), acked), "idle holds %s, %d was acknowledged", got, acked);
+}
+
+/*
+ * Regression (found in review): writes waiting in s->unapplied are in no
+ * memtable yet, and a burst can roll the log (its groups are logged at a
+ * quarter segment) while they wait. The oldest segment a flush kept was
+ * taken from the memtables only, so a flush completing between two tasks
+ * cut the log past their records and a crash lost them (shown with a
+ * wrapped fs timing the flush's last read into that window). The log
+ * needed must reach back to their segment.
+ */
+Test(shard_order, the_log_kept_reaches_back_to_writes_waiting_to_be_applied)
+{
+        static struct wr w[14];
+        static char keys[14][16], v[7000];
+
+        opts.segment_bytes = 64 << 10;
+        cr_assert(eq(int, shard_open_sync(), 0));
+        memset(v, 'v', sizeof(v) - 1);
+        for (int i = 0; i < 14; i++) {
+                struct eng_mutation m = { .kind = ENG_MUT_PUT, .table = ENG_TABLE_ORDERED,
+                                          .key = keys[i], .value = v, .value_len = sizeof(v) - 1 };
+
+                m.key_len = (uint32_t)snprintf(keys[i], sizeof(keys[i]), "b%02d", i);
+                cr_assert(ge(int, write_async(&w[i], &m, 1), 0));
+        }
+        cr_assert(gt(u32, sh->unapplied.count, 0), "the burst waits to be applied");
+        cr_assert(lt(u64, sh->unapplied_segment, eng_wal_segment(sh->wal)),
+                  "the burst rolled the log while it waited");
+        cr_expect(le(u64, shard_log_needed(sh), sh->unapplied_segment),
+                  "log kept from %llu, the waiting writes are in %llu",
+                  (unsigned long long)shard_log_needed(sh),
+                  (unsigned long long)sh->unapplied_segment);
+        for (int i = 0; i < 14; i++)
+                cr_assert(eq(int, rx_loop_run_until(loop, &w[i].done), 0));
 }
 
 /* ---- scans ---- */
