@@ -203,7 +203,8 @@ struct eng_write {
  * Applies n mutations atomically (all or none survive a crash). Returns 1:
  * done and acknowledged (periodic mode; w is free again); 0: pending,
  * w->done(w, res) runs when acknowledged (batch mode, or any write that has
- * to wait for a flush or for an earlier operation on one of its keys); -EINVAL (no mutation, bad kind or table, a key over
+ * to wait for a flush or for an earlier operation on one of its keys);
+ * -EINVAL (no mutation, bad kind or table, a key over
  * ENG_MAX_USER_KEY_BYTES, a value over ENG_MAX_VALUE_BYTES); -E2BIG (the
  * batch cannot fit in a log segment); or the error that stopped writes.
  * Keys and values are copied before the call returns.
