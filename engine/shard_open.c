@@ -176,6 +176,17 @@ static void fail_with_log(struct shard_open *op, int res)
                 wal_closed_on_failure(op, 0);
 }
 
+/* The manifest that failed to be created is closed (freed): close the
+ * log, then fail. */
+static void manifest_closed_on_failure(void *arg, int res)
+{
+        struct shard_open *op = arg;
+
+        (void)res;
+        op->s->man = NULL;
+        fail_with_log(op, op->err);
+}
+
 static void manifest_created(void *arg, int res)
 {
         struct shard_open *op = arg;
@@ -183,7 +194,11 @@ static void manifest_created(void *arg, int res)
         if (res < 0) {
                 log_error("shard %u: writing the manifest in %s failed: %s", op->s->o.shard,
                           op->s->dir, strerror(-res));
-                fail_with_log(op, res);
+                op->err = res;
+                /* A failed create leaves the manifest stopped, still ours
+                 * to close (manifest.h). */
+                if (eng_manifest_close(op->s->man, manifest_closed_on_failure, op) < 0)
+                        manifest_closed_on_failure(op, 0);
                 return;
         }
         for (uint32_t i = 0; i < op->s->n_tablets; i++)
