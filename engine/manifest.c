@@ -381,6 +381,11 @@ static void mark_start(struct eng_manifest *m)
 
 /* Starts the next chain if there is work and nothing in flight. (The
  * first snapshot is started by create.) */
+bool eng_manifest_is_quiet(const struct eng_manifest *m)
+{
+        return m->step == STEP_IDLE && !m->pend.len && !m->mark_due;
+}
+
 static void kick(struct eng_manifest *m)
 {
         if (m->step != STEP_IDLE || m->error || m->nospace != NOSPACE_NONE)

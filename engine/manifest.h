@@ -106,6 +106,11 @@ int eng_manifest_create(struct eng_fs *fs, const char *dir, const struct eng_man
 int eng_manifest_apply(struct eng_manifest *m, const struct eng_manifest_edit *e,
                        struct eng_manifest_write *w);
 
+/* Whether the manifest has nothing to write now or on its own later (no
+ * I/O in flight, no edit pending, no sync mark due). For tests that
+ * inject the next write's failure. Shard-local. */
+bool eng_manifest_is_quiet(const struct eng_manifest *m);
+
 /* The current state, every applied edit included (durable or not).
  * Borrowed: valid until the next eng_manifest_apply or close. Shard-local. */
 const struct eng_manifest_state *eng_manifest_state(const struct eng_manifest *m);

@@ -360,6 +360,20 @@ bool eng_wal_is_full(const struct eng_wal *wal)
         return wal->write_nospace || wal->cur->nospace;
 }
 
+static bool mark_wanted(const struct eng_wal *wal);
+static bool zero_wanted(const struct wal_seg *s);
+
+bool eng_wal_is_quiet(const struct eng_wal *wal)
+{
+        if (wal->io_busy || mark_wanted(wal) || (wal->cur && wal->cur->next &&
+                                                 zero_wanted(wal->cur->next)))
+                return false;
+        for (const struct wal_seg *s = wal->segs; s; s = s->next)
+                if (!s->ready || s->busy || seg_pending(s))
+                        return false;
+        return true;
+}
+
 /* ---- segment preparation: open, fallocate, header, fdatasync, dir fsync ---- */
 
 enum { PREP_OPEN, PREP_FALLOCATE, PREP_HEADER, PREP_SYNC, PREP_RENAME, PREP_DIR_SYNC, PREP_DONE,

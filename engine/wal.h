@@ -159,6 +159,11 @@ int eng_wal_recycle(struct eng_wal *wal, uint64_t segment);
  * acknowledged. Shard-local. */
 bool eng_wal_is_full(const struct eng_wal *wal);
 
+/* Whether the log has nothing to write now or later on its own: no I/O in
+ * flight, nothing pending, no segment being prepared or zeroed, no sync
+ * mark due. For tests that inject the next write's failure. Shard-local. */
+bool eng_wal_is_quiet(const struct eng_wal *wal);
+
 /* Id of the segment that receives appends now: after an append, the one
  * holding that record. Shard-local. */
 uint64_t eng_wal_segment(const struct eng_wal *wal);
