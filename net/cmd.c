@@ -41,7 +41,7 @@ static const char *const command_sub[] = { "count", "docs", "info", NULL };
 static const struct net_cmd_def table[] = {
         { "get", 2, R, 1, 1, 1, net_cmd_get, NULL },
         { "set", -3, W, 1, 1, 1, net_cmd_set, NULL },
-        { "ping", -1, NA | LD | LC | NE, 0, 0, 0, net_cmd_ping, NULL },
+        { "ping", -1, NA | LC | NE, 0, 0, 0, net_cmd_ping, NULL },
         { "mget", -2, R | LC, 1, -1, 1, net_cmd_mget, NULL },
         { "mset", -3, W | LC, 1, -1, 2, net_cmd_mset, NULL },
         { "msetnx", -3, W | LC, 1, -1, 2, net_cmd_msetnx, NULL },
@@ -89,11 +89,11 @@ static const struct net_cmd_def table[] = {
         { "time", 1, LD | LC | NE, 0, 0, 0, net_cmd_time, NULL },
         { "info", -1, LD | LC | NE, 0, 0, 0, net_cmd_info, NULL },
         { "slowlog", -2, LD | LC | NE, 0, 0, 0, net_cmd_slowlog, slowlog_sub },
-        { "multi", 1, LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
+        { "multi", 1, LD | LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
         { "exec", 1, LC | TX, 0, 0, 0, net_cmd_exec, NULL },
-        { "discard", 1, LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
+        { "discard", 1, LD | LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
         { "watch", -2, R | LC | TX, 1, -1, 1, net_cmd_watch, NULL },
-        { "unwatch", 1, LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
+        { "unwatch", 1, LD | LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
 };
 
 /* Internal per-key and per-shard steps of the fan-out commands. */
@@ -224,7 +224,10 @@ static int req_run(struct net_req *req)
 {
         const struct net_cmd_def *d = req->def;
 
-        if (!(d->flags & (NET_CMD_LOADING | NET_CMD_NOENGINE)) && net_shard_is_loading(req->exec)) {
+        /* As Redis: while loading only the commands flagged for it run
+         * (INFO, HELLO, AUTH, CONFIG...); PING and ECHO answer -LOADING, so
+         * a readiness probe (`redis-cli ping`) means ready. */
+        if (!(d->flags & NET_CMD_LOADING) && net_shard_is_loading(req->exec)) {
                 net_resp_add_error(req->out, "LOADING Redis is loading the dataset in memory", 46);
                 return NET_CMD_DONE;
         }

@@ -175,11 +175,12 @@ def test_more_shards_than_cpus_run():
         s.close()
 
 
-def test_data_commands_answer_loading_until_every_shard_has_loaded():
+def test_data_commands_and_ping_answer_loading_until_every_shard_has_loaded():
     # Redis has one loading state. Regression (issue 23's reproducers):
     # a shard with nothing to replay served its keys while the other still
     # replayed its log, so a client probing one key took the server for
-    # ready and the next command got -LOADING.
+    # ready and the next command got -LOADING. PING, a readiness probe,
+    # answers -LOADING too (issue 24), and INFO works meanwhile.
     import redis
     s = Server(smp=2, args=["--memory", "1GiB"]).start()
     r = s.client()
@@ -207,6 +208,19 @@ def test_data_commands_answer_loading_until_every_shard_has_loaded():
     while time.monotonic() < deadline:
         try:
             probe = probe or s.client()
+            pong = probe.ping()
+        except redis.exceptions.BusyLoadingError:
+            pong = False
+            assert probe.info("server")["tcp_port"] == s.port
+        except redis.exceptions.ConnectionError:
+            probe = None
+            continue
+        if pong:
+            loading = {k: v["loading"] for k, v in probe.info("all").items()
+                       if k.startswith("shard") and k[5:].isdigit()}
+            assert all(v == 0 for v in loading.values()), \
+                "PONG while a shard still loaded: %s" % loading
+        try:
             got = probe.get(k0)
         except redis.exceptions.BusyLoadingError:
             continue
