@@ -73,3 +73,17 @@ def test_stress_vs_redis_benchmark_runs_set_and_eval():
                                                       ("4", "EVAL"), ("4", "SET")]
     for row in rows:
         assert float(row[3]) > 0 and float(row[4]) > 0 and float(row[5]) > 0, row
+
+
+@pytest.mark.skipif(not have("redis-server", "redis-cli"), reason="needs redis-server and redis-tools")
+def test_exec_vs_pipeline_runs_every_server_and_checks_the_keys():
+    # tiny: one round; the script checks DBSIZE after each server's EXEC
+    r = subprocess.run([os.path.join(ROOT, "perf", "exec_vs_pipeline")], capture_output=True,
+                       text=True, timeout=300,
+                       env={**os.environ, "BUILD_DIR": BUILD, "N": "300", "ROUNDS": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = [l.split() for l in r.stdout.splitlines()
+            if l.split()[:1] and l.split()[0] in ("scree-batch", "scree-periodic", "redis")]
+    assert [row[0] for row in rows] == ["scree-batch", "scree-periodic", "redis"]
+    for row in rows:
+        assert all(float(x) >= 0 for x in row[1:]), row     # 300 SETs may round to 0.000
