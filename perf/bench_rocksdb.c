@@ -361,7 +361,7 @@ static const struct bench_engine_ops rdb_ops = {
 };
 
 /*
- * The settings that make RocksDB comparable to scree's (docs/PERFORMANCE.md):
+ * The settings that make RocksDB comparable to scree's (docs/benchmarks.md):
  * direct I/O for reads and for flush and compaction (scree only does
  * O_DIRECT), a block cache and memtables as big as scree's over all its
  * shards (each shard has its own cache and budget; the memtables as two

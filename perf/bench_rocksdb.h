@@ -6,7 +6,7 @@
  * thread per worker ("shard"), each with its own key subset
  * (bench_gen.h) and one blocking op at a time, all on one shared
  * database in --dir/rocksdb (as db_bench's threads share one). The
- * settings chosen to match scree's are in docs/PERFORMANCE.md.
+ * settings chosen to match scree's are in docs/benchmarks.md.
  *
  * Built only when meson finds RocksDB (option rocksdb, a feature);
  * otherwise bench_rocksdb_new fails with -ENOTSUP.

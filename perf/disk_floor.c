@@ -2,7 +2,7 @@
 /*
  * disk-floor: scree's I/O mix without the engine, to tell what the disk
  * itself does to the reads' latency under a write load (docs/PERFORMANCE.md,
- * "The disk's floor, with a tool of its own").
+ * "At 10M keys": reads under writes, and the disk's floor).
  *
  * One pinned reactor per shard (rx_smp), each running, through its own
  * io_uring, what a shard of readwhilewriting sends to the disk:

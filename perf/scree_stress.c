@@ -6,7 +6,7 @@
  * YCSB mix (A-F) or one command given after the options (as
  * redis-benchmark's), over a key distribution (perf/keydist.h), run closed loop
  * or open loop at a fixed rate with latency from the intended send time.
- * docs/PERFORMANCE.md ("scree-stress") describes the method.
+ * docs/benchmarks.md ("scree-stress") describes the method.
  *
  * The main thread parses the options, starts the workers
  * (perf/scree_stress_worker.h), times the pre-load and the run between
