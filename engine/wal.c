@@ -42,98 +42,13 @@
 #include "base/time.h"
 #include "engine/wal.h"
 #include "engine/wal_format.h"
-
-#define BLOCK MEM_DIRECT_ALIGN
-#define MIN_BUF (64u * 1024u)
-
-struct wbuf {
-        uint8_t *data;                  /* undefined beyond len: a flush zeroes its last block's tail */
-        size_t cap, len;
-        uint64_t file_off;
-};
-
-struct wal_seg {
-        struct eng_wal *wal;
-        struct wal_seg *next;
-        uint64_t id;
-        int fd;
-        int prep_step;                  /* preparation stage; see prep_done */
-        uint64_t recycled_id;           /* reuses the file of this old segment; 0: a new file */
-        uint64_t zero_off;              /* zeros written up to here; see zero_kick */
-        bool ready, sealed, busy;       /* busy: an op of its own is in flight */
-        bool nospace;                   /* its preparation ran out of space: undone, waits
-                                         * for the retry timer (nospace_enter) */
-        struct eng_fs_op op;
-        uint8_t *header;
-        struct wbuf active;
-        uint64_t durable_off;
-        uint64_t mark_off;              /* a sync mark was written here (0: none) */
-        char path[];
-};
-
-struct eng_wal {
-        int owner_shard;
-        struct eng_fs *fs;
-        struct eng_wal_opts o;
-        int dir_fd;                     /* the directory, for fsyncs of new names */
-        bool dir_busy;                  /* its open or close is in flight */
-        struct eng_fs_op dir_op;
-        struct wal_seg *segs;           /* oldest first; the last is the reserve */
-        struct wal_seg *cur;
-        bool io_busy;
-        struct wal_seg *io_seg;
-        struct wbuf flushing;
-        struct wbuf spare;              /* a written buffer kept for the next flush (wbuf_take) */
-        uint64_t io_end;
-        struct eng_fs_op io_op;
-        struct eng_wal_write *ack_head, *ack_tail;
-        int error;
-        uint64_t last_seq;
-        struct rx_timer timer;
-        bool flush_due;                 /* periodic: the timer (or a full buffer) asked for a flush */
-        struct rx_timer mark_timer;     /* the sync mark waits for the log to stay idle */
-        bool mark_due;                  /* it fired: write the mark if the log is idle */
-        bool closing;
-        struct rx_task close_task;
-        void (*close_done)(void *arg, int res);
-        void *close_arg;
-        struct eng_wal_stats stats;
-        uint64_t pool[ENG_WAL_RECYCLE_MAX];     /* old segments' files kept for reuse */
-        unsigned n_pool;
-        uint8_t *zeros;                 /* ZERO_CHUNK zero bytes for zero_kick; lazily */
-        uint8_t *mark_buf;              /* MARK_BUF bytes for the sync mark's write */
-        uint32_t mark_len;              /* the mark write in flight: its length */
-        /* Out of space (nospace_enter): the flush whose write failed keeps
-         * its buffer (wal->flushing) to write it again; the retry timer
-         * tries that and every segment's undone preparation. */
-        bool write_nospace;
-        struct rx_timer retry_timer;
-        uint64_t retry_ns;              /* the next retry's delay: doubles up to RETRY_MAX_NS */
-        struct rx_task stuck_task;      /* fails appends that landed where nothing can be written */
-        bool stuck_posted;
-};
-
-static void kick(struct eng_wal *wal);
-static void zero_kick(struct eng_wal *wal);
-static void close_step(struct eng_wal *wal);
-static void nospace_enter(struct eng_wal *wal);
-static void nospace_left(struct eng_wal *wal);
-
-static uint64_t seg_end(const struct wal_seg *s)
-{
-        return s->active.file_off + s->active.len;
-}
-
-static bool seg_pending(const struct wal_seg *s)
-{
-        return seg_end(s) > s->durable_off;
-}
+#include "engine/wal_int.h"
 
 /* Periodic mode: appends buffered beyond this are flushed without waiting
  * for the timer, which bounds the buffer's memory. */
 #define PERIODIC_FLUSH_BYTES (1u << 20)
 
-/* Whether kick may start a flush now. Batch mode flushes as soon as the
+/* Whether wal_kick may start a flush now. Batch mode flushes as soon as the
  * disk is free (group commit). Periodic mode flushes only when its timer
  * fired (or the buffer grew past PERIODIC_FLUSH_BYTES) and on close: a
  * flush chained to every sync would keep a write and an fdatasync in
@@ -146,7 +61,7 @@ static bool flush_allowed(const struct eng_wal *wal)
 
 /* ---- buffers ---- */
 
-static int wbuf_init(struct eng_wal *wal, struct wbuf *b, size_t cap, uint64_t file_off)
+int wal_wbuf_init(struct eng_wal *wal, struct wbuf *b, size_t cap, uint64_t file_off)
 {
         cap = (cap + BLOCK - 1) & ~(size_t)(BLOCK - 1);
         b->data = mem_alloc_aligned(BLOCK, cap);
@@ -159,7 +74,7 @@ static int wbuf_init(struct eng_wal *wal, struct wbuf *b, size_t cap, uint64_t f
         return 0;
 }
 
-static void wbuf_fini(struct wbuf *b)
+void wal_wbuf_fini(struct wbuf *b)
 {
         mem_free_aligned(b->data);
         b->data = NULL;
@@ -176,7 +91,7 @@ static void wbuf_fini(struct wbuf *b)
 static int wbuf_take(struct eng_wal *wal, struct wbuf *b, size_t cap, uint64_t file_off)
 {
         if (!wal->spare.data || wal->spare.cap < cap)
-                return wbuf_init(wal, b, cap, file_off);
+                return wal_wbuf_init(wal, b, cap, file_off);
         *b = wal->spare;
         wal->spare = (struct wbuf){ 0 };
         b->len = 0;
@@ -193,21 +108,21 @@ static void wbuf_keep(struct eng_wal *wal, struct wbuf *b)
                 wal->spare = *b;
                 *b = t;
         }
-        wbuf_fini(b);
+        wal_wbuf_fini(b);
 }
 
 /* Makes room for n more bytes. Only for a buffer not under I/O. */
-static int wbuf_reserve(struct eng_wal *wal, struct wbuf *b, size_t n)
+int wal_wbuf_reserve(struct eng_wal *wal, struct wbuf *b, size_t n)
 {
         struct wbuf nb;
 
         if (b->len + n <= b->cap)
                 return 0;
-        if (wbuf_init(wal, &nb, (b->len + n) * 2, b->file_off) < 0)
+        if (wal_wbuf_init(wal, &nb, (b->len + n) * 2, b->file_off) < 0)
                 return -ENOMEM;
         memcpy(nb.data, b->data, b->len);
         nb.len = b->len;
-        wbuf_fini(b);
+        wal_wbuf_fini(b);
         *b = nb;
         return 0;
 }
@@ -229,13 +144,13 @@ static void ack_until(struct eng_wal *wal, uint64_t segment, uint64_t durable_of
 }
 
 /* Stops the log for good: every pending and later append gets err. */
-static void fail(struct eng_wal *wal, int err)
+void wal_fail(struct eng_wal *wal, int err)
 {
         if (!wal->error)
                 wal->error = err < 0 ? err : -EIO;
         ack_until(wal, 0, 0, wal->error);
         if (wal->closing)
-                close_step(wal);
+                wal_close_step(wal);
 }
 
 /* ---- out of space ---- */
@@ -296,11 +211,10 @@ static void stuck_task_run(struct rx_loop *loop, struct rx_task *t)
         if (!wal->error)
                 fail_stuck(wal);
         if (wal->closing)
-                close_step(wal);
+                wal_close_step(wal);
 }
 
 static void retry_now(struct eng_wal *wal);
-static int prep_start(struct wal_seg *s);
 
 static void retry_fire(struct rx_loop *loop, struct rx_timer *t)
 {
@@ -309,12 +223,12 @@ static void retry_fire(struct rx_loop *loop, struct rx_timer *t)
 }
 
 /* Something ran out of space: fail what waits for it, arm the retry. */
-static void nospace_enter(struct eng_wal *wal)
+void wal_nospace_enter(struct eng_wal *wal)
 {
         wal->stats.nospace++;
         fail_stuck(wal);
         if (wal->closing) {
-                close_step(wal);        /* no more retries: close gives it up */
+                wal_close_step(wal);        /* no more retries: close gives it up */
                 return;
         }
         if (!rx_timer_is_armed(&wal->retry_timer)) {
@@ -325,7 +239,7 @@ static void nospace_enter(struct eng_wal *wal)
 }
 
 /* A write or a preparation succeeded: the next shortage retries soon again. */
-static void nospace_left(struct eng_wal *wal)
+void wal_nospace_left(struct eng_wal *wal)
 {
         wal->retry_ns = wal->o.nospace_retry_ns;
 }
@@ -349,10 +263,10 @@ static void retry_now(struct eng_wal *wal)
                 if (!s->nospace)
                         continue;
                 s->nospace = false;
-                r = prep_start(s);
+                r = wal_prep_start(s);
         }
         if (r < 0)
-                fail(wal, r);
+                wal_fail(wal, r);
 }
 
 bool eng_wal_is_full(const struct eng_wal *wal)
@@ -361,364 +275,16 @@ bool eng_wal_is_full(const struct eng_wal *wal)
 }
 
 static bool mark_wanted(const struct eng_wal *wal);
-static bool zero_wanted(const struct wal_seg *s);
 
 bool eng_wal_is_quiet(const struct eng_wal *wal)
 {
         if (wal->io_busy || mark_wanted(wal) || (wal->cur && wal->cur->next &&
-                                                 zero_wanted(wal->cur->next)))
+                                                 wal_zero_wanted(wal->cur->next)))
                 return false;
         for (const struct wal_seg *s = wal->segs; s; s = s->next)
-                if (!s->ready || s->busy || seg_pending(s))
+                if (!s->ready || s->busy || wal_seg_pending(s))
                         return false;
         return true;
-}
-
-/* ---- segment preparation: open, fallocate, header, fdatasync, dir fsync ---- */
-
-enum { PREP_OPEN, PREP_FALLOCATE, PREP_HEADER, PREP_SYNC, PREP_RENAME, PREP_DIR_SYNC, PREP_DONE,
-       PREP_UNDO_CLOSE, PREP_UNDO_UNLINK };
-
-/* A recycled file gets its header and a zero block (so the segment reads
- * as empty, not as a torn tail of stale bytes) before its rename. */
-#define RECYCLED_HEAD_BYTES (ENG_WAL_SEGMENT_HEADER_BYTES + BLOCK)
-
-static void prep_done(struct eng_fs_op *op, int res);
-static void prep_undo(struct wal_seg *s);
-
-static void old_path(const struct eng_wal *wal, char *dst, size_t len, uint64_t id)
-{
-        snprintf(dst, len, "%s/%016llx.log", wal->o.dir, (unsigned long long)id);
-}
-
-static uint32_t head_bytes(const struct wal_seg *s)
-{
-        return s->recycled_id ? RECYCLED_HEAD_BYTES : ENG_WAL_SEGMENT_HEADER_BYTES;
-}
-
-/* A recycled file: open under its old name, header, zero block, fdatasync,
- * rename, directory fsync. The header names the new id before the file
- * takes that name, so a file named like a segment never carries another
- * id; a cut before the rename leaves the old name, below the manifest's
- * log segment, which start-up ignores and deletes. */
-static int prep_submit_recycled(struct wal_seg *s)
-{
-        struct eng_wal *wal = s->wal;
-        /* Paths stay with the op until it completes: the old name is kept
-         * in the segment, after its own. */
-        const char *from = s->path + strlen(s->path) + 1;
-
-        switch (s->prep_step) {
-        case PREP_OPEN:
-                return eng_fs_open(wal->fs, &s->op, from, O_RDWR | O_DIRECT, 0, prep_done);
-        case PREP_RENAME:
-                return eng_fs_rename(wal->fs, &s->op, from, s->path, prep_done);
-        default:
-                return -EINVAL;
-        }
-}
-
-static int prep_submit(struct wal_seg *s)
-{
-        struct eng_wal *wal = s->wal;
-
-        if (s->recycled_id && (s->prep_step == PREP_OPEN || s->prep_step == PREP_RENAME))
-                return prep_submit_recycled(s);
-        switch (s->prep_step) {
-        case PREP_OPEN:
-                /* O_EXCL: a leftover file of that id would mix its records,
-                 * seeded with the same id, into this log. */
-                return eng_fs_open(wal->fs, &s->op, s->path, O_CREAT | O_EXCL | O_RDWR | O_DIRECT, 0644,
-                                   prep_done);
-        case PREP_FALLOCATE:
-                return eng_fs_fallocate(wal->fs, &s->op, s->fd, 0, 0, wal->o.segment_bytes, prep_done);
-        case PREP_HEADER:
-                eng_wal_segment_header_encode(s->header, wal->o.shard, s->id);
-                return eng_fs_write(wal->fs, &s->op, s->fd, s->header, head_bytes(s), 0, prep_done);
-        case PREP_SYNC:
-                return eng_fs_fdatasync(wal->fs, &s->op, s->fd, prep_done);
-        case PREP_DIR_SYNC:
-                /* The new name; a failure stops the log like a failed fdatasync. */
-                return eng_fs_fsync(wal->fs, &s->op, wal->dir_fd, prep_done);
-        default:
-                return -EINVAL;
-        }
-}
-
-static void prep_done(struct eng_fs_op *op, int res)
-{
-        struct wal_seg *s = container_of(op, struct wal_seg, op);
-        struct eng_wal *wal = s->wal;
-        int r;
-
-        s->busy = false;
-        if (res < 0 || (s->prep_step == PREP_HEADER && res != (int)head_bytes(s))) {
-                /* A short O_DIRECT write: out of space (a retry tells another error). */
-                res = res < 0 ? res : -ENOSPC;
-                if (res == -ENOSPC && s->prep_step < PREP_DIR_SYNC) {
-                        prep_undo(s);
-                        return;
-                }
-                fail(wal, res);
-                return;
-        }
-        if (s->prep_step == PREP_OPEN)
-                s->fd = res;
-        if (s->prep_step == PREP_HEADER)
-                wal->stats.written_bytes += head_bytes(s);
-        ++s->prep_step;
-        if (s->recycled_id && s->prep_step == PREP_FALLOCATE)
-                s->prep_step = PREP_HEADER;     /* already written: no extents to convert */
-        if (!s->recycled_id && s->prep_step == PREP_RENAME)
-                s->prep_step = PREP_DIR_SYNC;
-        if (s->prep_step == PREP_DONE) {
-                if (s->recycled_id)
-                        wal->stats.recycled++;
-                s->ready = true;
-                s->zero_off = head_bytes(s);
-                wal->stats.segments++;
-                nospace_left(wal);
-                kick(wal);
-                zero_kick(wal);
-                if (wal->closing)
-                        close_step(wal);
-                return;
-        }
-        r = prep_submit(s);
-        if (r < 0)
-                fail(wal, r);
-        else
-                s->busy = true;
-}
-
-/*
- * Undoing a preparation the disk had no room for (ENOSPC, or a short
- * write, before the directory fsync): the file is closed and -- a new one
- * -- removed, so a full disk keeps no half-made segment (a fallocate may
- * have taken part of the space; start-up would read an empty file as an
- * unprepared segment). A recycled file keeps its old name. The segment
- * then waits for the retry timer, which starts its preparation over.
- */
-static void undo_next(struct wal_seg *s);
-
-static void undo_done(struct eng_fs_op *op, int res)
-{
-        struct wal_seg *s = container_of(op, struct wal_seg, op);
-
-        s->busy = false;
-        if (s->prep_step == PREP_UNDO_CLOSE) {
-                s->fd = -1;     /* gone even if close failed */
-                s->prep_step = PREP_UNDO_UNLINK;
-        } else if (res < 0 && res != -ENOENT) {
-                fail(s->wal, res);
-                return;
-        } else {
-                s->prep_step = PREP_DONE;
-        }
-        undo_next(s);
-}
-
-static void undo_next(struct wal_seg *s)
-{
-        struct eng_wal *wal = s->wal;
-        int r = 0;
-
-        if (s->prep_step == PREP_UNDO_CLOSE && s->fd < 0)
-                s->prep_step = PREP_UNDO_UNLINK;
-        if (s->prep_step == PREP_UNDO_UNLINK && s->recycled_id)
-                s->prep_step = PREP_DONE;
-        if (s->prep_step == PREP_UNDO_CLOSE)
-                r = eng_fs_close(wal->fs, &s->op, s->fd, undo_done);
-        else if (s->prep_step == PREP_UNDO_UNLINK)
-                r = eng_fs_unlink(wal->fs, &s->op, s->path, undo_done);
-        if (r < 0) {
-                fail(wal, r);
-                return;
-        }
-        if (s->prep_step != PREP_DONE) {
-                s->busy = true;
-                return;
-        }
-        s->prep_step = PREP_OPEN;
-        s->nospace = true;
-        nospace_enter(wal);
-}
-
-static void prep_undo(struct wal_seg *s)
-{
-        s->prep_step = PREP_UNDO_CLOSE;
-        undo_next(s);
-}
-
-/* Starts preparing s. Returns 0 or the submit's error. */
-static int prep_start(struct wal_seg *s)
-{
-        int r = prep_submit(s);
-
-        if (r == 0)
-                s->busy = true;
-        return r;
-}
-
-/* Creates segment `id` at the end of the list and starts preparing it --
- * once the directory is open (dir_opened starts the ones that waited). */
-static struct wal_seg *seg_new(struct eng_wal *wal, uint64_t id)
-{
-        size_t plen = strlen(wal->o.dir) + 32;
-        struct wal_seg *s = calloc(1, sizeof(*s) + 2 * plen), **tail;
-
-        if (!s)
-                return NULL;
-        s->wal = wal;
-        s->id = id;
-        s->fd = -1;
-        s->durable_off = ENG_WAL_SEGMENT_HEADER_BYTES;
-        snprintf(s->path, plen, "%s/%016llx.log", wal->o.dir, (unsigned long long)id);
-        if (wal->n_pool) {
-                s->recycled_id = wal->pool[--wal->n_pool];
-                old_path(wal, s->path + strlen(s->path) + 1, plen, s->recycled_id);
-        }
-        s->header = mem_alloc_aligned(BLOCK, RECYCLED_HEAD_BYTES);
-        if (s->header)
-                memset(s->header, 0, RECYCLED_HEAD_BYTES);
-        if (!s->header || wbuf_init(wal, &s->active, MIN_BUF, ENG_WAL_SEGMENT_HEADER_BYTES) < 0 ||
-            (wal->dir_fd >= 0 && prep_start(s) < 0)) {
-                if (s->recycled_id)
-                        wal->pool[wal->n_pool++] = s->recycled_id;
-                mem_free_aligned(s->header);
-                wbuf_fini(&s->active);
-                free(s);
-                return NULL;
-        }
-        for (tail = &wal->segs; *tail; tail = &(*tail)->next)
-                ;
-        *tail = s;
-        return s;
-}
-
-static void seg_free(struct wal_seg *s)
-{
-        mem_free_aligned(s->header);
-        wbuf_fini(&s->active);
-        free(s);
-}
-
-/* Seals the current segment and moves appends to the reserve. */
-static int roll(struct eng_wal *wal)
-{
-        struct wal_seg *next = wal->cur->next;
-
-        struct wal_seg *cur = wal->cur;
-        uint64_t end = seg_end(cur);
-
-        if (!next)
-                return -ENOMEM;
-        /* A clean end for the reader: a zero record header right after the
-         * last record. A flush pads its last block with zeros, so a record
-         * ending less than a header before a block boundary (on one
-         * included) needs the next block written too, as zeros -- like any
-         * record of this segment, before the next segment gets a write.
-         * Without it a recycled file's stale bytes would complete the
-         * header, read as a torn tail in a middle segment. At the
-         * segment's end the reader needs no header. */
-        uint64_t pad = (BLOCK - end % BLOCK) % BLOCK;
-
-        if (pad < ENG_WAL_RECORD_HEADER_BYTES && end + pad < wal->o.segment_bytes) {
-                if (wbuf_reserve(wal, &cur->active, ENG_WAL_RECORD_HEADER_BYTES) < 0)
-                        return -ENOMEM;
-                memset(cur->active.data + cur->active.len, 0, ENG_WAL_RECORD_HEADER_BYTES);
-                cur->active.len += ENG_WAL_RECORD_HEADER_BYTES;
-        }
-        cur->sealed = true;
-        wal->cur = next;
-        if (!seg_new(wal, next->id + 1))
-                return -ENOMEM;
-        return 0;
-}
-
-/* ---- zeroing the reserve ---- */
-
-/*
- * In batch mode the log writes zeros over its prepared reserve segment,
- * behind the header, before the segment takes records (unless it reuses a
- * recycled file, written already): an fdatasync after a write into
- * fallocated, unwritten blocks must also commit their conversion to the
- * file system's journal -- here 171 us against 42 us for one into written
- * blocks (fio, io_uring, 12 KiB writes, qd 1). The zeros are not synced:
- * lost, they read as the fallocated space they replaced, and the first
- * fdatasync in the segment commits them all at once.
- *
- * It starts once the current segment is half full, so a log that writes
- * little writes no zeros, and stops where it is when the reserve becomes
- * current (the rest stays fallocated: slower syncs, never a stall; the
- * segment's first log write waits for the chunk in flight, so zeros never
- * land on records) or when the log closes or fails. The log's first
- * segment is not zeroed, so opening stays quick.
- */
-#define ZERO_CHUNK (256u << 10)
-
-static void zero_done(struct eng_fs_op *op, int res);
-
-static bool zero_wanted(const struct wal_seg *s)
-{
-        const struct eng_wal *wal = s->wal;
-
-        return wal->o.sync == ENG_WAL_SYNC_BATCH && !wal->closing && !wal->error &&
-               s->ready && !s->busy && !s->recycled_id && s->id != wal->o.first_segment &&
-               s->zero_off < wal->o.segment_bytes && seg_end(wal->cur) >= wal->o.segment_bytes / 2;
-}
-
-/* Starts the next chunk of zeros over the reserve, if it is wanted now. */
-static void zero_kick(struct eng_wal *wal)
-{
-        struct wal_seg *s = wal->cur->next;
-        uint64_t left;
-        int r;
-
-        if (!s || !zero_wanted(s))
-                return;
-        if (!wal->zeros) {
-                wal->zeros = mem_alloc_aligned(BLOCK, ZERO_CHUNK);
-                if (!wal->zeros)
-                        return;         /* an optimization: go without */
-                memset(wal->zeros, 0, ZERO_CHUNK);
-        }
-        left = wal->o.segment_bytes - s->zero_off;
-        r = eng_fs_write(wal->fs, &s->op, s->fd, wal->zeros,
-                         (uint32_t)(left < ZERO_CHUNK ? left : ZERO_CHUNK), s->zero_off, zero_done);
-        if (r < 0)
-                fail(wal, r);
-        else
-                s->busy = true;
-}
-
-static void zero_done(struct eng_fs_op *op, int res)
-{
-        struct wal_seg *s = container_of(op, struct wal_seg, op);
-        struct eng_wal *wal = s->wal;
-
-        s->busy = false;
-        if (res == -ENOSPC || (res >= 0 && (res == 0 || res % BLOCK))) {
-                /* An optimization: a full disk (fallocated blocks should
-                 * not run out, but) ends it for this segment. */
-                s->zero_off = wal->o.segment_bytes;
-                if (wal->closing)
-                        close_step(wal);
-                return;
-        }
-        if (res < 0) {
-                fail(wal, res);
-                return;
-        }
-        wal->stats.written_bytes += (uint64_t)res;
-        wal->stats.zeroed_bytes += (uint64_t)res;
-        s->zero_off += (uint64_t)res;
-        if (wal->closing) {
-                close_step(wal);
-                return;
-        }
-        kick(wal);              /* a roll may have made s current meanwhile */
-        zero_kick(wal);
 }
 
 /* ---- sync marks ---- */
@@ -741,7 +307,7 @@ static void mark_fire(struct rx_loop *loop, struct rx_timer *t)
 
         (void)loop;
         wal->mark_due = true;
-        kick(wal);
+        wal_kick(wal);
 }
 
 static void mark_written(struct eng_fs_op *op, int res);
@@ -753,7 +319,7 @@ static bool mark_wanted(const struct eng_wal *wal)
         const struct wal_seg *s = wal->cur;
 
         return s && !wal->error && s->ready && !s->busy && s->durable_off > ENG_WAL_SEGMENT_HEADER_BYTES &&
-               !seg_pending(s) && s->mark_off != s->durable_off &&
+               !wal_seg_pending(s) && s->mark_off != s->durable_off &&
                s->durable_off + ENG_WAL_RECORD_HEADER_BYTES <= wal->o.segment_bytes;
 }
 
@@ -789,10 +355,10 @@ static void mark_synced(struct eng_fs_op *op, int res)
 
         wal->io_busy = false;
         if (res < 0) {
-                fail(wal, res);
+                wal_fail(wal, res);
                 return;
         }
-        close_step(wal);
+        wal_close_step(wal);
 }
 
 static void mark_written(struct eng_fs_op *op, int res)
@@ -808,12 +374,12 @@ static void mark_written(struct eng_fs_op *op, int res)
                          * group would read as a torn tail, as before marks. */
                         wal->io_seg->mark_off = wal->io_end;
                         if (wal->closing)
-                                close_step(wal);
+                                wal_close_step(wal);
                         else
-                                kick(wal);
+                                wal_kick(wal);
                         return;
                 }
-                fail(wal, res);
+                wal_fail(wal, res);
                 return;
         }
         wal->stats.writes++;
@@ -825,13 +391,13 @@ static void mark_written(struct eng_fs_op *op, int res)
                 r = eng_fs_fdatasync(wal->fs, &wal->io_op, wal->io_seg->fd, mark_synced);
                 if (r < 0) {
                         wal->io_busy = false;
-                        fail(wal, r);
+                        wal_fail(wal, r);
                 }
                 return;
         }
         wal->io_busy = false;
-        kick(wal);
-        zero_kick(wal);
+        wal_kick(wal);
+        wal_zero_kick(wal);
 }
 
 /* ---- flushing ---- */
@@ -844,16 +410,16 @@ static void sync_done(struct eng_fs_op *op, int res)
         wal->io_busy = false;
         wbuf_keep(wal, &wal->flushing);
         if (res < 0) {
-                fail(wal, res);
+                wal_fail(wal, res);
                 return;
         }
         wal->stats.syncs++;
         s->durable_off = wal->io_end;
         ack_until(wal, s->id, s->durable_off, 0);
-        kick(wal);
-        zero_kick(wal);
+        wal_kick(wal);
+        wal_zero_kick(wal);
         if (wal->closing)
-                close_step(wal);
+                wal_close_step(wal);
 }
 
 static void write_done(struct eng_fs_op *op, int res)
@@ -867,21 +433,21 @@ static void write_done(struct eng_fs_op *op, int res)
                 /* A short O_DIRECT write: out of space (a retry tells another error). */
                 if (res == -ENOSPC || res >= 0) {
                         wal->write_nospace = true;
-                        nospace_enter(wal);
+                        wal_nospace_enter(wal);
                         return;
                 }
-                wbuf_fini(&wal->flushing);
-                fail(wal, res);
+                wal_wbuf_fini(&wal->flushing);
+                wal_fail(wal, res);
                 return;
         }
-        nospace_left(wal);
+        wal_nospace_left(wal);
         wal->stats.writes++;
         wal->stats.written_bytes += want;
         r = eng_fs_fdatasync(wal->fs, &wal->io_op, wal->io_seg->fd, sync_done);
         if (r < 0) {
                 wal->io_busy = false;
-                wbuf_fini(&wal->flushing);
-                fail(wal, r);
+                wal_wbuf_fini(&wal->flushing);
+                wal_fail(wal, r);
         }
 }
 
@@ -902,12 +468,12 @@ static int start_flush(struct eng_wal *wal, struct wal_seg *s)
         memcpy(next.data, a->data + full, a->len - full);
         next.len = a->len - full;
         wal->flushing = *a;
-        wal->io_end = seg_end(s);
+        wal->io_end = wal_seg_end(s);
         wal->io_seg = s;
         *a = next;
         r = flush_write(wal);
         if (r < 0)
-                wbuf_fini(&wal->flushing);
+                wal_wbuf_fini(&wal->flushing);
         return r;
 }
 
@@ -925,7 +491,7 @@ static int flush_write(struct eng_wal *wal)
 /* Closes and drops sealed segments at the head that are fully durable. */
 static void retire_sealed(struct eng_wal *wal);
 
-static void kick(struct eng_wal *wal)
+void wal_kick(struct eng_wal *wal)
 {
         int r;
 
@@ -933,7 +499,7 @@ static void kick(struct eng_wal *wal)
                 return;
         retire_sealed(wal);
         for (struct wal_seg *s = wal->segs; s; s = s->next) {
-                if (!seg_pending(s))
+                if (!wal_seg_pending(s))
                         continue;
                 if (!s->ready || s->busy)
                         return;         /* prep_done or zero_done kicks again */
@@ -945,7 +511,7 @@ static void kick(struct eng_wal *wal)
                         wal->flush_due = false;
                 r = start_flush(wal, s);
                 if (r < 0)
-                        fail(wal, r);
+                        wal_fail(wal, r);
                 return;
         }
         if (!mark_wanted(wal))
@@ -953,7 +519,7 @@ static void kick(struct eng_wal *wal)
         if (wal->closing || wal->mark_due) {
                 wal->mark_due = false;
                 if ((r = start_mark(wal)) < 0)
-                        fail(wal, r);
+                        wal_fail(wal, r);
         } else if (!rx_timer_is_armed(&wal->mark_timer)) {
                 rx_timer_arm_after(wal->fs->loop, &wal->mark_timer, MARK_IDLE_NS);
         }
@@ -968,7 +534,7 @@ static void unlink_head(struct eng_wal *wal)
         wal->segs = s->next;
         if (s == wal->cur)
                 wal->cur = NULL;        /* closing: the last segment is gone */
-        seg_free(s);
+        wal_seg_free(s);
 }
 
 static void retired(struct eng_fs_op *op, int res)
@@ -980,21 +546,21 @@ static void retired(struct eng_fs_op *op, int res)
         s->fd = -1;
         unlink_head(wal);
         if (res < 0)
-                fail(wal, res);
+                wal_fail(wal, res);
         else if (wal->closing)
-                close_step(wal);
+                wal_close_step(wal);
         else
-                kick(wal);
+                wal_kick(wal);
 }
 
 static void retire_sealed(struct eng_wal *wal)
 {
         struct wal_seg *s = wal->segs;
 
-        if (!s || !s->sealed || s->busy || seg_pending(s) || s == wal->cur)
+        if (!s || !s->sealed || s->busy || wal_seg_pending(s) || s == wal->cur)
                 return;
         if (eng_fs_close(wal->fs, &s->op, s->fd, retired) < 0)
-                fail(wal, -EIO);
+                wal_fail(wal, -EIO);
         else
                 s->busy = true;
 }
@@ -1003,8 +569,8 @@ static void free_wal(struct eng_wal *wal)
 {
         while (wal->segs)
                 unlink_head(wal);
-        wbuf_fini(&wal->spare);
-        wbuf_fini(&wal->flushing);      /* kept for a retry after ENOSPC */
+        wal_wbuf_fini(&wal->spare);
+        wal_wbuf_fini(&wal->flushing);      /* kept for a retry after ENOSPC */
         mem_free_aligned(wal->zeros);
         mem_free_aligned(wal->mark_buf);
         free(wal);
@@ -1040,21 +606,21 @@ static void dir_closed(struct eng_fs_op *op, int res)
  * segments one by one, then the directory, then free. Re-entered from every
  * completion while closing; returns as soon as it must wait.
  */
-static void close_step(struct eng_wal *wal)
+void wal_close_step(struct eng_wal *wal)
 {
-        bool stuck = wal->write_nospace;        /* closing: given up (nospace_enter) */
+        bool stuck = wal->write_nospace;        /* closing: given up (wal_nospace_enter) */
 
         if (wal->io_busy || wal->dir_busy || wal->stuck_posted)
                 return;         /* stuck_task_run comes back here */
         for (struct wal_seg *s = wal->segs; s; s = s->next) {
                 stuck = stuck || s->nospace;    /* flushes go in order: all after it too */
-                if (s->busy || (!wal->error && !stuck && seg_pending(s))) {
-                        kick(wal);
+                if (s->busy || (!wal->error && !stuck && wal_seg_pending(s))) {
+                        wal_kick(wal);
                         return;
                 }
         }
         if (mark_wanted(wal)) {
-                kick(wal);
+                wal_kick(wal);
                 return;
         }
         while (wal->segs && wal->segs->fd < 0)
@@ -1072,7 +638,7 @@ static void close_step(struct eng_wal *wal)
         if (eng_fs_close(wal->fs, &wal->segs->op, wal->segs->fd, retired) < 0) {
                 wal->segs->busy = false;
                 wal->segs->fd = -1;
-                fail(wal, -EIO);
+                wal_fail(wal, -EIO);
         }
 }
 
@@ -1081,7 +647,7 @@ static void close_step(struct eng_wal *wal)
 static void close_task_run(struct rx_loop *loop, struct rx_task *t)
 {
         (void)loop;
-        close_step(container_of(t, struct eng_wal, close_task));
+        wal_close_step(container_of(t, struct eng_wal, close_task));
 }
 
 static void period_fire(struct rx_loop *loop, struct rx_timer *t)
@@ -1089,9 +655,9 @@ static void period_fire(struct rx_loop *loop, struct rx_timer *t)
         struct eng_wal *wal = container_of(t, struct eng_wal, timer);
 
         for (struct wal_seg *s = wal->segs; s; s = s->next)
-                if (seg_pending(s))
+                if (wal_seg_pending(s))
                         wal->flush_due = true;
-        kick(wal);
+        wal_kick(wal);
         if (!wal->closing)
                 rx_timer_arm_after(loop, t, wal->o.period_ns);
 }
@@ -1106,12 +672,12 @@ static void dir_opened(struct eng_fs_op *op, int res)
         if (res >= 0) {
                 wal->dir_fd = res;
                 for (struct wal_seg *s = wal->segs; s && r >= 0; s = s->next)
-                        r = prep_start(s);
+                        r = wal_prep_start(s);
         }
         if (r < 0)
-                fail(wal, r);
+                wal_fail(wal, r);
         else if (wal->closing)
-                close_step(wal);
+                wal_close_step(wal);
 }
 
 int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal **ret)
@@ -1143,13 +709,13 @@ int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal
         rx_timer_init(&wal->mark_timer, mark_fire, "wal:sync_mark");
         wal->stuck_task = (struct rx_task){ .fn = stuck_task_run, .name = "wal:nospace" };
         wal->close_task = (struct rx_task){ .fn = close_task_run, .name = "wal:close" };
-        wal->cur = seg_new(wal, o->first_segment);
+        wal->cur = wal_seg_new(wal, o->first_segment);
         if (!wal->cur) {
                 free(wal);
                 return -ENOMEM;
         }
         /* Without a reserve the first roll fails with -ENOMEM, cleanly. */
-        seg_new(wal, o->first_segment + 1);
+        wal_seg_new(wal, o->first_segment + 1);
         r = eng_fs_open(fs, &wal->dir_op, wal->o.dir, O_RDONLY | O_DIRECTORY, 0, dir_opened);
         if (r < 0) {
                 free_wal(wal);
@@ -1178,10 +744,10 @@ int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, c
                 return -E2BIG;
         if (wal->stats.appends && seq <= wal->last_seq)
                 return -EINVAL;
-        if (seg_end(wal->cur) + rs > wal->o.segment_bytes && (r = roll(wal)) < 0)
+        if (wal_seg_end(wal->cur) + rs > wal->o.segment_bytes && (r = wal_roll(wal)) < 0)
                 return r;
         s = wal->cur;
-        r = wbuf_reserve(wal, &s->active, rs);
+        r = wal_wbuf_reserve(wal, &s->active, rs);
         if (r < 0)
                 return r;
         eng_wal_record_encode(s->active.data + s->active.len, s->id, ENG_WAL_RECORD_BATCH, seq,
@@ -1193,13 +759,13 @@ int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, c
         if (wal->o.sync == ENG_WAL_SYNC_PERIODIC) {
                 if (s->active.len >= PERIODIC_FLUSH_BYTES) {
                         wal->flush_due = true;
-                        kick(wal);
+                        wal_kick(wal);
                 }
                 return 1;
         }
         w->next = NULL;
         w->segment = s->id;
-        w->end_off = seg_end(s);
+        w->end_off = wal_seg_end(s);
         if (wal->ack_tail)
                 wal->ack_tail->next = w;
         else
@@ -1213,7 +779,7 @@ int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, c
                 }
                 return 0;
         }
-        kick(wal);
+        wal_kick(wal);
         return 0;
 }
 
