@@ -304,8 +304,6 @@ int net_cmd_client(struct net_req *req)
 
 /* ---- CONFIG ---- */
 
-#define CFG_MAX_SETTINGS 128
-
 static void config_get(struct net_req *req)
 {
         const struct scree_config *cfg = &req->exec->cfg;
@@ -344,7 +342,7 @@ struct cfg_bcast {
         uint64_t ver;
         size_t n;
         char *err;                      /* the reply's error, or NULL for +OK */
-        char *names[NET_CFG_MAX_SETTINGS], *vals[NET_CFG_MAX_SETTINGS];
+        char *names[CFG_MAX_SETTINGS], *vals[CFG_MAX_SETTINGS];
 };
 
 static void cfg_bcast_free(struct cfg_bcast *b)
@@ -366,7 +364,7 @@ static int64_t cfg_apply(struct rx_loop *dst, void *arg)
         for (size_t i = 0; i < b->n; i++) {
                 int k = cfg_index(b->names[i]);
 
-                if (k < 0 || k >= NET_CFG_MAX_SETTINGS || sh->cfg_ver[k] >= b->ver)
+                if (k < 0 || k >= CFG_MAX_SETTINGS || sh->cfg_ver[k] >= b->ver)
                         continue;
                 if (cfg_set(&sh->cfg, b->names[i], b->vals[i], true, NULL, 0) == 0)
                         sh->cfg_ver[k] = b->ver;
@@ -409,7 +407,7 @@ static void config_set_local(struct net_req *req, struct cfg_bcast *b)
                 int r = name && val ? cfg_set(&sh->cfg, name, val, true, err, sizeof(err)) : -ENOMEM;
                 int k = r == 0 ? cfg_index(name) : -1;
 
-                if (r == 0 && k >= 0 && k < NET_CFG_MAX_SETTINGS && b->n < NET_CFG_MAX_SETTINGS) {
+                if (r == 0 && k >= 0 && k < CFG_MAX_SETTINGS && b->n < CFG_MAX_SETTINGS) {
                         sh->cfg_ver[k] = b->ver;
                         if (!strcmp(name, "log-level"))
                                 log_level = (enum log_level)sh->cfg.log_level;

@@ -124,6 +124,13 @@ static int shut_down(struct net_server *srv)
         return rc;
 }
 
+/* A Redis setting with no effect, met in the config file or a flag. */
+static void on_cfg_warning(void *ctx, const char *msg)
+{
+        (void)ctx;
+        log_warn("%s", msg);
+}
+
 static int parse(int argc, char **argv, struct scree_config *cfg)
 {
         char err[512] = "";
@@ -131,7 +138,7 @@ static int parse(int argc, char **argv, struct scree_config *cfg)
 
         if (cfg_init(cfg) < 0)
                 return 1;
-        r = cfg_parse_args(cfg, argc, argv, err, sizeof(err));
+        r = cfg_parse_args(cfg, argc, argv, on_cfg_warning, NULL, err, sizeof(err));
         if (r == 1) {
                 cfg_usage(stdout);
                 exit(0);

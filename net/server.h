@@ -45,9 +45,6 @@ struct net_slowlog;
 struct rx_loop;
 struct rx_smp;
 
-/* Settings a shard versions (at least as many as config.c's table). */
-#define NET_CFG_MAX_SETTINGS 64
-
 enum net_shard_state {
         NET_SHARD_LOADING = 0,          /* engine opening (replaying its log) */
         NET_SHARD_READY = 1,
@@ -110,7 +107,7 @@ struct net_shard {
         /* This shard's copy of the settings: read here only, changed by
          * CONFIG SET through a message to every shard (cmd_server.c). */
         struct scree_config cfg;
-        uint64_t cfg_ver[NET_CFG_MAX_SETTINGS]; /* version of each setting's value */
+        uint64_t cfg_ver[CFG_MAX_SETTINGS];     /* version of each setting's value */
         char dir[4096];
 };
 
