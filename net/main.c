@@ -131,6 +131,29 @@ static void on_cfg_warning(void *ctx, const char *msg)
         log_warn("%s", msg);
 }
 
+/* "127.0.0.1:6379, [::1]:6379" into buf; logs the optional addresses
+ * skipped. Returns buf. */
+static const char *listen_addrs(const struct net_server *srv, char *buf, size_t len)
+{
+        size_t o = 0;
+
+        buf[0] = 0;
+        for (unsigned i = 0; i < srv->n_binds; i++) {
+                const struct net_bind *b = &srv->binds[i];
+                bool v6 = strchr(b->addr, ':') != NULL;
+
+                if (b->skipped) {
+                        log_warn("bind: optional address %s skipped: %s", b->addr,
+                                 strerror(-b->skip_err));
+                        continue;
+                }
+                o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s%s%s:%llu",
+                                      o ? ", " : "", v6 ? "[" : "", b->addr, v6 ? "]" : "",
+                                      (unsigned long long)srv->cfg->port);
+        }
+        return buf;
+}
+
 static int parse(int argc, char **argv, struct scree_config *cfg)
 {
         char err[512] = "";
@@ -191,8 +214,8 @@ int main(int argc, char **argv)
                 goto out;
         }
         srv->smp = smp;
-        log_info("scree %s: %u shard(s), listening on %s:%llu, data in %s, commit log sync %s",
-                 SCREE_VERSION, n, cfg.bind, (unsigned long long)cfg.port, cfg.dir,
+        log_info("scree %s: %u shard(s), listening on %s, data in %s, commit log sync %s",
+                 SCREE_VERSION, n, listen_addrs(srv, err, sizeof(err)), cfg.dir,
                  cfg.sync == CFG_SYNC_PERIODIC ? "periodic" : "batch");
         refused = serve(&set, srv) != 0;
         rc = refused ? 1 : 0;
