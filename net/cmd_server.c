@@ -323,7 +323,7 @@ static void config_get(struct net_req *req)
         bool hit[CFG_MAX_SETTINGS] = { false };
         const char *name;
         uint64_t n = 0;
-        char val[1024];
+        char val[CFG_VALUE_MAX];
 
         for (size_t i = 0; (name = cfg_name(i)) && i < CFG_MAX_SETTINGS; i++) {
                 size_t len = strlen(name);

@@ -444,12 +444,12 @@ static int parse_val(const struct scree_config *c, const struct cfg_def *named, 
                      struct val *v, char *err, size_t err_len)
 {
         const struct cfg_def *t = cfg_def_target(named), *p = parser_of(named);
-        char buf[512];
+        char buf[CFG_VALUE_MAX];
         int r;
 
         v->text = NULL;
         if (p->type == CFG_STRING && p->check) {
-                char cur[512];
+                char cur[CFG_VALUE_MAX];
 
                 show(c, named, cur, sizeof(cur));
                 r = p->check(value, cur, buf, sizeof(buf), err, err_len);
@@ -490,7 +490,7 @@ static void store(struct scree_config *c, const struct cfg_def *t, struct val *v
 /* True if v is the value `named` has in c. */
 static bool same_val(const struct scree_config *c, const struct cfg_def *named, const struct val *v)
 {
-        char cur[512], mine[512];
+        char cur[CFG_VALUE_MAX], mine[64];
 
         show(c, named, cur, sizeof(cur));
         if (v->text)
@@ -507,7 +507,7 @@ static bool is_default(const struct scree_config *c, const struct cfg_def *named
         const struct cfg_def *t = cfg_def_target(named);
 
         if (t->derive) {
-                char d[512];
+                char d[64];
 
                 t->derive(c, d, sizeof(d));
                 return v->text && !strcmp(v->text, d);

@@ -154,6 +154,7 @@ bool cfg_is_hidden(size_t i);
 
 /* Writes the current value of name as CONFIG GET shows it into buf
  * (NUL-terminated, truncated to len). Returns 0 or -ENOENT. */
+#define CFG_VALUE_MAX 4096      /* room for any value but a longer string */
 int cfg_get(const struct scree_config *c, const char *name, char *buf, size_t len);
 
 /*

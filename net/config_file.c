@@ -183,7 +183,7 @@ static void warn_noop(struct loader *ld, const struct cfg_def *d, const char *wh
  * (heap) or NULL. */
 static char *save_value(struct loader *ld, const char *value)
 {
-        char cur[512], *s;
+        char cur[CFG_VALUE_MAX], *s;
 
         if (!ld->save_seen || !*value) {
                 ld->save_seen = true;
@@ -210,8 +210,12 @@ static int apply(struct loader *ld, char **w, int n, const char *where, char *er
                         return -EINVAL;
                 }
         }
-        if (!strcasecmp(w[0], "include") && n == 2)
-                return load_path(ld, w[1], err, err_len);
+        if (!strcasecmp(w[0], "include")) {
+                if (n == 2)
+                        return load_path(ld, w[1], err, err_len);
+                cfg_err(err, err_len, "%s: include takes one path", where);
+                return -EINVAL;
+        }
         d = cfg_def_find(w[0]);
         if (!d) {
                 cfg_err(err, err_len, "%s: unknown setting '%s'", where, w[0]);

@@ -180,7 +180,7 @@ int main(int argc, char **argv)
         struct scree_config cfg = { 0 };
         struct net_server *srv = NULL;
         struct rx_smp *smp;
-        char err[512] = "";
+        char err[512] = "", addrs[1024];
         unsigned n;
         bool refused;
         sigset_t set;
@@ -215,7 +215,7 @@ int main(int argc, char **argv)
         }
         srv->smp = smp;
         log_info("scree %s: %u shard(s), listening on %s, data in %s, commit log sync %s",
-                 SCREE_VERSION, n, listen_addrs(srv, err, sizeof(err)), cfg.dir,
+                 SCREE_VERSION, n, listen_addrs(srv, addrs, sizeof(addrs)), cfg.dir,
                  cfg.sync == CFG_SYNC_PERIODIC ? "periodic" : "batch");
         refused = serve(&set, srv) != 0;
         rc = refused ? 1 : 0;

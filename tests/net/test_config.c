@@ -292,6 +292,22 @@ Test(config, bind_lists_take_several_addresses_optional_ones_and_wildcards)
                                   "1.1.1.14 1.1.1.15 1.1.1.16 1.1.1.17", false, err, sizeof(err)),
                      -EINVAL));
         cr_expect(eq(str, c.bind, "127.0.0.1 -::1"));
+        cr_expect(eq(int, cfg_set(&c, "bind", "-fd00:1111:2222:3333:4444:5555:6666:7701 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7702 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7703 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7704 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7705 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7706 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7707 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7708 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7709 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7710 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7711 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7712 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7713 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7714 "
+                                  "-fd00:1111:2222:3333:4444:5555:6666:7715 ::1", false, err,
+                                  sizeof(err)), 0), "16 long addresses fit: %s", err);
 }
 
 static void write_file(const char *path, const char *text)
@@ -450,6 +466,9 @@ Test(config, redis_conf_syntax)
         cr_assert(eq(int, cfg_load_file(&c, path, NULL, NULL, err, sizeof(err)), -EINVAL));
         cr_expect(not(eq(ptr, strstr(err, ":1: 'tls-port 6380' is not supported: scree has no TLS"),
                          NULL)), "%s", err);
+        write_file(path, "include a b\n");
+        cr_assert(eq(int, cfg_load_file(&c, path, NULL, NULL, err, sizeof(err)), -EINVAL));
+        cr_expect(not(eq(ptr, strstr(err, ":1: include takes one path"), NULL)), "%s", err);
         write_file(path, "requirepass \"a\"b\n");
         cr_assert(eq(int, cfg_load_file(&c, path, NULL, NULL, err, sizeof(err)), -EINVAL));
         cr_expect(not(eq(ptr, strstr(err, ":1: an unbalanced quote"), NULL)), "%s", err);
