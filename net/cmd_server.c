@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "base/compiler.h"
 #include "base/log.h"
 #include "base/time.h"
 #include "net/cmd.h"
@@ -304,21 +306,39 @@ int net_cmd_client(struct net_req *req)
 
 /* ---- CONFIG ---- */
 
-#define CFG_MAX_SETTINGS 128
+static bool is_pattern(const struct net_arg *a)
+{
+        for (size_t i = 0; i < a->len; i++)
+                if (strchr("*?[\\", a->ptr[i]))
+                        return true;
+        return false;
+}
 
+/* CONFIG GET pattern...: every setting some pattern matches, once each.
+ * A pattern without wildcards is a name, which also finds the hidden
+ * settings (as in Redis). */
 static void config_get(struct net_req *req)
 {
         const struct scree_config *cfg = &req->exec->cfg;
         bool hit[CFG_MAX_SETTINGS] = { false };
         const char *name;
         uint64_t n = 0;
-        char val[512];
+        char val[CFG_VALUE_MAX];
 
-        for (size_t i = 0; (name = cfg_name(i)) && i < CFG_MAX_SETTINGS; i++)
-                for (size_t a = 2; a < req->argc && !hit[i]; a++)
-                        if (net_glob_match(req->argv[a].ptr, req->argv[a].len, name, strlen(name),
-                                           true))
-                                hit[i] = true, n++;
+        for (size_t i = 0; (name = cfg_name(i)) && i < CFG_MAX_SETTINGS; i++) {
+                size_t len = strlen(name);
+
+                for (size_t a = 2; a < req->argc && !hit[i]; a++) {
+                        const struct net_arg *p = &req->argv[a];
+
+                        if (is_pattern(p))
+                                hit[i] = !cfg_is_hidden(i) &&
+                                         net_glob_match(p->ptr, p->len, name, len, true);
+                        else
+                                hit[i] = p->len == len && !strncasecmp(p->ptr, name, len);
+                }
+                n += hit[i];
+        }
         net_resp_add_map(req->out, n);
         for (size_t i = 0; (name = cfg_name(i)) && i < CFG_MAX_SETTINGS; i++) {
                 if (!hit[i])
@@ -331,125 +351,224 @@ static void config_get(struct net_req *req)
 }
 
 /*
- * CONFIG SET: the pairs are applied in order to the calling shard's copy
- * of the settings, stopping at the first that fails; those applied then
- * go to every shard's copy in one message each (rx_smp_map_reduce), and
- * the reply waits for all of them, so a later command on any connection
- * sees the change. A version taken per CONFIG SET (an atomic counter on
- * this cold path) makes the shards agree when two race: each keeps, per
- * setting, the value with the highest version.
+ * CONFIG SET is atomic, as in Redis 7: either every pair takes effect on
+ * every shard, or none does anywhere.
+ *   1. Here, on the calling shard: every name is looked up and none may
+ *      name a setting twice (aliases and case included); then every pair
+ *      is applied, in order, to a scratch copy of this shard's settings.
+ *      The first failure is the reply, and nothing changed.
+ *   2. Prepare, on every shard (one rx_msg each, embedded here, so no
+ *      send can fail): the shard makes its own copy with the pairs
+ *      applied. Only memory can fail now.
+ *   3. Commit (or abort, if a shard failed to prepare), on every shard:
+ *      the prepared values are swapped in (cfg_swap, which cannot fail)
+ *      and the copy freed. The reply waits for all, so a later command
+ *      on any connection sees the change.
+ * Each CONFIG SET takes a version (an atomic counter on this cold path);
+ * a shard takes a setting's value only from a newer version than the one
+ * it holds, so racing CONFIG SETs converge on the latest, per setting.
  */
-struct cfg_bcast {
-        struct net_req *req;
-        uint64_t ver;
-        size_t n;
-        char *err;                      /* the reply's error, or NULL for +OK */
-        char *names[NET_CFG_MAX_SETTINGS], *vals[NET_CFG_MAX_SETTINGS];
+struct cfg_txn;
+
+struct cfg_txn_msg {
+        struct rx_msg m;
+        struct cfg_txn *t;
+        struct scree_config stage;      /* made and freed on the target shard */
+        int res;                        /* prepare's: 0, or -ENOMEM */
 };
 
-static void cfg_bcast_free(struct cfg_bcast *b)
+struct cfg_txn {
+        struct net_req *req;
+        uint64_t ver;
+        size_t n;                       /* pairs */
+        char **names, **vals;           /* [n] */
+        int *idx;                       /* [n]: cfg_index of each name */
+        unsigned n_shards, pending;
+        bool failed;                    /* a shard could not prepare: abort */
+        bool sets_log_level;
+        struct cfg_txn_msg msgs[];      /* [n_shards] */
+};
+
+static void txn_free(struct cfg_txn *t)
 {
-        for (size_t i = 0; i < b->n; i++) {
-                free(b->names[i]);
-                free(b->vals[i]);
+        for (size_t i = 0; t && i < t->n; i++) {
+                free(t->names[i]);
+                free(t->vals[i]);
         }
-        free(b->err);
-        free(b);
+        if (t) {
+                free(t->names);
+                free(t->vals);
+                free(t->idx);
+        }
+        free(t);
 }
 
-/* On every shard: applies the pairs newer than what it holds. */
-static int64_t cfg_apply(struct rx_loop *dst, void *arg)
+static struct cfg_txn *txn_new(struct net_req *req, unsigned n_shards)
 {
-        const struct cfg_bcast *b = arg;
+        size_t n = (req->argc - 2) / 2;
+        struct cfg_txn *t = calloc(1, sizeof(*t) + n_shards * sizeof(t->msgs[0]));
+
+        if (!t)
+                return NULL;
+        t->req = req;
+        t->n_shards = n_shards;
+        t->names = calloc(n, sizeof(*t->names));
+        t->vals = calloc(n, sizeof(*t->vals));
+        t->idx = calloc(n, sizeof(*t->idx));
+        if (!t->names || !t->vals || !t->idx)
+                goto fail;
+        for (; t->n < n; t->n++) {
+                const struct net_arg *k = &req->argv[2 + 2 * t->n], *v = k + 1;
+
+                t->names[t->n] = strndup(k->ptr, k->len);
+                t->vals[t->n] = strndup(v->ptr, v->len);
+                if (!t->names[t->n] || !t->vals[t->n]) {
+                        t->n++;
+                        goto fail;
+                }
+                t->idx[t->n] = cfg_index(t->names[t->n]);
+        }
+        return t;
+fail:
+        txn_free(t);
+        return NULL;
+}
+
+/* Step 1. Returns the error reply to send (heap), or NULL: all valid. */
+static char *txn_check(const struct cfg_txn *t, const struct scree_config *cur)
+{
+        struct scree_config tmp;
+        char err[512], *reply = NULL;
+        int r = 0;
+
+        for (size_t i = 0; i < t->n; i++) {
+                if (t->idx[i] < 0) {
+                        r = asprintf(&reply, "ERR Unknown option or number of arguments for "
+                                     "CONFIG SET - '%s'", t->names[i]);
+                        return r < 0 ? strdup("ERR out of memory") : reply;
+                }
+                for (size_t j = 0; j < i; j++) {
+                        if (t->idx[j] == t->idx[i]) {
+                                r = asprintf(&reply, "ERR CONFIG SET failed (possibly related to "
+                                             "argument '%s') - duplicate parameter", t->names[i]);
+                                return r < 0 ? strdup("ERR out of memory") : reply;
+                        }
+                }
+        }
+        if (cfg_copy(&tmp, cur) < 0)
+                return strdup("ERR out of memory");
+        for (size_t i = 0; i < t->n && r == 0; i++) {
+                r = cfg_set(&tmp, t->names[i], t->vals[i], true, err, sizeof(err));
+                if (r < 0 && asprintf(&reply, "ERR CONFIG SET failed (possibly related to argument "
+                                      "'%s') - %s", t->names[i],
+                                      r == -ENOMEM ? "out of memory" : err) < 0)
+                        reply = strdup("ERR out of memory");
+        }
+        cfg_fini(&tmp);
+        return reply;
+}
+
+static void txn_send(struct cfg_txn *t, struct rx_loop *loop,
+                     int (*run)(struct rx_loop *, struct rx_msg *),
+                     void (*done)(struct rx_loop *, struct rx_msg *))
+{
+        t->pending = t->n_shards;
+        for (unsigned i = 0; i < t->n_shards; i++) {
+                struct cfg_txn_msg *mm = &t->msgs[i];
+
+                mm->t = t;
+                mm->m = (struct rx_msg){ .run = run, .done = done, .name = "net:config_set" };
+                rx_smp_submit(loop, i, &mm->m);
+        }
+}
+
+/* Step 2, on every shard. */
+static int txn_prepare(struct rx_loop *dst, struct rx_msg *m)
+{
+        struct cfg_txn_msg *mm = container_of(m, struct cfg_txn_msg, m);
+        const struct cfg_txn *t = mm->t;
         struct net_shard *sh = net_shard_of(dst);
 
-        for (size_t i = 0; i < b->n; i++) {
-                int k = cfg_index(b->names[i]);
-
-                if (k < 0 || k >= NET_CFG_MAX_SETTINGS || sh->cfg_ver[k] >= b->ver)
-                        continue;
-                if (cfg_set(&sh->cfg, b->names[i], b->vals[i], true, NULL, 0) == 0)
-                        sh->cfg_ver[k] = b->ver;
-        }
+        mm->res = cfg_copy(&mm->stage, &sh->cfg);
+        for (size_t i = 0; i < t->n && mm->res == 0; i++)
+                mm->res = cfg_set(&mm->stage, t->names[i], t->vals[i], true, NULL, 0);
+        if (mm->res < 0)
+                cfg_fini(&mm->stage);
         return 0;
 }
 
-static int64_t cfg_reduce(int64_t acc, int64_t value, void *arg)
+/* Step 3, on every shard. */
+static int txn_finish(struct rx_loop *dst, struct rx_msg *m)
 {
-        (void)value;
-        (void)arg;
-        return acc;
+        struct cfg_txn_msg *mm = container_of(m, struct cfg_txn_msg, m);
+        const struct cfg_txn *t = mm->t;
+        struct net_shard *sh = net_shard_of(dst);
+
+        if (mm->res < 0)
+                return 0;       /* nothing prepared here */
+        for (size_t i = 0; i < t->n && !t->failed; i++) {
+                int k = t->idx[i];
+
+                if (sh->cfg_ver[k] >= t->ver)
+                        continue;       /* a newer CONFIG SET got here first */
+                cfg_swap(&sh->cfg, &mm->stage, k);
+                sh->cfg_ver[k] = t->ver;
+        }
+        cfg_fini(&mm->stage);
+        return 0;
 }
 
-static void cfg_applied(struct rx_loop *src, int64_t acc, void *arg)
+static void txn_finished(struct rx_loop *src, struct rx_msg *m)
 {
-        struct cfg_bcast *b = arg;
-        struct net_req *req = b->req;
+        struct cfg_txn *t = container_of(m, struct cfg_txn_msg, m)->t;
+        struct net_req *req = t->req;
 
-        (void)src;
-        (void)acc;
-        if (b->err)
-                net_resp_add_error(req->out, b->err, strlen(b->err));
-        else
+        if (--t->pending)
+                return;
+        if (t->failed) {
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+        } else {
+                if (t->sets_log_level)
+                        log_level = (enum log_level)net_shard_of(src)->cfg.log_level;
                 net_resp_add_simple(req->out, "OK", 2);
-        cfg_bcast_free(b);
+        }
+        txn_free(t);
         net_req_complete(req);
 }
 
-/* Applies the pairs here, in order, until one fails; records the applied
- * ones in b and the failure's reply in b->err. */
-static void config_set_local(struct net_req *req, struct cfg_bcast *b)
+static void txn_prepared(struct rx_loop *src, struct rx_msg *m)
 {
-        struct net_shard *sh = req->exec;
-        char err[256] = "";
+        struct cfg_txn_msg *mm = container_of(m, struct cfg_txn_msg, m);
+        struct cfg_txn *t = mm->t;
 
-        for (size_t a = 2; a + 1 < req->argc && !b->err; a += 2) {
-                char *name = strndup(req->argv[a].ptr, req->argv[a].len);
-                char *val = strndup(req->argv[a + 1].ptr, req->argv[a + 1].len);
-                int r = name && val ? cfg_set(&sh->cfg, name, val, true, err, sizeof(err)) : -ENOMEM;
-                int k = r == 0 ? cfg_index(name) : -1;
-
-                if (r == 0 && k >= 0 && k < NET_CFG_MAX_SETTINGS && b->n < NET_CFG_MAX_SETTINGS) {
-                        sh->cfg_ver[k] = b->ver;
-                        if (!strcmp(name, "log-level"))
-                                log_level = (enum log_level)sh->cfg.log_level;
-                        b->names[b->n] = name;
-                        b->vals[b->n++] = val;
-                        continue;
-                }
-                if (asprintf(&b->err, "ERR CONFIG SET failed (possibly related to argument '%s') "
-                                      "- %s", name ? name : "",
-                             r == -ENOMEM ? "out of memory" : err) < 0)
-                        b->err = NULL;
-                if (!b->err)
-                        b->err = strdup("ERR out of memory");
-                free(name);
-                free(val);
-        }
+        if (mm->res < 0)
+                t->failed = true;
+        if (--t->pending == 0)
+                txn_send(t, src, txn_finish, txn_finished);
 }
 
 static int config_set(struct net_req *req)
 {
         struct net_shard *sh = req->exec;
-        struct cfg_bcast *b = calloc(1, sizeof(*b));
+        struct cfg_txn *t = txn_new(req, sh->srv->n_shards);
+        char *reply;
 
-        if (!b) {
+        if (!t) {
                 net_resp_add_error(req->out, "ERR out of memory", 17);
                 return NET_CMD_DONE;
         }
-        b->req = req;
-        b->ver = atomic_fetch_add_explicit(&sh->srv->cfg_version, 1, memory_order_relaxed) + 1;
-        config_set_local(req, b);
-        if (b->n && rx_smp_map_reduce(sh->loop, cfg_apply, cfg_reduce, 0, cfg_applied, b) == 0)
-                return NET_CMD_PENDING;
-        /* Nothing applied (or no memory to tell the others: this shard
-         * has the change, the others keep the old values). */
-        if (b->err)
-                net_resp_add_error(req->out, b->err, strlen(b->err));
-        else if (b->n)
-                net_resp_add_error(req->out, "ERR out of memory", 17);
-        cfg_bcast_free(b);
-        return NET_CMD_DONE;
+        reply = txn_check(t, &sh->cfg);
+        if (reply) {
+                net_resp_add_error(req->out, reply, strlen(reply));
+                free(reply);
+                txn_free(t);
+                return NET_CMD_DONE;
+        }
+        for (size_t i = 0; i < t->n; i++)
+                t->sets_log_level |= t->idx[i] == cfg_index("log-level");
+        t->ver = atomic_fetch_add_explicit(&sh->srv->cfg_version, 1, memory_order_relaxed) + 1;
+        txn_send(t, sh->loop, txn_prepare, txn_prepared);
+        return NET_CMD_PENDING;
 }
 
 int net_cmd_config(struct net_req *req)

@@ -1,7 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The settings table and its parsers; see config.h.
+ * scree's settings table, the value types (parse, check, show), and
+ * get/set/copy over both tables (config_int.h); see config.h. Redis's
+ * names are in config_compat.c, files and flags in config_file.c.
+ *
+ * A value is parsed into a struct val (a number, or a canonical text for
+ * strings and Redis settings) before anything is stored, so a bad value
+ * changes nothing, and a restart-only setting can compare the value it is
+ * given with the one it has.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -9,129 +17,81 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/check.h"
 #include "net/config.h"
-
-enum cfg_type {
-        CFG_UINT,
-        CFG_INT,                        /* int64_t; min and max hold int64 values */
-        CFG_SIZE,
-        CFG_BOOL,
-        CFG_ENUM,
-        CFG_STRING,
-        CFG_PCT,                        /* a size, or N% of memory (CFG_PERCENT | N) */
-        CFG_COMPAT,                     /* read-only, for clients that ask Redis's names */
-};
-
-struct cfg_def {
-        const char *name;
-        enum cfg_type type;
-        size_t off;                     /* in struct scree_config */
-        const char *dflt;
-        uint64_t min, max;              /* uint, size */
-        const char *const *words;       /* enum: the words, NULL-terminated; index = value */
-        bool runtime;                   /* CONFIG SET may change it */
-        bool secret;                    /* CONFIG GET shows it, --help does not show a default */
-        const char *help;
-        /* compat: the value, from the rest of the config */
-        void (*compat)(const struct scree_config *c, char *buf, size_t len);
-};
+#include "net/config_int.h"
 
 static const char *const sync_words[] = { "batch", "periodic", NULL };
 static const char *const level_words[] = { "error", "warn", "info", "debug", NULL };
 
-static void compat_empty(const struct scree_config *c, char *buf, size_t len)
-{
-        (void)c;
-        snprintf(buf, len, "%s", "");
-}
-
-static void compat_yes(const struct scree_config *c, char *buf, size_t len)
-{
-        (void)c;
-        snprintf(buf, len, "yes");
-}
-
-static void compat_appendfsync(const struct scree_config *c, char *buf, size_t len)
-{
-        snprintf(buf, len, "%s", c->sync == CFG_SYNC_BATCH ? "always" : "everysec");
-}
-
-static void compat_one(const struct scree_config *c, char *buf, size_t len)
-{
-        (void)c;
-        snprintf(buf, len, "1");
-}
-
-static void compat_maxmemory(const struct scree_config *c, char *buf, size_t len)
-{
-        snprintf(buf, len, "%llu", (unsigned long long)c->memory);
-}
+static int check_bind(const char *value, const char *cur, char *out, size_t len, char *err,
+                      size_t err_len);
 
 #define OFF(f) offsetof(struct scree_config, f)
 #define MIB (UINT64_C(1) << 20)
+#define RT CFG_F_RUNTIME
 
 static const struct cfg_def defs[] = {
-        { "port", CFG_UINT, OFF(port), "6379", 1, 65535, NULL, false, false,
-          "TCP port every shard listens on (SO_REUSEPORT)", NULL },
-        { "bind", CFG_STRING, OFF(bind), "127.0.0.1", 0, 0, NULL, false, false,
-          "IPv4 address to listen on", NULL },
-        { "dir", CFG_STRING, OFF(dir), "./data", 0, 0, NULL, false, false,
-          "data directory (one subdirectory per shard)", NULL },
-        { "smp", CFG_UINT, OFF(smp), "0", 0, 256, NULL, false, false,
-          "shards (threads); 0 = one per CPU", NULL },
-        { "memory", CFG_SIZE, OFF(memory), "1GiB", 16 * MIB, UINT64_MAX, NULL, false, false,
-          "memory budget of all shards: half memtables, half block cache", NULL },
-        { "prefault", CFG_BOOL, OFF(prefault), "yes", 0, 0, NULL, false, false,
+        { "port", CFG_UINT, 0, OFF(port), "6379", 1, 65535, .help =
+          "TCP port every shard listens on (SO_REUSEPORT)" },
+        { "bind", CFG_STRING, CFG_F_MULTI, OFF(bind), "127.0.0.1", .check = check_bind, .help =
+          "addresses to listen on, blank-separated (IPv4 or IPv6; * = every IPv4 one, ::* = "
+          "every IPv6 one; a leading - skips one the host lacks)" },
+        { "dir", CFG_STRING, 0, OFF(dir), "./data", .help =
+          "data directory (one subdirectory per shard)" },
+        { "smp", CFG_UINT, 0, OFF(smp), "0", 0, 256, .help = "shards (threads); 0 = one per CPU" },
+        { "memory", CFG_SIZE, 0, OFF(memory), "1GiB", 16 * MIB, UINT64_MAX, .help =
+          "memory budget of all shards: half memtables, half block cache" },
+        { "prefault", CFG_BOOL, 0, OFF(prefault), "yes", .help =
           "fault the memtables' half and the cache's quarter of --memory in at start-up, in the "
-          "background, so no write or cache fill waits for fresh memory", NULL },
-        { "salvage", CFG_BOOL, OFF(salvage), "no", 0, 0, NULL, false, false,
+          "background, so no write or cache fill waits for fresh memory" },
+        { "salvage", CFG_BOOL, 0, OFF(salvage), "no", .help =
           "start even if the commit log holds damaged records: skip them, each logged, and lose "
-          "the writes in them (docs/server.md, \"A damaged commit log\")", NULL },
-        { "commitlog-sync", CFG_ENUM, OFF(sync), "batch", 0, 0, sync_words, false, false,
-          "batch: a write is acknowledged once durable; periodic: at once, synced every period",
-          NULL },
-        { "commitlog-sync-period-ms", CFG_UINT, OFF(sync_period_ms), "10", 1, 60000, NULL, false,
-          false, "periodic mode: how often the commit log is synced", NULL },
-        { "requirepass", CFG_STRING, OFF(requirepass), "", 0, 0, NULL, true, true,
-          "password clients must AUTH with (empty = none)", NULL },
-        { "maxclients", CFG_UINT, OFF(maxclients), "10000", 1, 1000000, NULL, true, false,
-          "connections accepted at most (all shards)", NULL },
-        { "max-key-bytes", CFG_SIZE, OFF(max_key_bytes), "2048", 1, 32768, NULL, false, false,
-          "longest key accepted", NULL },
-        { "max-value-bytes", CFG_SIZE, OFF(max_value_bytes), "8MiB", 1, 16 * MIB, NULL, false,
-          false, "longest value accepted", NULL },
-        { "metrics-port", CFG_UINT, OFF(metrics_port), "0", 0, 65535, NULL, false, false,
-          "Prometheus metrics port (0 = off)", NULL },
-        { "log-level", CFG_ENUM, OFF(log_level), "info", 0, 0, level_words, true, false,
-          "error|warn|info|debug", NULL },
-        { "idle-poll-us", CFG_UINT, OFF(idle_poll_us), "50", 0, 1000000, NULL, false, false,
-          "how long an idle shard spins before it sleeps", NULL },
-        { "timeout", CFG_UINT, OFF(timeout_s), "0", 0, 86400 * 365, NULL, true, false,
-          "close a client idle this many seconds (0 = never)", NULL },
-        { "slowlog-log-slower-than", CFG_INT, OFF(slowlog_slower_than_us), "10000",
-          (uint64_t)INT64_C(-1), (uint64_t)INT64_MAX, NULL, true, false,
-          "SLOWLOG records commands slower than this many microseconds (-1 = none)", NULL },
-        { "slowlog-max-len", CFG_UINT, OFF(slowlog_max_len), "128", 0, 1000000, NULL, true, false,
-          "SLOWLOG entries kept per shard", NULL },
-        { "maxmemory-clients", CFG_PCT, OFF(maxmemory_clients), "10%", 0, UINT64_MAX, NULL, true,
-          false, "memory all clients' buffers may hold together (N% of --memory, or a size; 0 = no "
-          "limit): above it the client holding the most is closed", NULL },
-        { "multi-max-commands", CFG_UINT, OFF(multi_max_commands), "100000", 1, UINT32_MAX, NULL,
-          true, false, "commands one MULTI may queue", NULL },
-        { "multi-max-bytes", CFG_SIZE, OFF(multi_max_bytes), "32MiB", 4096, UINT64_MAX, NULL, true,
-          false, "memory one MULTI's queued commands may hold", NULL },
-        { "maxmemory", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_maxmemory },
-        { "save", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_empty },
-        { "appendonly", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_yes },
-        { "appendfsync", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_appendfsync },
-        { "databases", CFG_COMPAT, 0, NULL, 0, 0, NULL, false, false, NULL, compat_one },
+          "the writes in them (docs/server.md, \"A damaged commit log\")" },
+        { "commitlog-sync", CFG_ENUM, 0, OFF(sync), "batch", .words = sync_words, .help =
+          "batch: a write is acknowledged once durable; periodic: at once, synced every period" },
+        { "commitlog-sync-period-ms", CFG_UINT, 0, OFF(sync_period_ms), "10", 1, 60000, .help =
+          "periodic mode: how often the commit log is synced" },
+        { "requirepass", CFG_STRING, RT | CFG_F_SECRET, OFF(requirepass), "", .help =
+          "password clients must AUTH with (empty = none)" },
+        { "maxclients", CFG_UINT, RT, OFF(maxclients), "10000", 1, 1000000, .help =
+          "connections accepted at most (all shards)" },
+        { "max-key-bytes", CFG_SIZE, 0, OFF(max_key_bytes), "2048", 1, 32768, .help =
+          "longest key accepted" },
+        { "max-value-bytes", CFG_SIZE, 0, OFF(max_value_bytes), "8MiB", 1, 16 * MIB, .help =
+          "longest value accepted (Redis's proto-max-bulk-len)" },
+        { "metrics-port", CFG_UINT, 0, OFF(metrics_port), "0", 0, 65535, .help =
+          "Prometheus metrics port (0 = off)" },
+        { "log-level", CFG_ENUM, RT, OFF(log_level), "info", .words = level_words, .help =
+          "error|warn|info|debug" },
+        { "idle-poll-us", CFG_UINT, 0, OFF(idle_poll_us), "50", 0, 1000000, .help =
+          "how long an idle shard spins before it sleeps" },
+        { "timeout", CFG_UINT, RT, OFF(timeout_s), "0", 0, 86400 * 365, .help =
+          "close a client idle this many seconds (0 = never)" },
+        { "slowlog-log-slower-than", CFG_INT, RT, OFF(slowlog_slower_than_us), "10000",
+          (uint64_t)INT64_C(-1), (uint64_t)INT64_MAX, .help =
+          "SLOWLOG records commands slower than this many microseconds (-1 = none)" },
+        { "slowlog-max-len", CFG_UINT, RT, OFF(slowlog_max_len), "128", 0, 1000000, .help =
+          "SLOWLOG entries kept per shard" },
+        { "maxmemory-clients", CFG_PCT, RT, OFF(maxmemory_clients), "10%", 0, UINT64_MAX, .help =
+          "memory all clients' buffers may hold together (N% of --memory, or a size; 0 = no "
+          "limit): above it the client holding the most is closed" },
+        { "multi-max-commands", CFG_UINT, RT, OFF(multi_max_commands), "100000", 1, UINT32_MAX,
+          .help = "commands one MULTI may queue" },
+        { "multi-max-bytes", CFG_SIZE, RT, OFF(multi_max_bytes), "32MiB", 4096, UINT64_MAX,
+          .help = "memory one MULTI's queued commands may hold" },
 };
 
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
 
-static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A parsed value: num for scree's numeric settings, else text (heap, the
+ * canonical form). */
+struct val {
+        uint64_t num;
+        char *text;
+};
 
-static void set_err(char *err, size_t len, const char *fmt, ...)
+void cfg_err(char *err, size_t len, const char *fmt, ...)
 {
         va_list ap;
 
@@ -142,18 +102,60 @@ static void set_err(char *err, size_t len, const char *fmt, ...)
         va_end(ap);
 }
 
-static const struct cfg_def *find(const char *name)
+const struct cfg_def *cfg_def_at(size_t i)
 {
-        for (size_t i = 0; i < N_DEFS; i++)
-                if (!strcasecmp(defs[i].name, name))
-                        return &defs[i];
+        if (i < N_DEFS)
+                return &defs[i];
+        i -= N_DEFS;
+        return i < cfg_redis_n ? &cfg_redis_defs[i] : NULL;
+}
+
+static size_t def_index(const struct cfg_def *d)
+{
+        return d >= defs && d < defs + N_DEFS ? (size_t)(d - defs)
+                                               : N_DEFS + (size_t)(d - cfg_redis_defs);
+}
+
+const struct cfg_def *cfg_def_find(const char *name)
+{
+        const struct cfg_def *d;
+
+        for (size_t i = 0; (d = cfg_def_at(i)); i++)
+                if (!strcasecmp(d->name, name))
+                        return d;
         return NULL;
+}
+
+const struct cfg_def *cfg_def_target(const struct cfg_def *d)
+{
+        const struct cfg_def *t = d->alias_of ? cfg_def_find(d->alias_of) : d;
+
+        SCREE_ASSERT(t && !t->alias_of);
+        return t;
 }
 
 const char *cfg_name(size_t i)
 {
-        return i < N_DEFS ? defs[i].name : NULL;
+        const struct cfg_def *d = cfg_def_at(i);
+
+        return d ? d->name : NULL;
 }
+
+bool cfg_is_hidden(size_t i)
+{
+        const struct cfg_def *d = cfg_def_at(i);
+
+        return d && (d->flags & CFG_F_HIDDEN);
+}
+
+int cfg_index(const char *name)
+{
+        const struct cfg_def *d = cfg_def_find(name);
+
+        return d ? (int)def_index(cfg_def_target(d)) : -ENOENT;
+}
+
+/* ---- parsing ---- */
 
 int cfg_parse_size(const char *s, uint64_t *ret)
 {
@@ -216,7 +218,7 @@ static int parse_int(const struct cfg_def *d, const char *s, uint64_t *ret)
 }
 
 /* A size, or "N%" with N from 1 to 100 (stored as CFG_PERCENT | N). */
-static int parse_pct(const char *s, uint64_t *ret)
+static int parse_pct(const char *s, uint64_t *ret, char *err, size_t err_len)
 {
         size_t n = strlen(s);
         char num[24];
@@ -228,8 +230,13 @@ static int parse_pct(const char *s, uint64_t *ret)
                 return -EINVAL;
         memcpy(num, s, n - 1);
         num[n - 1] = 0;
-        if (parse_uint(num, &v) < 0 || v < 1 || v > 100)
+        if (parse_uint(num, &v) < 0 || v < 1)
                 return -EINVAL;
+        if (v > 100) {
+                /* Redis's words: clients and its test suite match them. */
+                cfg_err(err, err_len, "percentage argument must be less or equal to 100");
+                return -ERANGE;
+        }
         *ret = CFG_PERCENT | v;
         return 0;
 }
@@ -267,6 +274,12 @@ static int parse_enum(const struct cfg_def *d, const char *s, uint64_t *ret)
         for (uint64_t i = 0; d->words[i]; i++) {
                 if (!strcasecmp(s, d->words[i])) {
                         *ret = i;
+                        return 0;
+                }
+        }
+        for (size_t i = 0; d->syn && d->syn[i].word; i++) {
+                if (!strcasecmp(s, d->syn[i].word)) {
+                        *ret = d->syn[i].value;
                         return 0;
                 }
         }
@@ -313,149 +326,10 @@ static void expected(const struct cfg_def *d, char *buf, size_t len)
         }
 }
 
-static int set_def(struct scree_config *c, const struct cfg_def *d, const char *value, char *err,
-                   size_t err_len)
+/* The number v of setting d (numeric or enum) as CONFIG GET shows it. */
+static void show_num(const struct cfg_def *d, uint64_t v, char *buf, size_t len)
 {
-        void *field = (char *)c + d->off;
-        uint64_t v = 0;
-        int r = 0;
-
         switch (d->type) {
-        case CFG_UINT:
-                r = parse_uint(value, &v);
-                break;
-        case CFG_INT:
-                r = parse_int(d, value, &v);
-                break;
-        case CFG_SIZE:
-                r = cfg_parse_size(value, &v);
-                break;
-        case CFG_BOOL:
-                r = parse_bool(value, &v);
-                break;
-        case CFG_PCT:
-                r = parse_pct(value, &v);
-                break;
-        case CFG_ENUM:
-                r = parse_enum(d, value, &v);
-                break;
-        case CFG_STRING: {
-                char *copy = strdup(value);
-
-                if (!copy)
-                        return -ENOMEM;
-                free(*(char **)field);
-                *(char **)field = copy;
-                return 0;
-        }
-        case CFG_COMPAT:
-                set_err(err, err_len, "'%s' is not a scree setting (it is shown for Redis clients)",
-                        d->name);
-                return -EINVAL;
-        }
-        if (r == 0 && (d->type == CFG_UINT || d->type == CFG_SIZE) && (v < d->min || v > d->max))
-                r = -EINVAL;
-        if (r < 0) {
-                char want[160];
-
-                expected(d, want, sizeof(want));
-                set_err(err, err_len, "invalid value '%s' for '%s': expected %s", value, d->name, want);
-                return -EINVAL;
-        }
-        *(uint64_t *)field = v;
-        return 0;
-}
-
-int cfg_set(struct scree_config *c, const char *name, const char *value, bool runtime, char *err,
-            size_t err_len)
-{
-        const struct cfg_def *d = find(name);
-
-        if (!d) {
-                set_err(err, err_len, "unknown setting '%s'", name);
-                return -EINVAL;
-        }
-        if (runtime && !d->runtime) {
-                set_err(err, err_len, "'%s' cannot change while the server runs (restart with it)",
-                        d->name);
-                return -EINVAL;
-        }
-        return set_def(c, d, value, err, err_len);
-}
-
-int cfg_init(struct scree_config *c)
-{
-        memset(c, 0, sizeof(*c));
-        for (size_t i = 0; i < N_DEFS; i++) {
-                if (defs[i].type == CFG_COMPAT)
-                        continue;
-                if (set_def(c, &defs[i], defs[i].dflt, NULL, 0) < 0) {
-                        cfg_fini(c);
-                        return -ENOMEM; /* the defaults parse: only strdup can fail */
-                }
-        }
-        return 0;
-}
-
-void cfg_fini(struct scree_config *c)
-{
-        for (size_t i = 0; i < N_DEFS; i++) {
-                if (defs[i].type == CFG_STRING) {
-                        char **p = (char **)((char *)c + defs[i].off);
-
-                        free(*p);
-                        *p = NULL;
-                }
-        }
-}
-
-int cfg_copy(struct scree_config *dst, const struct scree_config *src)
-{
-        *dst = *src;
-        for (size_t i = 0; i < N_DEFS; i++) {
-                if (defs[i].type == CFG_STRING)
-                        *(char **)((char *)dst + defs[i].off) = NULL;
-        }
-        for (size_t i = 0; i < N_DEFS; i++) {
-                char **d = (char **)((char *)dst + defs[i].off);
-
-                if (defs[i].type != CFG_STRING)
-                        continue;
-                *d = strdup(*(char *const *)((const char *)src + defs[i].off));
-                if (!*d) {
-                        cfg_fini(dst);
-                        memset(dst, 0, sizeof(*dst));
-                        return -ENOMEM;
-                }
-        }
-        return 0;
-}
-
-int cfg_index(const char *name)
-{
-        const struct cfg_def *d = find(name);
-
-        return d ? (int)(d - defs) : -ENOENT;
-}
-
-int cfg_get(const struct scree_config *c, const char *name, char *buf, size_t len)
-{
-        const struct cfg_def *d = find(name);
-        const void *field;
-        uint64_t v;
-
-        if (!d || !len)
-                return -ENOENT;
-        if (d->type == CFG_COMPAT) {
-                d->compat(c, buf, len);
-                return 0;
-        }
-        field = (const char *)c + d->off;
-        v = d->type == CFG_STRING ? 0 : *(const uint64_t *)field;
-        switch (d->type) {
-        case CFG_STRING:
-                snprintf(buf, len, "%s", *(char *const *)field);
-                break;
         case CFG_BOOL:
                 snprintf(buf, len, "%s", v ? "yes" : "no");
                 break;
@@ -475,167 +349,353 @@ int cfg_get(const struct scree_config *c, const char *name, char *buf, size_t le
                 snprintf(buf, len, "%llu", (unsigned long long)v);
                 break;
         }
-        return 0;
 }
 
-/* ---- config files ---- */
-
-/* Splits a line into name and value in place: the value may be quoted
- * ("..." or '...'; no escapes). Returns 0 (*name NULL for a blank or
- * comment line) or -EINVAL with what is wrong in *why. */
-static int split_line(char *line, char **name, char **value, const char **why)
+/* Parses a number-typed value of d into *ret. Returns 0 or -EINVAL (err set). */
+static int parse_num(const struct cfg_def *d, const struct cfg_def *named, const char *value,
+                     uint64_t *ret, char *err, size_t err_len)
 {
-        char *p = line, *v, *end;
+        char want[160];
+        int r = -EINVAL;
 
-        while (isspace((unsigned char)*p))
-                p++;
-        *name = NULL;
-        if (!*p || *p == '#')
-                return 0;
-        *name = p;
-        while (*p && !isspace((unsigned char)*p))
-                p++;
-        if (!*p) {
-                *why = "a name without a value";
-                return -EINVAL;
-        }
-        *p++ = 0;
-        while (isspace((unsigned char)*p))
-                p++;
-        end = p + strlen(p);
-        while (end > p && isspace((unsigned char)end[-1]))
-                *--end = 0;
-        v = p;
-        if (*v == '"' || *v == '\'') {
-                char q = *v++;
-                char *close = strchr(v, q);
-
-                if (!close || close[1]) {
-                        *why = "an unbalanced quote";
+        switch (d->type) {
+        case CFG_UINT:
+                r = parse_uint(value, ret);
+                break;
+        case CFG_INT:
+                r = parse_int(d, value, ret);
+                break;
+        case CFG_SIZE:
+                r = cfg_parse_size(value, ret);
+                break;
+        case CFG_BOOL:
+                r = parse_bool(value, ret);
+                break;
+        case CFG_PCT:
+                r = parse_pct(value, ret, err, err_len);
+                if (r == -ERANGE)
                         return -EINVAL;
-                }
-                *close = 0;
-        } else if (!*v) {
-                *why = "a name without a value";
-                return -EINVAL;
+                break;
+        case CFG_ENUM:
+                r = parse_enum(d, value, ret);
+                break;
+        case CFG_STRING:
+                break;
         }
-        *value = v;
-        return 0;
+        if (r == 0 && (d->type == CFG_UINT || d->type == CFG_SIZE) && (*ret < d->min || *ret > d->max))
+                r = -EINVAL;
+        if (r == 0)
+                return 0;
+        expected(d, want, sizeof(want));
+        cfg_err(err, err_len, "invalid value '%s' for '%s': expected %s", value, named->name, want);
+        return -EINVAL;
 }
 
-int cfg_load_file(struct scree_config *c, const char *path, char *err, size_t err_len)
+/* ---- values: where they live ---- */
+
+static size_t redis_slot_of(const struct cfg_def *t)
 {
-        FILE *f = fopen(path, "r");
-        char line[4096];
-        unsigned no = 0;
-        int r = 0;
+        size_t slot = (size_t)(t - cfg_redis_defs);
 
-        if (!f) {
-                r = -errno;
-                set_err(err, err_len, "config file %s: %s", path, strerror(errno));
+        SCREE_ASSERT((t->flags & CFG_F_REDIS) && slot < CFG_REDIS_SLOTS);
+        return slot;
+}
+
+static char **redis_slot(struct scree_config *c, const struct cfg_def *t)
+{
+        return &c->redis[redis_slot_of(t)];
+}
+
+static bool is_text(const struct cfg_def *t)
+{
+        return t->type == CFG_STRING || (t->flags & CFG_F_REDIS);
+}
+
+/* The type description values of `named` parse with: its own words when
+ * an alias has some (loglevel), else its target's. */
+static const struct cfg_def *parser_of(const struct cfg_def *named)
+{
+        return named->words ? named : cfg_def_target(named);
+}
+
+/* Writes the value of the setting `named` in c as CONFIG GET shows it. */
+static void show(const struct scree_config *c, const struct cfg_def *named, char *buf, size_t len)
+{
+        const struct cfg_def *t = cfg_def_target(named);
+        const char *text;
+
+        if (t->flags & CFG_F_REDIS) {
+                text = c->redis[redis_slot_of(t)];
+                if (!text && t->derive) {
+                        t->derive(c, buf, len);
+                        return;
+                }
+                snprintf(buf, len, "%s", text && !(t->flags & CFG_F_FIXED) ? text : t->dflt);
+        } else if (t->type == CFG_STRING) {
+                snprintf(buf, len, "%s", *(char *const *)((const char *)c + t->off));
+        } else {
+                show_num(parser_of(named), *(const uint64_t *)((const char *)c + t->off), buf, len);
+        }
+}
+
+/* Parses value for the setting `named` in c into v (text: heap). Returns
+ * 0, -EINVAL (err set) or -ENOMEM. */
+static int parse_val(const struct scree_config *c, const struct cfg_def *named, const char *value,
+                     struct val *v, char *err, size_t err_len)
+{
+        const struct cfg_def *t = cfg_def_target(named), *p = parser_of(named);
+        char buf[CFG_VALUE_MAX];
+        int r;
+
+        v->text = NULL;
+        if (p->type == CFG_STRING && p->check) {
+                char cur[CFG_VALUE_MAX];
+
+                show(c, named, cur, sizeof(cur));
+                r = p->check(value, cur, buf, sizeof(buf), err, err_len);
+                if (r < 0)
+                        return r;
+                value = buf;
+        } else if (p->type != CFG_STRING) {
+                r = parse_num(p, named, value, &v->num, err, err_len);
+                if (r < 0)
+                        return r;
+                if (!is_text(t))
+                        return 0;
+                show_num(p, v->num, buf, sizeof(buf));
+                value = buf;
+        }
+        v->text = strdup(value);
+        return v->text ? 0 : -ENOMEM;
+}
+
+/* Stores v (taking its text) as the value of t, a target. */
+static void store(struct scree_config *c, const struct cfg_def *t, struct val *v)
+{
+        char **slot;
+
+        if (t->flags & CFG_F_REDIS)
+                slot = redis_slot(c, t);
+        else if (t->type == CFG_STRING)
+                slot = (char **)((char *)c + t->off);
+        else {
+                *(uint64_t *)((char *)c + t->off) = v->num;
+                return;
+        }
+        free(*slot);
+        *slot = v->text;
+        v->text = NULL;
+}
+
+/* True if v is the value `named` has in c. */
+static bool same_val(const struct scree_config *c, const struct cfg_def *named, const struct val *v)
+{
+        char cur[CFG_VALUE_MAX], mine[64];
+
+        show(c, named, cur, sizeof(cur));
+        if (v->text)
+                return !strcmp(cur, v->text);
+        show_num(parser_of(named), v->num, mine, sizeof(mine));
+        return !strcmp(cur, mine);
+}
+
+/* True if v is the default of `named` (for a Redis setting with a derived
+ * default: what it derives from c). */
+static bool is_default(const struct scree_config *c, const struct cfg_def *named,
+                       const struct val *v)
+{
+        const struct cfg_def *t = cfg_def_target(named);
+
+        if (t->derive) {
+                char d[64];
+
+                t->derive(c, d, sizeof(d));
+                return v->text && !strcmp(v->text, d);
+        }
+        return v->text && !strcmp(v->text, t->dflt);
+}
+
+int cfg_set(struct scree_config *c, const char *name, const char *value, bool runtime, char *err,
+            size_t err_len)
+{
+        const struct cfg_def *d = cfg_def_find(name), *t;
+        struct val v;
+        int r;
+
+        if (!d) {
+                cfg_err(err, err_len, "unknown setting '%s'", name);
+                return -EINVAL;
+        }
+        t = cfg_def_target(d);
+        r = parse_val(c, d, value, &v, err, err_len);
+        if (r < 0)
                 return r;
+        if ((t->flags & CFG_F_OFF_ONLY) && !is_default(c, d, &v)) {
+                cfg_err(err, err_len, "'%s %s' is not supported: %s", d->name, value, t->help);
+                r = -EINVAL;
+        } else if (runtime && !(t->flags & CFG_F_RUNTIME) && !same_val(c, d, &v)) {
+                /* Redis's words, with scree's reason. */
+                cfg_err(err, err_len, "can't set immutable config ('%s' is read only at start; "
+                        "restart with it)", d->name);
+                r = -EINVAL;
+        } else if (!(t->flags & CFG_F_FIXED)) {
+                store(c, t, &v);
         }
-        while (r == 0 && fgets(line, sizeof(line), f)) {
-                char *name, *value, msg[256];
-                const char *why = NULL;
-                size_t n = strlen(line);
-
-                no++;
-                if (n == sizeof(line) - 1 && line[n - 1] != '\n') {
-                        set_err(err, err_len, "%s:%u: line longer than %zu bytes", path, no,
-                                sizeof(line) - 2);
-                        r = -EINVAL;
-                        break;
-                }
-                if (split_line(line, &name, &value, &why) < 0) {
-                        set_err(err, err_len, "%s:%u: %s", path, no, why);
-                        r = -EINVAL;
-                } else if (name && (r = cfg_set(c, name, value, false, msg, sizeof(msg))) < 0) {
-                        set_err(err, err_len, "%s:%u: %s", path, no, msg);
-                }
-        }
-        if (r == 0 && ferror(f)) {
-                r = -EIO;
-                set_err(err, err_len, "config file %s: read error", path);
-        }
-        fclose(f);
+        free(v.text);
         return r;
 }
 
-/* ---- flags ---- */
-
-int cfg_parse_args(struct scree_config *c, int argc, char **argv, char *err, size_t err_len)
+void cfg_swap(struct scree_config *a, struct scree_config *b, int k)
 {
-        int i = 1, r;
+        const struct cfg_def *t = cfg_def_at((size_t)k);
+        char **pa, **pb, *s;
+        uint64_t *na, *nb, n;
 
-        for (int k = 1; k < argc; k++)
-                if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h"))
-                        return 1;
-        if (argc > 1 && strncmp(argv[1], "--", 2)) {
-                r = cfg_load_file(c, argv[1], err, err_len);
-                if (r < 0)
-                        return r;
-                i = 2;
+        SCREE_ASSERT(t && !t->alias_of);
+        if (t->flags & CFG_F_REDIS) {
+                pa = redis_slot(a, t);
+                pb = redis_slot(b, t);
+        } else if (t->type == CFG_STRING) {
+                pa = (char **)((char *)a + t->off);
+                pb = (char **)((char *)b + t->off);
+        } else {
+                na = (uint64_t *)((char *)a + t->off);
+                nb = (uint64_t *)((char *)b + t->off);
+                n = *na;
+                *na = *nb;
+                *nb = n;
+                return;
         }
-        for (int k = i; k + 1 < argc; k++) {
-                if (!strcmp(argv[k], "--config")) {
-                        r = cfg_load_file(c, argv[k + 1], err, err_len);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        for (; i < argc; i++) {
-                const char *a = argv[i], *eq, *value;
-                char name[64], msg[256];
+        s = *pa;
+        *pa = *pb;
+        *pb = s;
+}
 
-                if (strncmp(a, "--", 2) || !a[2]) {
-                        set_err(err, err_len, "unexpected argument '%s' (see --help)", a);
-                        return -EINVAL;
+int cfg_get(const struct scree_config *c, const char *name, char *buf, size_t len)
+{
+        const struct cfg_def *d = cfg_def_find(name);
+
+        if (!d || !len)
+                return -ENOENT;
+        show(c, d, buf, len);
+        return 0;
+}
+
+/* ---- life cycle ---- */
+
+int cfg_init(struct scree_config *c)
+{
+        SCREE_VERIFY(cfg_redis_n <= CFG_REDIS_SLOTS && N_DEFS + cfg_redis_n <= CFG_MAX_SETTINGS);
+        memset(c, 0, sizeof(*c));
+        for (size_t i = 0; i < N_DEFS; i++) {
+                struct val v;
+
+                if (parse_val(c, &defs[i], defs[i].dflt, &v, NULL, 0) < 0) {
+                        cfg_fini(c);
+                        return -ENOMEM; /* the defaults parse: only strdup can fail */
                 }
-                a += 2;
-                eq = strchr(a, '=');
-                snprintf(name, sizeof(name), "%.*s", (int)(eq ? (size_t)(eq - a) : strlen(a)), a);
-                if (eq) {
-                        value = eq + 1;
-                } else if (find(name) && find(name)->type == CFG_BOOL &&
-                           (i + 1 == argc || !strncmp(argv[i + 1], "--", 2))) {
-                        value = "yes";          /* a bool flag alone: --salvage */
-                } else if (i + 1 < argc) {
-                        value = argv[++i];
-                } else {
-                        set_err(err, err_len, "--%s needs a value (see --help)", a);
-                        return -EINVAL;
-                }
-                if (!strcmp(name, "config"))
-                        continue;       /* read first, above */
-                if (!find(name) || find(name)->type == CFG_COMPAT) {
-                        set_err(err, err_len, "unknown flag '--%s' (see --help)", name);
-                        return -EINVAL;
-                }
-                r = cfg_set(c, name, value, false, msg, sizeof(msg));
-                if (r < 0) {
-                        set_err(err, err_len, "%s", msg);
-                        return r;
-                }
+                store(c, &defs[i], &v);
         }
         return 0;
 }
 
-void cfg_usage(FILE *f)
+void cfg_fini(struct scree_config *c)
 {
-        fprintf(f, "usage: scree [CONFIG-FILE] [--name value | --name=value]...\n"
-                   "Settings (also in CONFIG-FILE or --config FILE as `name value` lines;\n"
-                   "flags win). Sizes: k m g = 1000s, kb mb gb = kib mib gib = 1024s.\n");
         for (size_t i = 0; i < N_DEFS; i++) {
-                const struct cfg_def *d = &defs[i];
+                if (defs[i].type == CFG_STRING) {
+                        char **p = (char **)((char *)c + defs[i].off);
 
-                if (d->type == CFG_COMPAT)
-                        continue;
-                fprintf(f, "  --%-26s %s", d->name, d->help);
-                if (!d->secret)
-                        fprintf(f, " (default %s)", *d->dflt ? d->dflt : "none");
-                fprintf(f, "%s\n", d->runtime ? " [CONFIG SET]" : "");
+                        free(*p);
+                        *p = NULL;
+                }
         }
-        fprintf(f, "  --%-26s %s\n", "config FILE", "read settings from FILE first");
-        fprintf(f, "  --%-26s %s\n", "help", "this text");
+        for (size_t i = 0; i < CFG_REDIS_SLOTS; i++) {
+                free(c->redis[i]);
+                c->redis[i] = NULL;
+        }
+}
+
+int cfg_copy(struct scree_config *dst, const struct scree_config *src)
+{
+        bool ok = true;
+
+        *dst = *src;
+        for (size_t i = 0; i < N_DEFS; i++) {
+                char **d = (char **)((char *)dst + defs[i].off);
+
+                if (defs[i].type != CFG_STRING)
+                        continue;
+                *d = strdup(*d);
+                ok = ok && *d;
+        }
+        for (size_t i = 0; i < CFG_REDIS_SLOTS; i++) {
+                if (!dst->redis[i])
+                        continue;
+                dst->redis[i] = strdup(dst->redis[i]);
+                ok = ok && dst->redis[i];
+        }
+        if (ok)
+                return 0;
+        cfg_fini(dst);
+        memset(dst, 0, sizeof(*dst));
+        return -ENOMEM;
+}
+
+/* ---- bind ---- */
+
+bool cfg_bind_next(const char **pos, char *addr, size_t len, bool *ret_optional)
+{
+        const char *p = *pos, *end;
+        size_t n;
+
+        while (isspace((unsigned char)*p))
+                p++;
+        if (!*p)
+                return false;
+        *ret_optional = *p == '-';
+        p += *ret_optional;
+        for (end = p; *end && !isspace((unsigned char)*end); end++)
+                ;
+        n = (size_t)(end - p);
+        if (n == 1 && *p == '*')
+                snprintf(addr, len, "0.0.0.0");
+        else if (n == 3 && !strncmp(p, "::*", 3))
+                snprintf(addr, len, "::");
+        else
+                snprintf(addr, len, "%.*s", (int)n, p);
+        *pos = end;
+        return true;
+}
+
+/* A bind list: 1 to CFG_BIND_MAX addresses, kept blank-separated. */
+static int check_bind(const char *value, const char *cur, char *out, size_t len, char *err,
+                      size_t err_len)
+{
+        const char *p = value, *word = value;
+        char addr[64], bin[16];
+        size_t n = 0, o = 0;
+        bool opt;
+
+        (void)cur;
+        while (cfg_bind_next(&p, addr, sizeof(addr), &opt)) {
+                if (inet_pton(AF_INET, addr, bin) != 1 && inet_pton(AF_INET6, addr, bin) != 1) {
+                        cfg_err(err, err_len, "bind: '%s' is not an IPv4 or IPv6 address (nor * "
+                                "or ::*)", addr);
+                        return -EINVAL;
+                }
+                if (++n > CFG_BIND_MAX) {
+                        cfg_err(err, err_len, "bind: more than %d addresses", CFG_BIND_MAX);
+                        return -EINVAL;
+                }
+                while (isspace((unsigned char)*word))
+                        word++;
+                o += (size_t)snprintf(out + o, o < len ? len - o : 0, "%s%.*s", n > 1 ? " " : "",
+                                      (int)(p - word), word);
+                word = p;
+        }
+        if (!n || o >= len) {
+                cfg_err(err, err_len, n ? "bind: list too long" : "bind: no address given");
+                return -EINVAL;
+        }
+        return 0;
 }

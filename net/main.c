@@ -124,6 +124,36 @@ static int shut_down(struct net_server *srv)
         return rc;
 }
 
+/* A Redis setting with no effect, met in the config file or a flag. */
+static void on_cfg_warning(void *ctx, const char *msg)
+{
+        (void)ctx;
+        log_warn("%s", msg);
+}
+
+/* "127.0.0.1:6379, [::1]:6379" into buf; logs the optional addresses
+ * skipped. Returns buf. */
+static const char *listen_addrs(const struct net_server *srv, char *buf, size_t len)
+{
+        size_t o = 0;
+
+        buf[0] = 0;
+        for (unsigned i = 0; i < srv->n_binds; i++) {
+                const struct net_bind *b = &srv->binds[i];
+                bool v6 = strchr(b->addr, ':') != NULL;
+
+                if (b->skipped) {
+                        log_warn("bind: optional address %s skipped: %s", b->addr,
+                                 strerror(-b->skip_err));
+                        continue;
+                }
+                o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s%s%s:%llu",
+                                      o ? ", " : "", v6 ? "[" : "", b->addr, v6 ? "]" : "",
+                                      (unsigned long long)srv->cfg->port);
+        }
+        return buf;
+}
+
 static int parse(int argc, char **argv, struct scree_config *cfg)
 {
         char err[512] = "";
@@ -131,7 +161,7 @@ static int parse(int argc, char **argv, struct scree_config *cfg)
 
         if (cfg_init(cfg) < 0)
                 return 1;
-        r = cfg_parse_args(cfg, argc, argv, err, sizeof(err));
+        r = cfg_parse_args(cfg, argc, argv, on_cfg_warning, NULL, err, sizeof(err));
         if (r == 1) {
                 cfg_usage(stdout);
                 exit(0);
@@ -150,7 +180,7 @@ int main(int argc, char **argv)
         struct scree_config cfg = { 0 };
         struct net_server *srv = NULL;
         struct rx_smp *smp;
-        char err[512] = "";
+        char err[512] = "", addrs[1024];
         unsigned n;
         bool refused;
         sigset_t set;
@@ -184,8 +214,8 @@ int main(int argc, char **argv)
                 goto out;
         }
         srv->smp = smp;
-        log_info("scree %s: %u shard(s), listening on %s:%llu, data in %s, commit log sync %s",
-                 SCREE_VERSION, n, cfg.bind, (unsigned long long)cfg.port, cfg.dir,
+        log_info("scree %s: %u shard(s), listening on %s, data in %s, commit log sync %s",
+                 SCREE_VERSION, n, listen_addrs(srv, addrs, sizeof(addrs)), cfg.dir,
                  cfg.sync == CFG_SYNC_PERIODIC ? "periodic" : "batch");
         refused = serve(&set, srv) != 0;
         rc = refused ? 1 : 0;

@@ -86,7 +86,11 @@ static int listen_on(const char *host, uint16_t port, bool probe, char *err, siz
         fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 goto fail;
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        /* An IPv6 socket takes IPv6 only, so that "::" and "0.0.0.0" can
+         * both be bound (bind * ::*), as in Redis. */
+        if ((ss.ss_family == AF_INET6 &&
+             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
             (!probe && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) ||
             bind(fd, (struct sockaddr *)&ss, len) < 0 ||
             (!probe && listen(fd, LISTEN_BACKLOG) < 0))
@@ -129,14 +133,51 @@ static int port_probe(const char *host, uint16_t port, char *err, size_t err_len
         return r;
 }
 
-/* Probes the ports first: a busy port refuses the start before it touches
- * the data directory. */
-static int ports_probe(const struct scree_config *cfg, char *err, size_t err_len)
+/* The first address listened on (the metrics port's). */
+static const char *first_addr(const struct net_server *srv)
 {
-        int r = port_probe(cfg->bind, (uint16_t)cfg->port, err, err_len);
+        for (unsigned i = 0; i < srv->n_binds; i++)
+                if (!srv->binds[i].skipped)
+                        return srv->binds[i].addr;
+        return NULL;
+}
 
-        if (r == 0 && cfg->metrics_port)
-                r = port_probe(cfg->bind, (uint16_t)cfg->metrics_port, err, err_len);
+/* An optional address the host lacks (no such interface, no IPv6) is
+ * skipped, as in Redis; a busy port is not. */
+static bool host_lacks(int err)
+{
+        return err == -EADDRNOTAVAIL || err == -EAFNOSUPPORT;
+}
+
+/* Reads cfg->bind into srv->binds and probes the ports first: a busy
+ * port refuses the start before it touches the data directory. */
+static int ports_probe(struct net_server *srv, char *err, size_t err_len)
+{
+        const struct scree_config *cfg = srv->cfg;
+        const char *pos = cfg->bind;
+        struct net_bind *b;
+        int r = 0;
+
+        while (srv->n_binds < CFG_BIND_MAX) {
+                b = &srv->binds[srv->n_binds];
+                if (!cfg_bind_next(&pos, b->addr, sizeof(b->addr), &b->optional))
+                        break;
+                srv->n_binds++;
+                r = port_probe(b->addr, (uint16_t)cfg->port, err, err_len);
+                if (r < 0 && b->optional && host_lacks(r)) {
+                        b->skipped = true;
+                        b->skip_err = r;
+                        r = 0;
+                }
+                if (r < 0)
+                        return r;
+        }
+        if (!first_addr(srv)) {
+                snprintf(err, err_len, "bind '%s': no address to listen on", cfg->bind);
+                return -EADDRNOTAVAIL;
+        }
+        if (cfg->metrics_port)
+                r = port_probe(first_addr(srv), (uint16_t)cfg->metrics_port, err, err_len);
         return r;
 }
 
@@ -197,6 +238,27 @@ static int layout_check(const struct net_server *srv, char *err, size_t err_len)
         return 0;
 }
 
+/* A listening socket per address not skipped, for shard sh. */
+static int listeners_new(struct net_shard *sh, char *err, size_t err_len)
+{
+        const struct net_server *srv = sh->srv;
+
+        sh->ls = calloc(srv->n_binds, sizeof(*sh->ls));
+        if (!sh->ls)
+                return -ENOMEM;
+        for (unsigned k = 0; k < srv->n_binds; k++)
+                sh->ls[k] = (struct net_listener){ .sh = sh, .fd = -1 };
+        for (unsigned k = 0; k < srv->n_binds; k++) {
+                if (srv->binds[k].skipped)
+                        continue;
+                sh->ls[k].fd = listen_on(srv->binds[k].addr, (uint16_t)srv->cfg->port, false, err,
+                                         err_len);
+                if (sh->ls[k].fd < 0)
+                        return sh->ls[k].fd;
+        }
+        return 0;
+}
+
 static int shards_new(struct net_server *srv, char *err, size_t err_len)
 {
         const struct scree_config *cfg = srv->cfg;
@@ -211,7 +273,6 @@ static int shards_new(struct net_server *srv, char *err, size_t err_len)
                 srv->shards[i] = sh;
                 sh->srv = srv;
                 sh->id = i;
-                sh->listen_fd = -1;
                 net_intent_init(&sh->intents);
                 if (cfg_copy(&sh->cfg, cfg) < 0)
                         return -ENOMEM;
@@ -222,13 +283,13 @@ static int shards_new(struct net_server *srv, char *err, size_t err_len)
                         sh->made_dir = false;
                         return r;
                 }
-                sh->listen_fd = listen_on(cfg->bind, (uint16_t)cfg->port, false, err, err_len);
-                if (sh->listen_fd < 0)
-                        return sh->listen_fd;
+                r = listeners_new(sh, err, err_len);
+                if (r < 0)
+                        return r;
         }
         if (cfg->metrics_port) {
-                srv->metrics_fd = listen_on(cfg->bind, (uint16_t)cfg->metrics_port, false, err,
-                                            err_len);
+                srv->metrics_fd = listen_on(first_addr(srv), (uint16_t)cfg->metrics_port, false,
+                                            err, err_len);
                 if (srv->metrics_fd < 0)
                         return srv->metrics_fd;
         }
@@ -261,7 +322,7 @@ int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_serve
         }
         /* Every check that can refuse the start comes before the first
          * change to the directory; what a later failure made is undone. */
-        r = ports_probe(cfg, err, err_len);
+        r = ports_probe(srv, err, err_len);
         if (r < 0)
                 goto fail;
         r = dir_lock(srv, err, err_len);
@@ -324,9 +385,10 @@ void net_server_free(struct net_server *srv)
 
                 if (!sh)
                         continue;
-                if (sh->listen_fd >= 0)
-                        close(sh->listen_fd);
-                free(sh->accept_op);
+                for (unsigned k = 0; sh->ls && k < srv->n_binds; k++)
+                        if (sh->ls[k].fd >= 0)
+                                close(sh->ls[k].fd);
+                free(sh->ls);
                 net_slowlog_free(sh->slowlog);
                 net_intent_fini(&sh->intents);
                 cfg_fini(&sh->cfg);
@@ -375,7 +437,8 @@ void net_shard_conn_unlink(struct net_shard *sh, struct net_conn *c)
         sh->n_conns--;
 }
 
-static void accept_arm(struct net_shard *sh);
+static void accept_arm(struct net_listener *l);
+static void accept_arm_all(struct net_shard *sh);
 
 /* Once a second: close idle connections (--timeout), sample ops/sec. */
 static void shard_tick(struct rx_loop *loop, struct rx_timer *t)
@@ -410,9 +473,10 @@ static bool client_admit(struct net_shard *sh, int fd)
 
 static void on_accept(struct rx_loop *loop, struct rx_op *op, int res)
 {
-        struct net_shard *sh = op->ctx;
+        struct net_listener *l = op->ctx;
+        struct net_shard *sh = l->sh;
 
-        sh->accepting = false;
+        l->accepting = false;
         if (res >= 0) {
                 if (sh->stopping) {
                         close(res);
@@ -424,7 +488,7 @@ static void on_accept(struct rx_loop *loop, struct rx_op *op, int res)
                         sh->n_accepted++;
                         net_conn_open(sh, res);
                 }
-                accept_arm(sh);
+                accept_arm(l);
                 return;
         }
         if (sh->stopping || res == -ECANCELED)
@@ -435,18 +499,27 @@ static void on_accept(struct rx_loop *loop, struct rx_op *op, int res)
 
 static void accept_retry(struct rx_loop *loop, struct rx_timer *t)
 {
-        accept_arm(container_of(t, struct net_shard, accept_retry));
+        (void)loop;
+        accept_arm_all(container_of(t, struct net_shard, accept_retry));
 }
 
-static void accept_arm(struct net_shard *sh)
+static void accept_arm(struct net_listener *l)
 {
-        if (sh->accepting || sh->stopping)
+        struct net_shard *sh = l->sh;
+
+        if (l->accepting || sh->stopping || l->fd < 0)
                 return;
-        sh->accept_op->ctx = sh;
-        if (rx_sock_accept(sh->loop, sh->accept_op, sh->listen_fd, on_accept) == 0)
-                sh->accepting = true;
-        else
+        l->op.ctx = l;
+        if (rx_sock_accept(sh->loop, &l->op, l->fd, on_accept) == 0)
+                l->accepting = true;
+        else if (!rx_timer_is_armed(&sh->accept_retry))
                 rx_timer_arm_after(sh->loop, &sh->accept_retry, 10 * NS_PER_MS);
+}
+
+static void accept_arm_all(struct net_shard *sh)
+{
+        for (unsigned k = 0; k < sh->srv->n_binds; k++)
+                accept_arm(&sh->ls[k]);
 }
 
 static void engine_closed(void *arg, int res);
@@ -515,9 +588,7 @@ void net_shard_start(struct rx_loop *loop, void *arg)
         if (sh->id == 0 && srv->metrics_fd >= 0)
                 (void)net_metrics_http_start(sh, srv->metrics_fd, &srv->metrics_http);
         rx_timer_arm_after(loop, &sh->tick, NS_PER_SEC);
-        sh->accept_op = calloc(1, sizeof(*sh->accept_op));
-        if (sh->accept_op)
-                accept_arm(sh);
+        accept_arm_all(sh);
         engine_open(sh);
 }
 
@@ -531,7 +602,9 @@ static void stop_conns_run(struct rx_loop *loop, struct rx_alien_req *req)
         sh->stopping = true;
         rx_timer_cancel(loop, &sh->accept_retry);
         rx_timer_cancel(loop, &sh->tick);
-        shutdown(sh->listen_fd, SHUT_RDWR);     /* ends the accept in flight */
+        for (unsigned k = 0; k < sh->srv->n_binds; k++)
+                if (sh->ls[k].fd >= 0)
+                        shutdown(sh->ls[k].fd, SHUT_RDWR);      /* ends the accept in flight */
         if (sh->id == 0)
                 net_metrics_http_stop(sh->srv->metrics_http);
         sh->stop_req = req;

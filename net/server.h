@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The server: one listening socket per shard on the same port
- * (SO_REUSEPORT, so the kernel spreads new connections over the shards),
+ * The server: one listening socket per shard and address of --bind, on
+ * the same port (SO_REUSEPORT, so the kernel spreads new connections over
+ * the shards),
  * one engine shard per shard in <dir>/shard-<k>, and the connections each
  * shard accepted (conn.h). Design: docs/server.md.
  *
@@ -32,6 +33,7 @@
 
 #include "engine/datadir.h"
 #include "engine/tablet.h"
+#include "reactor/io.h"
 #include "reactor/timer.h"
 #include "net/config.h"
 #include "net/intent.h"
@@ -45,9 +47,6 @@ struct net_slowlog;
 struct rx_loop;
 struct rx_smp;
 
-/* Settings a shard versions (at least as many as config.c's table). */
-#define NET_CFG_MAX_SETTINGS 64
-
 enum net_shard_state {
         NET_SHARD_LOADING = 0,          /* engine opening (replaying its log) */
         NET_SHARD_READY = 1,
@@ -55,8 +54,26 @@ enum net_shard_state {
         NET_SHARD_CLOSED = 3,
 };
 
+/* One address of the bind list (config.h, cfg_bind_next). */
+struct net_bind {
+        char addr[64];                  /* as listen(2) takes it: '*' given as 0.0.0.0 */
+        bool optional;                  /* '-' prefix: skipped if the host lacks it */
+        bool skipped;                   /* optional, and the host lacks it: not listened on */
+        int skip_err;                   /* why (-errno), if skipped */
+};
+
+/* A shard's socket on one bound address, and its accept. */
+struct net_listener {
+        struct net_shard *sh;
+        int fd;                         /* made by main; closed by net_server_free; -1 if skipped */
+        bool accepting;                 /* op in flight */
+        struct rx_op op;
+};
+
 struct net_server {
         const struct scree_config *cfg; /* borrowed from main: the start-up settings */
+        struct net_bind binds[CFG_BIND_MAX];    /* cfg->bind's addresses, in order */
+        unsigned n_binds;
         struct eng_tablet_map map;
         unsigned n_shards;
         struct net_shard **shards;      /* [n_shards] */
@@ -80,9 +97,8 @@ struct net_shard {
         struct net_server *srv;
         struct rx_loop *loop;           /* set at start */
         unsigned id;
-        int listen_fd;                  /* made by main; closed by net_server_free */
-        bool accepting, stopping;
-        struct rx_op *accept_op;        /* heap, lives as long as the shard */
+        struct net_listener *ls;        /* [srv->n_binds]: one per bound address */
+        bool stopping;
         struct eng_fs *fs;
         struct eng_shard *eng;          /* NULL until open; commands get -LOADING */
         bool all_ready;                 /* every shard's engine is open (net_shard_is_loading) */
@@ -110,19 +126,21 @@ struct net_shard {
         /* This shard's copy of the settings: read here only, changed by
          * CONFIG SET through a message to every shard (cmd_server.c). */
         struct scree_config cfg;
-        uint64_t cfg_ver[NET_CFG_MAX_SETTINGS]; /* version of each setting's value */
+        uint64_t cfg_ver[CFG_MAX_SETTINGS];     /* version of each setting's value */
         char dir[4096];
 };
 
 /*
  * Makes the server for cfg (borrowed; must outlive the server). In this
  * order, so that a refused start changes nothing in cfg->dir: probes
- * cfg->bind:cfg->port (and the metrics port; a busy one again for up to
- * 2 s, for the listeners of a server just killed), takes the data directory's
+ * cfg->port on every address of cfg->bind (an optional one the host lacks
+ * is marked skipped in srv->binds; main says so) and the metrics port (on
+ * the first address bound; a busy port again for up to 2 s, for the
+ * listeners of a server just killed), takes the data directory's
  * lock (cfg->dir/LOCK, creating cfg->dir if it is missing; refused while
  * another process holds it, naming its PID), checks the layout of every
  * shard directory that has a manifest against n_shards, then creates the
- * shard directories and binds n_shards listening sockets with
+ * shard directories and binds n_shards listening sockets per address with
  * SO_REUSEPORT (and one on the metrics port if that is not 0). Returns 0
  * and *ret (free with net_server_free), or -errno with a message in err,
  * having undone what it made (see net_server_undo). Main thread.
