@@ -564,6 +564,16 @@ int cfg_load_file(struct scree_config *c, const char *path, char *err, size_t er
 
 /* ---- flags ---- */
 
+const char *cfg_file_arg(int argc, char **argv)
+{
+        if (argc > 1 && strncmp(argv[1], "--", 2))
+                return argv[1];
+        for (int k = 1; k + 1 < argc; k++)
+                if (!strcmp(argv[k], "--config"))
+                        return argv[k + 1];
+        return NULL;
+}
+
 int cfg_parse_args(struct scree_config *c, int argc, char **argv, char *err, size_t err_len)
 {
         int i = 1, r;
