@@ -38,6 +38,12 @@ static const char *const client_sub[] = { "setname", "getname", "id", "setinfo",
                                           "kill", NULL };
 static const char *const slowlog_sub[] = { "get", "len", "reset", NULL };
 static const char *const command_sub[] = { "count", "docs", "info", NULL };
+static const char *const latency_sub[] = { "latest", "history", "reset", "doctor", "histogram",
+                                           "help", NULL };
+static const char *const memory_sub[] = { "usage", "stats", "doctor", "malloc-stats", "purge",
+                                          "help", NULL };
+static const char *const object_sub[] = { "encoding", "freq", "idletime", "refcount", "help",
+                                          NULL };
 
 /* Sorted by nothing: looked up linearly (small, and hot entries first). */
 static const struct net_cmd_def table[] = {
@@ -96,6 +102,11 @@ static const struct net_cmd_def table[] = {
         { "discard", 1, LD | LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
         { "watch", -2, R | LC | TX, 1, -1, 1, net_cmd_watch, NULL },
         { "unwatch", 1, LD | LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
+        { "latency", -2, LD | LC | NE, 0, 0, 0, net_cmd_latency, latency_sub },
+        /* The key is argv[2] (MEMORY USAGE key, OBJECT ENCODING key): they
+         * run on its shard; without one (MEMORY STATS), on the origin. */
+        { "memory", -2, R, 2, 2, 1, net_cmd_memory, memory_sub },
+        { "object", -2, R, 2, 2, 1, net_cmd_object, object_sub },
 };
 
 /* Internal per-key and per-shard steps of the fan-out commands. */

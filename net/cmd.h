@@ -243,6 +243,9 @@ int net_cmd_config(struct net_req *req);
 int net_cmd_time(struct net_req *req);
 int net_cmd_info(struct net_req *req);
 int net_cmd_shard_info(struct net_req *req);
+int net_cmd_latency(struct net_req *req);              /* cmd_latency.c */
+int net_cmd_memory(struct net_req *req);               /* cmd_memory.c */
+int net_cmd_object(struct net_req *req);
 
 int net_cmd_multi(struct net_req *req);
 int net_cmd_exec(struct net_req *req);
