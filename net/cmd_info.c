@@ -91,6 +91,7 @@ static void copy_counters(struct net_info_shard *si, struct net_shard *sh, uint3
         si->in_bps = sh->in_bps;
         si->out_bps = sh->out_bps;
         si->n_slots = net_cmd_stat_slots();
+        si->errors = sh->errstats.total;
         if (mask & SEC(ERRORSTATS))
                 si->err = sh->errstats;
         if ((mask & (SEC(COMMANDSTATS) | SEC(LATENCYSTATS))) && sh->metrics &&
@@ -248,7 +249,7 @@ static void info_sum(struct info_out *o)
                 s->in_bps += si->in_bps;
                 s->out_bps += si->out_bps;
                 s->expired += si->expired;
-                s->errors += si->err.total;
+                s->errors += si->errors;
                 s->log_bytes += si->st.log_bytes_written;
                 s->log_syncs += si->st.log_syncs;
                 s->keys += c->ival;

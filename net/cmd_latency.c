@@ -7,6 +7,7 @@
  * origin allocated; the origin merges the copies: the same second keeps
  * its highest sample, HISTOGRAM adds the shards' buckets.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,9 +327,14 @@ int net_cmd_latency(struct net_req *req)
         if (net_arg_is(sub, "help") && argc == 2)
                 return latency_help(req);
         if (net_arg_is(sub, "latest") || net_arg_is(sub, "history") || net_arg_is(sub, "doctor") ||
-            net_arg_is(sub, "help"))
-                net_resp_add_errorf(req->out, "ERR wrong number of arguments for 'latency|%.*s' "
-                                              "command", (int)sub->len, sub->ptr);
+            net_arg_is(sub, "help")) {
+                char name[16];
+
+                for (size_t i = 0; i <= sub->len; i++)  /* Redis's name: lower case */
+                        name[i] = i < sub->len ? (char)tolower((unsigned char)sub->ptr[i]) : 0;
+                net_resp_add_errorf(req->out, "ERR wrong number of arguments for 'latency|%s' "
+                                              "command", name);
+        }
         else
                 net_resp_add_errorf(req->out, "ERR unknown subcommand '%.*s'. Try LATENCY HELP.",
                                     (int)(sub->len > 64 ? 64 : sub->len), sub->ptr);

@@ -14,6 +14,7 @@
  * policy does not track them. MEMORY STATS and DOCTOR read INFO's memory
  * figures (one child per shard, info_int.h).
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +41,19 @@ static void help(struct net_req *req, const char *const *lines, size_t n)
                 net_resp_add_simple(req->out, lines[i], strlen(lines[i]));
 }
 
+/* Redis names the subcommand as its table does: lower case. REQUIRES:
+ * sub is one of cmd's subcommands (so, short). */
 static void bad_arity(struct net_req *req, const char *cmd)
 {
         const struct net_arg *sub = &req->argv[1];
+        char name[32];
+        size_t n = sub->len < sizeof(name) - 1 ? sub->len : sizeof(name) - 1;
 
-        net_resp_add_errorf(req->out, "ERR wrong number of arguments for '%s|%.*s' command", cmd,
-                            (int)(sub->len > 64 ? 64 : sub->len), sub->ptr);
+        for (size_t i = 0; i < n; i++)
+                name[i] = (char)tolower((unsigned char)sub->ptr[i]);
+        name[n] = 0;
+        net_resp_add_errorf(req->out, "ERR wrong number of arguments for '%s|%s' command", cmd,
+                            name);
 }
 
 static void unknown_sub(struct net_req *req, const char *cmd)

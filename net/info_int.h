@@ -62,6 +62,7 @@ struct net_info_shard {
         uint64_t conns, commands, ops_per_sec, hits, misses, client_mem, evicted;
         uint64_t in_bytes, out_bytes, in_bps, out_bps;
         uint64_t expired;               /* since the last CONFIG RESETSTAT */
+        uint64_t errors;                /* error replies written (errstats.total) */
         struct net_resp_errstats err;   /* copied for errorstats only */
         size_t n_slots;
         struct net_cmd_stat cmd[];      /* [n_slots]: for commandstats and latencystats */
