@@ -110,7 +110,8 @@ static const struct cfg_def defs[] = {
           "close a client idle this many seconds (0 = never)", NULL },
         { "slowlog-log-slower-than", CFG_INT, OFF(slowlog_slower_than_us), "10000",
           (uint64_t)INT64_C(-1), (uint64_t)INT64_MAX, NULL, true, false,
-          "SLOWLOG records commands slower than this many microseconds (-1 = none)", NULL },
+          "SLOWLOG (and LATENCY's command event, from 1 ms) records commands slower than this "
+          "many microseconds (-1 = none)", NULL },
         { "slowlog-max-len", CFG_UINT, OFF(slowlog_max_len), "128", 0, 1000000, NULL, true, false,
           "SLOWLOG entries kept per shard", NULL },
         { "maxmemory-clients", CFG_PCT, OFF(maxmemory_clients), "10%", 0, UINT64_MAX, NULL, true,
