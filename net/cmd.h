@@ -311,7 +311,7 @@ bool net_child_error(struct net_req *req, struct net_req *child);
  * argv[1] is its key (its argv[0] is not its name). 0 or -ENOMEM. */
 int net_req_per_key(struct net_req *req, const struct net_cmd_def *def, size_t step, size_t argc);
 
-/* ---- INFO and the statistics (cmd_info.c) ---- */
+/* ---- INFO and the statistics (cmd_stats.c) ---- */
 
 /* Fills srv's INFO server fields from the process (run_id, the
  * executable) and argv (the config file cfg_parse_args read). Main

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What INFO (cmd_info.c) shares with MEMORY (cmd_memory.c) and LATENCY
- * (cmd_latency.c): the per-shard child that copies a shard's counters,
- * the process's memory figures, and Redis's ways of writing them.
+ * What INFO (cmd_info.c) shares with MEMORY (cmd_memory.c) and the
+ * statistics (cmd_stats.c): the per-shard child that copies a shard's
+ * counters, the process's memory figures, and Redis's ways of writing
+ * them.
  *
  * The child (net_cmd_def_shard_info, one per shard through
  * net_req_each_shard with net_info_shard_bytes() of req->info) reads the
