@@ -26,6 +26,7 @@
 #include "net/resp_write.h"
 #include "reactor/alloc.h"
 
+struct net_arg;
 struct net_req;
 
 /* INFO's sections, in Redis's order. */
