@@ -96,6 +96,15 @@ const struct eng_shard_stats *eng_shard_stats(struct eng_shard *s)
         return &s->stats;
 }
 
+uint64_t eng_shard_mem_bytes(const struct eng_shard *s)
+{
+        const struct arena_pool *p = s->pool;
+
+        if (!p)
+                return 0;
+        return (uint64_t)(p->region_blocks - p->n_cold) * ARENA_HUGE_BYTES;
+}
+
 /* Accounts one entry put into tablet t's active memtable. */
 static void applied_one(struct eng_shard *s, struct eng_tablet *t, const struct eng_entry *e,
                         uint64_t segment)

@@ -115,6 +115,7 @@ struct eng_shard_stats {
         uint64_t stalls, stall_ns;
         uint64_t flushes, flush_bytes, flush_errors;
         uint64_t compactions, compaction_bytes_in, compaction_bytes_out, compaction_errors;
+        uint64_t expired_dropped;       /* expired versions compactions removed */
         uint64_t compaction_ns;         /* time a compaction ran, the one running included */
         /* Damaged SSTable data blocks (sst_io.h): distinct blocks found
          * (each logged once), and reads that met one (a get failed, a
@@ -439,6 +440,17 @@ int eng_shard_compact(struct eng_shard *s, void (*done)(void *arg, int res), voi
  * and the cache's counters) and returns the counters. Borrowed, valid until
  * the next call. Shard-local. */
 const struct eng_shard_stats *eng_shard_stats(struct eng_shard *s);
+
+/* Memory the shard holds outside the allocator: its 2 MiB memtable and
+ * block-cache blocks carved from its reserved region (taken, or faulted
+ * in and ready), in bytes. Blocks that came from malloc (past the region)
+ * are the allocator's and not counted here. O(1). Shard-local. */
+uint64_t eng_shard_mem_bytes(const struct eng_shard *s);
+
+/* Memory one memtable entry takes besides its key and value bytes (node
+ * header and links, its share of the hash index): MEMORY USAGE's
+ * per-entry overhead, the same the memtable budget counts. */
+#define ENG_ENTRY_OVERHEAD_BYTES 96u
 
 /* The error that stopped writes, or 0. */
 int eng_shard_error(const struct eng_shard *s);

@@ -178,6 +178,7 @@ static void compaction_recorded(struct eng_manifest_write *mw, int res)
         c->t->tset = ts;
         s->stats.compactions++;
         s->stats.compaction_bytes_in += eng_compaction_result(c->job)->bytes_read;
+        s->stats.expired_dropped += eng_compaction_result(c->job)->merge.expired;
         s->stats.compaction_bytes_out += c->meta.file_size;
         s->stats.disk_bytes_written += c->meta.file_size;
         unlink_input(c);

@@ -19,7 +19,7 @@
 /* Memory a memtable entry takes besides its key and value: node header
  * and links (~60 bytes, memtable.c) and its share of the hash index
  * (16-byte slots, 3/8 to 3/4 full: ~21-43 bytes, mt_index.c). */
-#define SHARD_ENTRY_OVERHEAD 96u
+#define SHARD_ENTRY_OVERHEAD ENG_ENTRY_OVERHEAD_BYTES
 
 /* The SSTables of one tablet, newest (highest max_seq) first. Immutable once
  * published: a flush or compaction publishes a new set, and a read in

@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -36,6 +38,12 @@ static const char *const client_sub[] = { "setname", "getname", "id", "setinfo",
                                           "kill", NULL };
 static const char *const slowlog_sub[] = { "get", "len", "reset", NULL };
 static const char *const command_sub[] = { "count", "docs", "info", NULL };
+static const char *const latency_sub[] = { "latest", "history", "reset", "doctor", "histogram",
+                                           "help", NULL };
+static const char *const memory_sub[] = { "usage", "stats", "doctor", "malloc-stats", "purge",
+                                          "help", NULL };
+static const char *const object_sub[] = { "encoding", "freq", "idletime", "refcount", "help",
+                                          NULL };
 
 /* Sorted by nothing: looked up linearly (small, and hot entries first). */
 static const struct net_cmd_def table[] = {
@@ -94,6 +102,11 @@ static const struct net_cmd_def table[] = {
         { "discard", 1, LD | LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
         { "watch", -2, R | LC | TX, 1, -1, 1, net_cmd_watch, NULL },
         { "unwatch", 1, LD | LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
+        { "latency", -2, LD | LC | NE, 0, 0, 0, net_cmd_latency, latency_sub },
+        /* The key is argv[2] (MEMORY USAGE key, OBJECT ENCODING key): they
+         * run on its shard; without one (MEMORY STATS), on the origin. */
+        { "memory", -2, R, 2, 2, 1, net_cmd_memory, memory_sub },
+        { "object", -2, R, 2, 2, 1, net_cmd_object, object_sub },
 };
 
 /* Internal per-key and per-shard steps of the fan-out commands. */
@@ -123,6 +136,55 @@ const struct net_cmd_def *net_cmd_table(size_t *ret_n)
         return table;
 }
 
+/* The slots of the subcommands of table[0..k). */
+static size_t sub_slots_before(size_t k)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < k; i++)
+                for (const char *const *sc = table[i].subcmds; sc && *sc; sc++)
+                        n++;
+        return n;
+}
+
+size_t net_cmd_stat_slots(void)
+{
+        return ARRAY_SIZE(table) + sub_slots_before(ARRAY_SIZE(table));
+}
+
+size_t net_cmd_stat_slot(const struct net_cmd_def *def, const struct net_arg *argv, size_t argc)
+{
+        size_t k = (size_t)(def - table);
+
+        if (def < table || k >= ARRAY_SIZE(table))
+                return SIZE_MAX;
+        if (likely(!def->subcmds) || argc < 2)
+                return k;
+        /* Admin commands only: a walk over the table is fine here. */
+        for (size_t j = 0; def->subcmds[j]; j++)
+                if (net_arg_is(&argv[1], def->subcmds[j]))
+                        return ARRAY_SIZE(table) + sub_slots_before(k) + j;
+        return k;
+}
+
+const char *net_cmd_stat_name(size_t i, char *buf, size_t len)
+{
+        size_t at = ARRAY_SIZE(table);
+
+        if (i < ARRAY_SIZE(table)) {
+                snprintf(buf, len, "%s", table[i].name);
+                return buf;
+        }
+        for (size_t k = 0; k < ARRAY_SIZE(table); k++)
+                for (const char *const *sc = table[k].subcmds; sc && *sc; sc++)
+                        if (at++ == i) {
+                                snprintf(buf, len, "%s|%s", table[k].name, *sc);
+                                return buf;
+                        }
+        snprintf(buf, len, "?");
+        return buf;
+}
+
 uint64_t net_now_ms(void)
 {
         return time_wall_ns() / NS_PER_MS;
@@ -150,6 +212,7 @@ static struct net_req *req_alloc(struct net_shard *sh, const struct net_cmd_def 
         req->msg = (struct rx_msg){ .run = req_msg_run, .done = req_msg_done, .name = "net:cmd" };
         net_resp_out_init(&req->own, 256);
         net_resp_out_set_proto(&req->own, proto);
+        net_resp_out_set_errstats(&req->own, &sh->errstats);
         return req;
 }
 
@@ -229,6 +292,7 @@ static int req_run(struct net_req *req)
          * a readiness probe (`redis-cli ping`) means ready. */
         if (!(d->flags & NET_CMD_LOADING) && net_shard_is_loading(req->exec)) {
                 net_resp_add_error(req->out, "LOADING Redis is loading the dataset in memory", 46);
+                req->rejected = true;
                 return NET_CMD_DONE;
         }
         return net_req_run_isolated(req);
@@ -271,6 +335,8 @@ static int req_msg_run(struct rx_loop *dst, struct rx_msg *m)
         struct net_req *req = container_of(m, struct net_req, msg);
 
         req->exec = net_shard_of(dst);
+        /* Errors written here are counted here (INFO errorstats). */
+        net_resp_out_set_errstats(&req->own, &req->exec->errstats);
         if (req_run(req) == NET_CMD_PENDING)
                 return RX_MSG_DEFERRED;
         free(req->scratch);
@@ -280,7 +346,10 @@ static int req_msg_run(struct rx_loop *dst, struct rx_msg *m)
 
 static void req_msg_done(struct rx_loop *src, struct rx_msg *m)
 {
-        req_finished(container_of(m, struct net_req, msg));
+        struct net_req *req = container_of(m, struct net_req, msg);
+
+        net_resp_out_set_errstats(&req->own, &req->origin->errstats);
+        req_finished(req);
 }
 
 void net_req_complete(struct net_req *req)
@@ -511,6 +580,7 @@ bool net_child_error(struct net_req *req, struct net_req *child)
             ((const char *)iov[0].iov_base)[0] != '-')
                 return false;
         net_out_move(req->out, &child->own);
+        net_resp_out_note_error(req->out);      /* counted in errorstats where written */
         return true;
 }
 

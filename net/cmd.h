@@ -43,6 +43,7 @@
 #include "reactor/smp.h"
 
 struct net_conn;
+struct net_server;
 struct net_shard;
 struct net_req;
 struct net_lockset;
@@ -91,6 +92,8 @@ struct net_req {
         struct net_resp_out own;
         int target;                     /* shard to run on; -1: by key */
         bool done, remote;
+        bool rejected;                  /* refused as it started (-LOADING): INFO rejected_calls */
+        uint32_t err_mark;              /* out's error count at the start (INFO failed_calls) */
         uint8_t proto;
         /* handler state */
         net_req_then_fn then;
@@ -139,6 +142,19 @@ const struct net_cmd_def *net_cmd_find(const struct net_arg *a);
 
 /* The table: *ret_n entries. Pure. */
 const struct net_cmd_def *net_cmd_table(size_t *ret_n);
+
+/*
+ * Command statistics slots (INFO commandstats, LATENCY HISTOGRAM, the
+ * metrics' cmd label): one per table entry, then one per subcommand of the
+ * entries that list some ("client|list"), as Redis counts them.
+ * net_cmd_stat_slot: the slot of def called with argv -- its subcommand's
+ * when def has subcommands and argv[1] names one, else def's own -- or
+ * SIZE_MAX for a def not in the table. net_cmd_stat_name: slot i's name
+ * written into buf (len bytes), returned. All pure.
+ */
+size_t net_cmd_stat_slots(void);
+size_t net_cmd_stat_slot(const struct net_cmd_def *def, const struct net_arg *argv, size_t argc);
+const char *net_cmd_stat_name(size_t i, char *buf, size_t len);
 
 /*
  * Makes a request for command def on shard sh with a copy of argv (def
@@ -227,6 +243,9 @@ int net_cmd_config(struct net_req *req);
 int net_cmd_time(struct net_req *req);
 int net_cmd_info(struct net_req *req);
 int net_cmd_shard_info(struct net_req *req);
+int net_cmd_latency(struct net_req *req);              /* cmd_latency.c */
+int net_cmd_memory(struct net_req *req);               /* cmd_memory.c */
+int net_cmd_object(struct net_req *req);
 
 int net_cmd_multi(struct net_req *req);
 int net_cmd_exec(struct net_req *req);
@@ -291,6 +310,21 @@ bool net_child_error(struct net_req *req, struct net_req *child);
  * from argv[1]); a child's argv is the parent's, shifted so that its
  * argv[1] is its key (its argv[0] is not its name). 0 or -ENOMEM. */
 int net_req_per_key(struct net_req *req, const struct net_cmd_def *def, size_t step, size_t argc);
+
+/* ---- INFO and the statistics (cmd_stats.c) ---- */
+
+/* Fills srv's INFO server fields from the process (run_id, the
+ * executable) and argv (the config file cfg_parse_args read). Main
+ * thread, before the shards start. */
+void net_info_init(struct net_server *srv, int argc, char **argv);
+
+/* The shard's once-a-second part of INFO: publishes its engine's memory
+ * and, on shard 0, samples used_memory for used_memory_peak. Shard-local. */
+void net_info_tick(struct net_shard *sh);
+
+/* CONFIG RESETSTAT: zeroes INFO's counters (commandstats, errorstats,
+ * stats) on every shard; replies +OK once all are done. */
+int net_cmd_resetstat(struct net_req *req);
 
 /* ---- transactions (cmd_multi.c) ---- */
 

@@ -581,7 +581,7 @@ int net_cmd_config(struct net_req *req)
         else if (net_arg_is(sub, "set") && n >= 4 && n % 2 == 0)
                 return config_set(req);
         else if (net_arg_is(sub, "resetstat") && n == 2)
-                net_resp_add_simple(req->out, "OK", 2);
+                return net_cmd_resetstat(req);
         else if (net_arg_is(sub, "get") || net_arg_is(sub, "set") || net_arg_is(sub, "resetstat"))
                 net_resp_add_errorf(req->out, "ERR wrong number of arguments for 'config|%.*s' "
                                               "command", (int)sub->len, sub->ptr);

@@ -70,7 +70,8 @@ static const struct cfg_def defs[] = {
           "close a client idle this many seconds (0 = never)" },
         { "slowlog-log-slower-than", CFG_INT, RT, OFF(slowlog_slower_than_us), "10000",
           (uint64_t)INT64_C(-1), (uint64_t)INT64_MAX, .help =
-          "SLOWLOG records commands slower than this many microseconds (-1 = none)" },
+          "SLOWLOG (and LATENCY's command event, from 1 ms) records commands slower than this "
+          "many microseconds (-1 = none)" },
         { "slowlog-max-len", CFG_UINT, RT, OFF(slowlog_max_len), "128", 0, 1000000, .help =
           "SLOWLOG entries kept per shard" },
         { "maxmemory-clients", CFG_PCT, RT, OFF(maxmemory_clients), "10%", 0, UINT64_MAX, .help =

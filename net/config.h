@@ -141,6 +141,11 @@ int cfg_load_file(struct scree_config *c, const char *path, cfg_warn_fn warn, vo
 int cfg_parse_args(struct scree_config *c, int argc, char **argv, cfg_warn_fn warn,
                    void *warn_ctx, char *err, size_t err_len);
 
+/* The config file cfg_parse_args reads from argv: argv[1] when it does
+ * not start with "--", else the first --config's value; NULL if none.
+ * Pure. */
+const char *cfg_file_arg(int argc, char **argv);
+
 /* The flags, their defaults and what they do. */
 void cfg_usage(FILE *f);
 

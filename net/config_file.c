@@ -393,6 +393,16 @@ static int parse_flags(struct loader *ld, int argc, char **argv, int i, char *er
         return 0;
 }
 
+const char *cfg_file_arg(int argc, char **argv)
+{
+        if (argc > 1 && !is_flag(argv[1]))
+                return argv[1];
+        for (int k = 1; k + 1 < argc; k++)
+                if (!strcmp(argv[k], "--config"))
+                        return argv[k + 1];
+        return NULL;
+}
+
 int cfg_parse_args(struct scree_config *c, int argc, char **argv, cfg_warn_fn warn,
                    void *warn_ctx, char *err, size_t err_len)
 {

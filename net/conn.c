@@ -27,6 +27,7 @@
 #include "net/conn.h"
 #include "net/server.h"
 #include "net/metrics.h"
+#include "net/latency.h"
 #include "net/slowlog.h"
 
 static void conn_after(struct net_conn *c);
@@ -202,6 +203,7 @@ static void on_recv(struct rx_loop *loop, struct rx_op *op, int res)
                 else
                         conn_kill(c);
         } else if (!c->eof && !c->closing) {
+                c->sh->net_in_bytes += (uint64_t)res;
                 c->last_ms = time_wall_coarse_ns() / NS_PER_MS;
                 c->ipos = 0;
                 c->ilen = (size_t)res;
@@ -220,6 +222,8 @@ static void on_send(struct rx_loop *loop, struct rx_op *op, int res)
                 conn_kill(c);
         else if (!c->closing)
                 net_resp_out_consume(&c->out, (size_t)res);
+        if (res > 0)
+                c->sh->net_out_bytes += (uint64_t)res;
         conn_after(c);
 }
 
@@ -251,8 +255,9 @@ static void conn_enqueue(struct net_conn *c, struct net_req *req)
         c->n_queued++;
 }
 
-/* SLOWLOG: records req if it took at least slowlog-log-slower-than. AUTH
- * and HELLO are never recorded (they carry passwords). */
+/* SLOWLOG: records req if it took at least slowlog-log-slower-than (and
+ * LATENCY's "command" event, in ms). AUTH and HELLO are never recorded
+ * (they carry passwords). */
 static void conn_slowlog(struct net_conn *c, const struct net_req *req, uint64_t now_ns)
 {
         struct net_server *srv = c->sh->srv;
@@ -265,9 +270,37 @@ static void conn_slowlog(struct net_conn *c, const struct net_req *req, uint64_t
         us = (now_ns - req->start_ns) / NS_PER_US;
         if (us < (uint64_t)min_us)
                 return;
+        if (us >= 1000)         /* LATENCY counts whole ms: a 0 ms event is noise */
+                net_latency_add(&c->sh->latency, NET_LATENCY_COMMAND, net_now_ms() / 1000,
+                                us / 1000);
         net_slowlog_push(c->sh->slowlog, c->sh->cfg.slowlog_max_len,
                          atomic_fetch_add(&srv->slowlog_next_id, 1), net_now_ms() / 1000, us,
                          req->argv, req->argc, c->addr, c->name);
+}
+
+/* INFO commandstats and the metrics: req ran (failed if it wrote an error
+ * reply since it started: net_conn_start marked its output), or was
+ * refused at its start (-LOADING). */
+static void conn_count(struct net_conn *c, const struct net_req *req, uint64_t now_ns)
+{
+        struct net_cmd_metrics *m = c->sh->metrics;
+        size_t slot;
+
+        if (!m)
+                return;
+        slot = net_cmd_stat_slot(req->def, req->argv, req->argc);
+        if (req->rejected)
+                net_cmd_metrics_reject(m, slot);
+        else
+                net_cmd_metrics_observe(m, slot, now_ns - req->start_ns,
+                                        net_resp_out_errors(req->out) != req->err_mark);
+}
+
+/* A call of d refused at dispatch (arity, NOAUTH, key size). */
+static void conn_reject(struct net_conn *c, const struct net_cmd_def *d, const struct net_cmd *cmd)
+{
+        if (c->sh->metrics)
+                net_cmd_metrics_reject(c->sh->metrics, net_cmd_stat_slot(d, cmd->argv, cmd->argc));
 }
 
 /* A reply made in req's own buffer now waits for its turn: count it, and
@@ -296,8 +329,7 @@ void net_conn_req_done(struct net_conn *c, struct net_req *req)
                 uint64_t now_ns = time_now_ns();
 
                 conn_slowlog(c, req, now_ns);
-                if (c->sh->metrics)
-                        net_cmd_metrics_observe(c->sh->metrics, req->def, now_ns - req->start_ns);
+                conn_count(c, req, now_ns);
         }
         if (req == c->barrier)
                 c->barrier = NULL;
@@ -439,6 +471,7 @@ void net_conn_start(struct net_conn *c, struct net_req *req)
         req->start_ns = c->input_ns;
         conn_enqueue(c, req);
         req->out = c->q_head == req && net_req_shard(req) == c->sh->id ? &c->out : &req->own;
+        req->err_mark = net_resp_out_errors(req->out);
         if (is_barrier(req->def))
                 c->barrier = req;       /* cleared when done: maybe inside the start */
         net_req_start(req);
@@ -457,17 +490,20 @@ static const struct net_cmd_def *conn_check(struct net_conn *c, const struct net
         }
         if (!arity_ok(d, cmd->argc)) {
                 CONN_ERRORF(c, "ERR wrong number of arguments for '%s' command", d->name);
-                return NULL;
+                goto rejected;
         }
         if (!c->authed && !(d->flags & NET_CMD_NOAUTH)) {
                 CONN_ERRORF(c, "NOAUTH Authentication required.");
-                return NULL;
+                goto rejected;
         }
         if (long_key(d, cmd, max_key) >= 0) {
                 CONN_ERRORF(c, "ERR key too long (max %llu bytes)", (unsigned long long)max_key);
-                return NULL;
+                goto rejected;
         }
         return d;
+rejected:
+        conn_reject(c, d, cmd);
+        return NULL;
 }
 
 static void conn_dispatch(struct net_conn *c, const struct net_cmd *cmd)
@@ -591,6 +627,7 @@ int net_conn_open(struct net_shard *sh, int fd)
         net_resp_parser_init(&c->parser, &lim);
         net_resp_parser_set_authenticated(&c->parser, c->authed);
         net_resp_out_init(&c->out, 0);
+        net_resp_out_set_errstats(&c->out, &sh->errstats);
         net_shard_conn_link(sh, c);
         conn_recv(c);
         if (!c->recv_busy) {

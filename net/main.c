@@ -27,15 +27,21 @@
 
 #include "base/log.h"
 #include "base/time.h"
+#include "net/cmd.h"
 #include "net/config.h"
+#include "net/latency.h"
 #include "net/server.h"
 #include "reactor/loop.h"
 #include "reactor/smp.h"
 
 static void on_stall(struct rx_loop *loop, const char *name, uint64_t ns)
 {
-        (void)loop;
+        struct net_shard *sh = net_shard_of(loop);
+
         log_warn("stall: '%s' ran for %.1f ms without yielding", name, (double)ns / 1e6);
+        if (sh)         /* LATENCY's loop-stall event */
+                net_latency_add(&sh->latency, NET_LATENCY_LOOP_STALL, time_wall_ns() / NS_PER_SEC,
+                                ns / NS_PER_MS);
 }
 
 static unsigned cpu_count(void)
@@ -202,6 +208,7 @@ int main(int argc, char **argv)
                 rc = 1;
                 goto out;
         }
+        net_info_init(srv, argc, argv);
         so.arg = srv;
         so.n_shards = n;
         so.loop.idle_poll_ns = cfg.idle_poll_us ? cfg.idle_poll_us * NS_PER_US : 1;

@@ -26,35 +26,78 @@ uint64_t net_metrics_bucket_ns(unsigned i)
         return ns;
 }
 
+unsigned net_metrics_bucket_of(uint64_t ns)
+{
+        /* The bounds of net_metrics_bucket_ns, spelled out for the request
+         * path: most commands end in the first few. */
+        static const uint64_t bound[NET_METRICS_BUCKETS] = {
+                10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000,
+                10000000, 25000000, 50000000, 100000000, 250000000, 500000000, 1000000000,
+                2500000000, 5000000000, 10000000000,
+        };
+        unsigned b = 0;
+
+        while (b < NET_METRICS_BUCKETS && ns > bound[b])
+                b++;
+        return b;
+}
+
 int net_cmd_metrics_init(struct net_cmd_metrics *m)
 {
         memset(m, 0, sizeof(*m));
-        net_cmd_table(&m->n_cmds);
-        m->calls = calloc(m->n_cmds, sizeof(*m->calls));
-        return m->calls ? 0 : -ENOMEM;
+        m->n_slots = net_cmd_stat_slots();
+        m->cmd = calloc(m->n_slots, sizeof(*m->cmd));
+        return m->cmd ? 0 : -ENOMEM;
 }
 
 void net_cmd_metrics_fini(struct net_cmd_metrics *m)
 {
         if (!m)
                 return;
-        free(m->calls);
-        m->calls = NULL;
+        free(m->cmd);
+        m->cmd = NULL;
+        m->n_slots = 0;
 }
 
-void net_cmd_metrics_observe(struct net_cmd_metrics *m, const struct net_cmd_def *def, uint64_t ns)
+void net_cmd_metrics_observe(struct net_cmd_metrics *m, size_t slot, uint64_t ns, bool failed)
 {
-        size_t n;
-        const struct net_cmd_def *table = net_cmd_table(&n);
-        unsigned b = 0;
+        struct net_cmd_stat *st;
 
-        if (def >= table && def < table + n && (size_t)(def - table) < m->n_cmds)
-                m->calls[def - table]++;
-        while (b < NET_METRICS_BUCKETS && ns > net_metrics_bucket_ns(b))
-                b++;
-        m->buckets[b]++;
-        m->count++;
-        m->sum_ns += ns;
+        if (slot >= m->n_slots)
+                return;
+        st = &m->cmd[slot];
+        st->calls++;
+        st->failed += failed;
+        st->ns += ns;
+        st->buckets[net_metrics_bucket_of(ns)]++;
+}
+
+void net_cmd_metrics_reject(struct net_cmd_metrics *m, size_t slot)
+{
+        if (slot < m->n_slots)
+                m->cmd[slot].rejected++;
+}
+
+void net_cmd_metrics_reset(struct net_cmd_metrics *m)
+{
+        memset(m->cmd, 0, m->n_slots * sizeof(*m->cmd));
+}
+
+void net_cmd_metrics_copy(struct net_cmd_metrics *dst, const struct net_cmd_metrics *src)
+{
+        size_t n = dst->n_slots < src->n_slots ? dst->n_slots : src->n_slots;
+
+        memcpy(dst->cmd, src->cmd, n * sizeof(*dst->cmd));
+}
+
+void net_cmd_stat_add(struct net_cmd_stat *dst, const struct net_cmd_stat *src)
+{
+        dst->calls += src->calls;
+        dst->failed += src->failed;
+        dst->rejected += src->rejected;
+        dst->ns += src->ns;
+        for (unsigned b = 0; b <= NET_METRICS_BUCKETS; b++)
+                dst->buckets[b] += src->buckets[b];
 }
 
 int net_metrics_snap_init(struct net_metrics_snap *s)
@@ -70,9 +113,6 @@ void net_metrics_snap_fini(struct net_metrics_snap *s)
 
 void net_metrics_snap_fill(struct net_metrics_snap *s, struct net_shard *sh)
 {
-        uint64_t *calls = s->cmd.calls;
-        size_t n = s->cmd.n_cmds;
-
         s->shard = sh->id;
         s->loop = *rx_loop_stats(sh->loop);
         s->smp = *rx_smp_stats(sh->loop);
@@ -81,14 +121,8 @@ void net_metrics_snap_fill(struct net_metrics_snap *s, struct net_shard *sh)
                 s->eng = *eng_shard_stats(sh->eng);
         s->conns = sh->n_conns;
         s->accepted = sh->n_accepted;
-        if (sh->metrics) {
-                s->cmd = *sh->metrics;
-                if (n > sh->metrics->n_cmds)
-                        n = sh->metrics->n_cmds;
-                memcpy(calls, sh->metrics->calls, n * sizeof(*calls));
-        }
-        s->cmd.calls = calls;   /* the snapshot's own array, not the shard's */
-        s->cmd.n_cmds = n;
+        if (sh->metrics)
+                net_cmd_metrics_copy(&s->cmd, sh->metrics);
 }
 
 /* ---- the text ---- */
@@ -203,44 +237,62 @@ static void format_family(FILE *f, const struct family *fam, const struct net_me
         }
 }
 
-static void format_commands(FILE *f, const struct net_metrics_snap *snaps, unsigned n)
+/* A per-command counter family: one sample per shard and command called there. */
+static void format_cmd_counter(FILE *f, const struct net_metrics_snap *snaps, unsigned n,
+                               const char *name, const char *help, size_t off)
 {
-        size_t n_table;
-        const struct net_cmd_def *table = net_cmd_table(&n_table);
+        char cmd[64];
 
-        head(f, "scree_commands_total", "Commands finished, by the shard of their connection.",
-             "counter");
+        head(f, name, help, "counter");
         for (unsigned i = 0; i < n; i++)
-                for (size_t c = 0; c < snaps[i].cmd.n_cmds && c < n_table; c++)
-                        if (snaps[i].cmd.calls[c])
-                                fprintf(f, "scree_commands_total{shard=\"%u\",cmd=\"%s\"} %llu\n",
-                                        snaps[i].shard, table[c].name,
-                                        (unsigned long long)snaps[i].cmd.calls[c]);
+                for (size_t c = 0; c < snaps[i].cmd.n_slots; c++) {
+                        uint64_t v;
+
+                        memcpy(&v, (const char *)&snaps[i].cmd.cmd[c] + off, sizeof(v));
+                        if (v)
+                                fprintf(f, "%s{shard=\"%u\",cmd=\"%s\"} %llu\n", name,
+                                        snaps[i].shard, net_cmd_stat_name(c, cmd, sizeof(cmd)),
+                                        (unsigned long long)v);
+                }
 }
 
-static void format_latency(FILE *f, const struct net_metrics_snap *snaps, unsigned n)
+static void format_histogram(FILE *f, const char *labels, const struct net_cmd_stat *st)
 {
         static const char name[] = "scree_command_duration_seconds";
+        uint64_t cum = 0;
 
-        head(f, name, "Time from a command's dispatch to its reply.", "histogram");
-        for (unsigned i = 0; i < n; i++) {
-                const struct net_cmd_metrics *m = &snaps[i].cmd;
-                uint64_t cum = 0;
-
-                for (unsigned b = 0; b < NET_METRICS_BUCKETS; b++) {
-                        cum += m->buckets[b];
-                        fprintf(f, "%s_bucket{shard=\"%u\",le=\"%g\"} %llu\n", name, snaps[i].shard,
-                                (double)net_metrics_bucket_ns(b) / (double)NS_PER_SEC,
-                                (unsigned long long)cum);
-                }
-                fprintf(f, "%s_bucket{shard=\"%u\",le=\"+Inf\"} %llu\n", name, snaps[i].shard,
-                        (unsigned long long)m->count);
-                fprintf(f, "%s_sum{shard=\"%u\"} ", name, snaps[i].shard);
-                seconds(f, m->sum_ns);
-                fprintf(f, "%s_count{shard=\"%u\"} %llu\n", name, snaps[i].shard,
-                        (unsigned long long)m->count);
+        for (unsigned b = 0; b < NET_METRICS_BUCKETS; b++) {
+                cum += st->buckets[b];
+                fprintf(f, "%s_bucket{%s,le=\"%g\"} %llu\n", name, labels,
+                        (double)net_metrics_bucket_ns(b) / (double)NS_PER_SEC, (unsigned long long)cum);
         }
+        fprintf(f, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels, (unsigned long long)st->calls);
+        fprintf(f, "%s_sum{%s} ", name, labels);
+        seconds(f, st->ns);
+        fprintf(f, "%s_count{%s} %llu\n", name, labels, (unsigned long long)st->calls);
 }
+
+/* The latency histogram, per shard and command: what Redis's exporter
+ * users get per command (cmd="get"). */
+static void format_latency(FILE *f, const struct net_metrics_snap *snaps, unsigned n)
+{
+        char cmd[64], labels[128];
+
+        head(f, "scree_command_duration_seconds", "Time from a command's dispatch to its reply.",
+             "histogram");
+        for (unsigned i = 0; i < n; i++)
+                for (size_t c = 0; c < snaps[i].cmd.n_slots; c++) {
+                        const struct net_cmd_stat *st = &snaps[i].cmd.cmd[c];
+
+                        if (!st->calls)
+                                continue;
+                        snprintf(labels, sizeof(labels), "shard=\"%u\",cmd=\"%s\"", snaps[i].shard,
+                                 net_cmd_stat_name(c, cmd, sizeof(cmd)));
+                        format_histogram(f, labels, st);
+                }
+}
+
+#define STAT(field) offsetof(struct net_cmd_stat, field)
 
 int net_metrics_format(FILE *f, const struct net_metrics_snap *snaps, unsigned n)
 {
@@ -248,7 +300,13 @@ int net_metrics_format(FILE *f, const struct net_metrics_snap *snaps, unsigned n
         for (unsigned i = 0; i < n; i++)
                 fprintf(f, "scree_engine_ready{shard=\"%u\"} %d\n", snaps[i].shard,
                         snaps[i].engine_ready);
-        format_commands(f, snaps, n);
+        format_cmd_counter(f, snaps, n, "scree_commands_total",
+                           "Commands finished, by the shard of their connection.", STAT(calls));
+        format_cmd_counter(f, snaps, n, "scree_command_failures_total",
+                           "Commands that ran and replied an error.", STAT(failed));
+        format_cmd_counter(f, snaps, n, "scree_command_rejections_total",
+                           "Commands refused before they ran (arity, NOAUTH, -LOADING, key size).",
+                           STAT(rejected));
         format_latency(f, snaps, n);
         for (size_t k = 0; k < ARRAY_SIZE(families); k++)
                 format_family(f, &families[k], snaps, n);

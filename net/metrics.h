@@ -24,7 +24,6 @@
 #include "reactor/loop.h"
 #include "reactor/smp.h"
 
-struct net_cmd_def;
 struct net_shard;
 
 /* Latency buckets: 1, 2.5, 5 per decade from 10 us to 10 s (upper bounds). */
@@ -33,22 +32,49 @@ struct net_shard;
 /* The upper bound of bucket i in ns. REQUIRES: i < NET_METRICS_BUCKETS. Pure. */
 uint64_t net_metrics_bucket_ns(unsigned i);
 
-/* One shard's command counters. */
-struct net_cmd_metrics {
-        size_t n_cmds;                  /* the command table's size */
-        uint64_t *calls;                /* [n_cmds], by table index; owned */
+/* The bucket a duration of ns falls in: the first whose bound is >= ns,
+ * or NET_METRICS_BUCKETS (above 10 s). Pure. */
+unsigned net_metrics_bucket_of(uint64_t ns);
+
+/* One command's counters, for one stat slot (cmd.h: "get", "client|list"). */
+struct net_cmd_stat {
+        uint64_t calls;                 /* ran and replied, failed ones included */
+        uint64_t failed;                /* ran and replied an error */
+        uint64_t rejected;              /* refused before running (arity, NOAUTH, -LOADING) */
+        uint64_t ns;                    /* dispatch to reply, summed over calls */
         uint64_t buckets[NET_METRICS_BUCKETS + 1];      /* not cumulative; last: above 10 s */
-        uint64_t count, sum_ns;
 };
 
-/* Sets m up for the command table, all zero. Returns 0 or -ENOMEM. Free
+/* One shard's command counters: INFO commandstats and latencystats,
+ * LATENCY HISTOGRAM, and the metrics' per-command families. Counting
+ * one call is an array index (its stat slot) and a few adds. */
+struct net_cmd_metrics {
+        size_t n_slots;                 /* net_cmd_stat_slots() */
+        struct net_cmd_stat *cmd;       /* [n_slots], by stat slot; owned */
+};
+
+/* Sets m up for every stat slot, all zero. Returns 0 or -ENOMEM. Free
  * with net_cmd_metrics_fini (which accepts NULL and a zeroed m). */
 int net_cmd_metrics_init(struct net_cmd_metrics *m);
 void net_cmd_metrics_fini(struct net_cmd_metrics *m);
 
-/* Counts one finished command of def (borrowed; from the table) that took
- * ns from dispatch to reply. Shard-local (m's shard). */
-void net_cmd_metrics_observe(struct net_cmd_metrics *m, const struct net_cmd_def *def, uint64_t ns);
+/* Counts one call of stat slot slot (out of range: ignored) that took ns
+ * from dispatch to reply and, if failed, replied an error. Shard-local
+ * (m's shard). */
+void net_cmd_metrics_observe(struct net_cmd_metrics *m, size_t slot, uint64_t ns, bool failed);
+
+/* Counts one call of slot refused before it ran. Shard-local. */
+void net_cmd_metrics_reject(struct net_cmd_metrics *m, size_t slot);
+
+/* Zeroes every counter (CONFIG RESETSTAT). Shard-local. */
+void net_cmd_metrics_reset(struct net_cmd_metrics *m);
+
+/* Copies src's counters (up to the smaller n_slots) into dst, whose
+ * array stays its own. Shard-local (src's shard). */
+void net_cmd_metrics_copy(struct net_cmd_metrics *dst, const struct net_cmd_metrics *src);
+
+/* Adds src's counters to dst (merging shards). Pure. */
+void net_cmd_stat_add(struct net_cmd_stat *dst, const struct net_cmd_stat *src);
 
 /* Everything one shard reports. */
 struct net_metrics_snap {
@@ -58,7 +84,7 @@ struct net_metrics_snap {
         struct rx_smp_stats smp;
         struct eng_shard_stats eng;
         uint64_t conns, accepted;
-        struct net_cmd_metrics cmd;     /* calls: owned by the snapshot */
+        struct net_cmd_metrics cmd;     /* its array: owned by the snapshot */
 };
 
 /* Prepares s (calls sized for the table). Returns 0 or -ENOMEM. Free with
@@ -71,8 +97,9 @@ void net_metrics_snap_fini(struct net_metrics_snap *s);
 void net_metrics_snap_fill(struct net_metrics_snap *s, struct net_shard *sh);
 
 /* Writes the exposition text of n snapshots (borrowed) to f: every family
- * once with # HELP and # TYPE, one sample per shard (shard="k"). Returns 0,
- * or -EIO if f reports an error. Pure. */
+ * once with # HELP and # TYPE, one sample per shard (shard="k"), the
+ * command families per shard and command (cmd="get", commands called on
+ * that shard only). Returns 0, or -EIO if f reports an error. Pure. */
 int net_metrics_format(FILE *f, const struct net_metrics_snap *snaps, unsigned n);
 
 /* Largest request head accepted (request line and headers). */

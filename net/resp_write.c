@@ -309,8 +309,50 @@ int net_resp_add_simple(struct net_resp_out *o, const char *text, size_t len)
         return add_line_text(o, '+', text, len);
 }
 
+void net_resp_errstats_count(struct net_resp_errstats *st, const char *text, size_t len)
+{
+        const char *sp = memchr(text, ' ', len < NET_RESP_ERR_CODE_MAX ? len : NET_RESP_ERR_CODE_MAX);
+        size_t n = sp ? (size_t)(sp - text) : 0;
+        uint32_t i;
+
+        if (n == 0) {           /* no code word: Redis counts it as ERR */
+                text = "ERR";
+                n = 3;
+        }
+        st->total++;
+        for (i = 0; i < st->n_codes; i++)
+                if (strncmp(st->code[i], text, n) == 0 && st->code[i][n] == 0)
+                        break;
+        if (i == st->n_codes) {
+                if (i == NET_RESP_ERR_CODES)
+                        return;         /* too many codes: only the total */
+                memcpy(st->code[i], text, n);
+                st->code[i][n] = 0;
+                st->n_codes++;
+        }
+        st->count[i]++;
+}
+
+void net_resp_out_set_errstats(struct net_resp_out *o, struct net_resp_errstats *st)
+{
+        o->errstats = st;
+}
+
+uint32_t net_resp_out_errors(const struct net_resp_out *o)
+{
+        return o->n_errors;
+}
+
+void net_resp_out_note_error(struct net_resp_out *o)
+{
+        o->n_errors++;
+}
+
 int net_resp_add_error(struct net_resp_out *o, const char *text, size_t len)
 {
+        o->n_errors++;
+        if (o->errstats)
+                net_resp_errstats_count(o->errstats, text, len);
         return add_line_text(o, '-', text, len);
 }
 

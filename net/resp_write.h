@@ -56,6 +56,25 @@ enum net_resp_agg {
         NET_RESP_AGG_INVALID = -1,
 };
 
+/*
+ * Error replies by code (INFO errorstats): the code is the text's first
+ * word ("ERR", "WRONGTYPE") when a space ends it within 32 bytes, else
+ * "ERR", as Redis counts them. Codes past NET_RESP_ERR_CODES are counted
+ * in total only. One per shard; a writer given it (net_resp_out_set_errstats)
+ * counts every error it writes there.
+ */
+#define NET_RESP_ERR_CODES 128
+#define NET_RESP_ERR_CODE_MAX 32
+struct net_resp_errstats {
+        uint64_t total;                 /* every error reply */
+        uint32_t n_codes;
+        uint64_t count[NET_RESP_ERR_CODES];
+        char code[NET_RESP_ERR_CODES][NET_RESP_ERR_CODE_MAX];   /* NUL-terminated */
+};
+
+/* Counts one error reply of text (len bytes, its code first) in st. Pure. */
+void net_resp_errstats_count(struct net_resp_errstats *st, const char *text, size_t len);
+
 /* Caller-embedded; the fields are private to resp_write.c. */
 struct net_resp_out {
         struct net_out_node *head, *tail;
@@ -66,6 +85,8 @@ struct net_resp_out {
         size_t mem_bytes;
         size_t chunk_bytes;
         unsigned n_open;                        /* deferred headers not yet set */
+        uint32_t n_errors;                      /* error replies written (INFO failed_calls) */
+        struct net_resp_errstats *errstats;     /* where they are counted; may be NULL */
         uint8_t proto;
         bool failed;
 };
@@ -81,6 +102,19 @@ void net_resp_out_init(struct net_resp_out *o, size_t chunk_bytes);
  * is a no-op. Shard-local.
  */
 void net_resp_out_fini(struct net_resp_out *o);
+
+/* Counts the error replies written to o from now on in st (borrowed, kept;
+ * NULL: none). Init and fini clear it. Shard-local (st's shard). */
+void net_resp_out_set_errstats(struct net_resp_out *o, struct net_resp_errstats *st);
+
+/* Error replies written to o so far (net_resp_add_error and those noted
+ * with net_resp_out_note_error), wrapping at 2^32. Shard-local. */
+uint32_t net_resp_out_errors(const struct net_resp_out *o);
+
+/* Notes an error reply that reached o as raw bytes (a child's, copied by
+ * the parent): counted in net_resp_out_errors only, as it was counted in
+ * errstats where it was written. Shard-local. */
+void net_resp_out_note_error(struct net_resp_out *o);
 
 /* Selects the encoding of later replies: NET_RESP2 or NET_RESP3 (HELLO). Shard-local. */
 void net_resp_out_set_proto(struct net_resp_out *o, enum net_resp_proto proto);

@@ -440,7 +440,8 @@ void net_shard_conn_unlink(struct net_shard *sh, struct net_conn *c)
 static void accept_arm(struct net_listener *l);
 static void accept_arm_all(struct net_shard *sh);
 
-/* Once a second: close idle connections (--timeout), sample ops/sec. */
+/* Once a second: close idle connections (--timeout), sample ops/sec and
+ * bytes/sec, and the memory INFO's used_memory_peak follows. */
 static void shard_tick(struct rx_loop *loop, struct rx_timer *t)
 {
         struct net_shard *sh = container_of(t, struct net_shard, tick);
@@ -450,6 +451,11 @@ static void shard_tick(struct rx_loop *loop, struct rx_timer *t)
                 net_conn_sweep_idle(sh, net_now_ms(), timeout_s * 1000);
         sh->ops_per_sec = sh->n_commands - sh->tick_commands;
         sh->tick_commands = sh->n_commands;
+        sh->in_bps = sh->net_in_bytes - sh->tick_in_bytes;
+        sh->out_bps = sh->net_out_bytes - sh->tick_out_bytes;
+        sh->tick_in_bytes = sh->net_in_bytes;
+        sh->tick_out_bytes = sh->net_out_bytes;
+        net_info_tick(sh);
         if (!sh->stopping)
                 rx_timer_arm_after(loop, &sh->tick, NS_PER_SEC);
 }

@@ -31,12 +31,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <limits.h>
+
 #include "engine/datadir.h"
 #include "engine/tablet.h"
 #include "reactor/io.h"
 #include "reactor/timer.h"
 #include "net/config.h"
 #include "net/intent.h"
+#include "net/latency.h"
+#include "net/resp_write.h"
 
 struct eng_fs;
 struct eng_shard;
@@ -88,6 +92,11 @@ struct net_server {
         _Atomic uint64_t slowlog_next_id;               /* ids unique over the shards */
         _Atomic uint64_t cfg_version;   /* orders CONFIG SETs (cold path only) */
         _Atomic unsigned shards_ready;  /* engines open; all of them: data commands run */
+        _Atomic uint64_t mem_peak;      /* INFO used_memory_peak (cmd_info.c) */
+        /* INFO server: set by main before the shards start */
+        char run_id[41];                /* 40 random hex digits */
+        char executable[PATH_MAX];      /* "" if unknown */
+        char config_file[PATH_MAX];     /* absolute; "" = none */
         int metrics_fd;                 /* --metrics-port listener, or -1 */
         struct net_metrics_http *metrics_http;  /* shard 0's (metrics_http.h) */
         struct eng_datadir_lock lock;   /* cfg->dir/LOCK, held until net_server_free */
@@ -116,6 +125,15 @@ struct net_shard {
         uint64_t n_accepted;            /* connections accepted here */
         uint64_t client_mem_bytes;      /* what this shard's connections hold (conn.c) */
         uint64_t evicted_clients;       /* closed for maxmemory-clients */
+        /* INFO stats (cmd_info.c); CONFIG RESETSTAT zeroes them */
+        uint64_t net_in_bytes, net_out_bytes;   /* from and to this shard's clients */
+        uint64_t tick_in_bytes, tick_out_bytes; /* at the last tick */
+        uint64_t in_bps, out_bps;               /* in the last one-second tick */
+        struct net_resp_errstats errstats;      /* error replies written here */
+        struct net_latency latency;             /* LATENCY events seen here (latency.h) */
+        uint64_t expired_base;                  /* engine's expired_dropped at RESETSTAT */
+        _Atomic uint64_t engine_mem_bytes;      /* eng_shard_mem_bytes at the last tick,
+                                                 * for used_memory_peak on shard 0 */
         struct net_cmd_metrics *metrics;        /* commands of this shard's connections */
         void *stop_req;                 /* the foreign request waiting for phase 1 or 2 */
         bool close_wanted;              /* phase 2 asked while the engine was opening */

@@ -5,8 +5,9 @@
 
 BUILD_PACKAGES="gcc pkg-config meson ninja-build liburing-dev libjemalloc-dev libxxhash-dev"
 # librocksdb-dev: scree-bench --engine rocksdb (meson option rocksdb, auto) and its test;
-# redis-server and gnuplot-nox: perf/compare's smoke test (tests/perf/test_compare.py)
-TEST_PACKAGES="libcriterion-dev python3 python3-pytest python3-redis redis-tools librocksdb-dev redis-server gnuplot-nox"
+# redis-server and gnuplot-nox: perf/compare's smoke test (tests/perf/test_compare.py);
+# prometheus-redis-exporter: tests/integration/test_info.py scrapes scree through it
+TEST_PACKAGES="libcriterion-dev python3 python3-pytest python3-redis redis-tools librocksdb-dev redis-server gnuplot-nox prometheus-redis-exporter"
 
 as_root() {
         if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

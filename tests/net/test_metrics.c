@@ -99,6 +99,7 @@ Test(metrics, the_text_has_commands_cumulative_buckets_and_engine_numbers_of_rea
         struct net_metrics_snap s[2];
         struct net_arg get = { .ptr = "get", .len = 3 };
         const struct net_cmd_def *def = net_cmd_find(&get);
+        size_t slot;
         char *text;
 
         cr_assert(not(eq(ptr, (void *)def, NULL)));
@@ -109,16 +110,22 @@ Test(metrics, the_text_has_commands_cumulative_buckets_and_engine_numbers_of_rea
         s[0].engine_ready = true;
         s[0].eng.sstables = 7;
         s[0].loop.busy_ns = 1500000000;
-        net_cmd_metrics_observe(&s[0].cmd, def, 5000);          /* first bucket */
-        net_cmd_metrics_observe(&s[0].cmd, def, 10000);         /* on the bound: first bucket */
-        net_cmd_metrics_observe(&s[0].cmd, def, 30000000000);   /* above 10 s */
+        slot = net_cmd_stat_slot(def, &get, 1);
+        net_cmd_metrics_observe(&s[0].cmd, slot, 5000, false);          /* first bucket */
+        net_cmd_metrics_observe(&s[0].cmd, slot, 10000, true);  /* on the bound: first bucket */
+        net_cmd_metrics_observe(&s[0].cmd, slot, 30000000000, false);   /* above 10 s */
+        net_cmd_metrics_reject(&s[0].cmd, slot);
         text = format(s, 2);
         cr_expect(has(text, "scree_commands_total{shard=\"0\",cmd=\"get\"} 3\n"));
+        cr_expect(has(text, "scree_command_failures_total{shard=\"0\",cmd=\"get\"} 1\n"));
+        cr_expect(has(text, "scree_command_rejections_total{shard=\"0\",cmd=\"get\"} 1\n"));
         cr_expect(not(has(text, "scree_commands_total{shard=\"1\"")));
-        cr_expect(has(text, "_bucket{shard=\"0\",le=\"1e-05\"} 2\n"));
-        cr_expect(has(text, "_bucket{shard=\"0\",le=\"10\"} 2\n"));
-        cr_expect(has(text, "_bucket{shard=\"0\",le=\"+Inf\"} 3\n"));
-        cr_expect(has(text, "_sum{shard=\"0\"} 30.000015000\n"));
+        cr_expect(has(text, "_bucket{shard=\"0\",cmd=\"get\",le=\"1e-05\"} 2\n"));
+        cr_expect(has(text, "_bucket{shard=\"0\",cmd=\"get\",le=\"10\"} 2\n"));
+        cr_expect(has(text, "_bucket{shard=\"0\",cmd=\"get\",le=\"+Inf\"} 3\n"));
+        cr_expect(has(text, "_sum{shard=\"0\",cmd=\"get\"} 30.000015000\n"));
+        cr_expect(has(text, "_count{shard=\"0\",cmd=\"get\"} 3\n"));
+        cr_expect(not(has(text, "cmd=\"set\"")), "commands never called are left out");
         cr_expect(has(text, "scree_sstables{shard=\"0\"} 7\n"));
         cr_expect(not(has(text, "scree_sstables{shard=\"1\"}")), "engine not open");
         cr_expect(has(text, "scree_reactor_busy_seconds_total{shard=\"0\"} 1.5"));
@@ -137,5 +144,53 @@ Test(metrics, fini_accepts_null_and_a_zeroed_struct)
 
         net_cmd_metrics_fini(NULL);
         net_cmd_metrics_fini(&zero);
-        cr_assert(eq(ptr, zero.calls, NULL));
+        cr_assert(eq(ptr, zero.cmd, NULL));
+}
+
+Test(metrics, bucket_of_agrees_with_the_bounds)
+{
+        cr_assert(eq(uint, net_metrics_bucket_of(0), 0));
+        for (unsigned i = 0; i < NET_METRICS_BUCKETS; i++) {
+                cr_expect(eq(uint, net_metrics_bucket_of(net_metrics_bucket_ns(i)), i));
+                cr_expect(eq(uint, net_metrics_bucket_of(net_metrics_bucket_ns(i) + 1), i + 1));
+        }
+}
+
+Test(metrics, subcommands_have_slots_of_their_own)
+{
+        struct net_arg client[2] = { { .ptr = "CLIENT", .len = 6 }, { .ptr = "List", .len = 4 } };
+        struct net_arg bogus = { .ptr = "bogus", .len = 5 };
+        const struct net_cmd_def *def = net_cmd_find(&client[0]);
+        size_t parent = net_cmd_stat_slot(def, client, 1), sub = net_cmd_stat_slot(def, client, 2);
+        char name[64];
+
+        cr_assert(lt(sz, parent, net_cmd_stat_slots()));
+        cr_assert(lt(sz, sub, net_cmd_stat_slots()));
+        cr_expect(eq(str, (char *)net_cmd_stat_name(parent, name, sizeof(name)), "client"));
+        cr_expect(eq(str, (char *)net_cmd_stat_name(sub, name, sizeof(name)), "client|list"));
+        client[1] = bogus;
+        cr_expect(eq(sz, net_cmd_stat_slot(def, client, 2), parent), "an unknown one: the parent's");
+        for (size_t i = 0; i < net_cmd_stat_slots(); i++)
+                for (size_t j = i + 1; j < net_cmd_stat_slots(); j++) {
+                        char a[64], b[64];
+
+                        cr_expect(strcmp(net_cmd_stat_name(i, a, sizeof(a)),
+                                         net_cmd_stat_name(j, b, sizeof(b))) != 0, "%s", a);
+                }
+}
+
+Test(metrics, reset_zeroes_every_slot)
+{
+        struct net_cmd_metrics m;
+
+        cr_assert(eq(int, net_cmd_metrics_init(&m), 0));
+        net_cmd_metrics_observe(&m, 0, 1000, true);
+        net_cmd_metrics_reject(&m, 1);
+        net_cmd_metrics_observe(&m, m.n_slots, 1000, false);    /* out of range: ignored */
+        cr_expect(eq(u64, m.cmd[0].calls, 1));
+        cr_expect(eq(u64, m.cmd[0].failed, 1));
+        cr_expect(eq(u64, m.cmd[1].rejected, 1));
+        net_cmd_metrics_reset(&m);
+        cr_expect(eq(u64, m.cmd[0].calls + m.cmd[0].failed + m.cmd[1].rejected, 0));
+        net_cmd_metrics_fini(&m);
 }

@@ -441,3 +441,48 @@ Test(resp_write, failed_allocation_fails_the_writer_for_good)
         net_resp_out_fini(&o);
         net_resp_out_fini(NULL);
 }
+
+Test(resp_write, error_replies_are_counted_by_their_code)
+{
+        struct net_resp_errstats *st = calloc(1, sizeof(*st));
+        struct net_resp_out o;
+        char code[64];
+
+        net_resp_out_init(&o, 0);
+        net_resp_out_set_errstats(&o, st);
+        net_resp_add_error(&o, "ERR syntax error", 16);
+        net_resp_add_errorf(&o, "WRONGTYPE Operation against a key holding %s", "a list");
+        net_resp_add_error(&o, "ERR again", 9);
+        net_resp_add_error(&o, "NOSPACE", 7);                   /* no code word: ERR */
+        memset(code, 'A', sizeof(code));
+        memcpy(code + 40, " tail", 5);
+        net_resp_add_error(&o, code, 45);                       /* no space within 32: ERR */
+        net_resp_add_simple(&o, "OK", 2);
+        cr_expect(eq(u32, net_resp_out_errors(&o), 5));
+        cr_expect(eq(u64, st->total, 5));
+        cr_assert(eq(u32, st->n_codes, 2));
+        cr_expect(eq(str, st->code[0], "ERR"));
+        cr_expect(eq(u64, st->count[0], 4));
+        cr_expect(eq(str, st->code[1], "WRONGTYPE"));
+        cr_expect(eq(u64, st->count[1], 1));
+        net_resp_out_note_error(&o);                            /* a child's, copied raw */
+        cr_expect(eq(u32, net_resp_out_errors(&o), 6));
+        cr_expect(eq(u64, st->total, 5));
+        net_resp_out_fini(&o);
+        free(st);
+}
+
+Test(resp_write, errstats_keep_the_first_codes_and_count_the_rest_in_total)
+{
+        struct net_resp_errstats *st = calloc(1, sizeof(*st));
+        char text[32];
+
+        for (int i = 0; i < NET_RESP_ERR_CODES + 5; i++) {
+                int n = snprintf(text, sizeof(text), "E%d text", i);
+
+                net_resp_errstats_count(st, text, (size_t)n);
+        }
+        cr_expect(eq(u32, st->n_codes, NET_RESP_ERR_CODES));
+        cr_expect(eq(u64, st->total, NET_RESP_ERR_CODES + 5));
+        free(st);
+}
