@@ -555,6 +555,13 @@ static void conn_input(struct net_conn *c)
 
 /* ---- life ---- */
 
+/*
+ * No argument can be longer than the longest key or value, so a bulk
+ * announced longer than both is refused from its header (Redis's
+ * "invalid bulk length", and the connection closed) instead of being
+ * read whole only to be refused by the command. A whole command (an
+ * MSET of several values) may hold more, up to max(64 MiB, 4 values).
+ */
 static struct net_resp_limits conn_limits(const struct net_server *srv)
 {
         struct net_resp_limits lim;
@@ -563,7 +570,8 @@ static struct net_resp_limits conn_limits(const struct net_server *srv)
         net_resp_limits_default(&lim);
         if (big < (64u << 20))
                 big = 64u << 20;
-        lim.max_bulk_bytes = big;
+        lim.max_bulk_bytes = srv->max_value_bytes > srv->max_key_bytes ? srv->max_value_bytes :
+                                                                          srv->max_key_bytes;
         lim.max_cmd_bytes = big;
         return lim;
 }
