@@ -54,6 +54,9 @@ static const struct cfg_def defs[] = {
           "periodic mode: how often the commit log is synced" },
         { "requirepass", CFG_STRING, RT | CFG_F_SECRET, OFF(requirepass), "", .help =
           "password clients must AUTH with (empty = none)" },
+        { "protected-mode", CFG_BOOL, RT, OFF(protected_mode), "yes", .help =
+          "while no password is set, refuse clients that do not connect from a loopback address "
+          "(-DENIED), as Redis does" },
         { "maxclients", CFG_UINT, RT, OFF(maxclients), "10000", 1, 1000000, .help =
           "connections accepted at most (all shards)" },
         { "max-key-bytes", CFG_SIZE, 0, OFF(max_key_bytes), "2048", 1, 32768, .help =

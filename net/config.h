@@ -64,6 +64,7 @@ struct scree_config {
         uint64_t sync;                  /* enum cfg_sync */
         uint64_t sync_period_ms;
         char *requirepass;              /* "" = none */
+        uint64_t protected_mode;        /* bool: refuse non-loopback clients while no password */
         uint64_t maxclients;
         uint64_t max_key_bytes, max_value_bytes;
         uint64_t metrics_port;          /* 0 = none */

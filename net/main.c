@@ -15,13 +15,16 @@
  * Threads: the main thread parses, starts the shard group, then waits for
  * signals and drives the shutdown through foreign requests.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <scree/scree_errors.h>
 
@@ -111,6 +114,45 @@ static int serve(const sigset_t *set, struct net_server *srv)
                         return 0;
                 }
         }
+}
+
+/* Whether the address text a (IPv4 or IPv6) is a loopback one. */
+static bool addr_is_loopback(const char *a)
+{
+        struct sockaddr_storage ss;
+        struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+
+        memset(&ss, 0, sizeof(ss));
+        if (inet_pton(AF_INET, a, &a4->sin_addr) == 1)
+                ss.ss_family = AF_INET;
+        else if (inet_pton(AF_INET6, a, &a6->sin6_addr) == 1)
+                ss.ss_family = AF_INET6;
+        return net_addr_is_loopback(&ss);
+}
+
+/* One warning at start when an address listened on is not a loopback one
+ * and no password is set: either protected mode refuses the other hosts,
+ * or (protected-mode no) every host that reaches the port has the data. */
+static void warn_exposure(const struct net_server *srv)
+{
+        const struct scree_config *cfg = srv->cfg;
+        const char *open = NULL;
+
+        for (unsigned i = 0; i < srv->n_binds && !open; i++)
+                if (!srv->binds[i].skipped && !addr_is_loopback(srv->binds[i].addr))
+                        open = srv->binds[i].addr;
+        if (!open || cfg->requirepass[0])
+                return;
+        if (cfg->protected_mode)
+                log_warn("listening on %s with no password: protected mode is on, so only clients "
+                         "connecting from a loopback address are served, others get -DENIED and "
+                         "are closed (set requirepass, or protected-mode no to serve every host "
+                         "without a password)", open);
+        else
+                log_warn("listening on %s with no password and protected-mode no: any host that "
+                         "can reach port %llu can read, change and delete every key (set "
+                         "requirepass)", open, (unsigned long long)cfg->port);
 }
 
 static int shut_down(struct net_server *srv)
@@ -224,6 +266,7 @@ int main(int argc, char **argv)
         log_info("scree %s: %u shard(s), listening on %s, data in %s, commit log sync %s",
                  SCREE_VERSION, n, listen_addrs(srv, addrs, sizeof(addrs)), cfg.dir,
                  cfg.sync == CFG_SYNC_PERIODIC ? "periodic" : "batch");
+        warn_exposure(srv);
         refused = serve(&set, srv) != 0;
         rc = refused ? 1 : 0;
         if (shut_down(srv) && rc == 0)
