@@ -67,6 +67,8 @@ static const struct cfg_def defs[] = {
           "Prometheus metrics port (0 = off)" },
         { "log-level", CFG_ENUM, RT, OFF(log_level), "info", .words = level_words, .help =
           "error|warn|info|debug" },
+        { "logfile", CFG_STRING, 0, OFF(logfile), "", .help =
+          "append the log to this file (empty = stderr); SIGHUP reopens it, for log rotation" },
         { "idle-poll-us", CFG_UINT, 0, OFF(idle_poll_us), "50", 0, 1000000, .help =
           "how long an idle shard spins before it sleeps" },
         { "timeout", CFG_UINT, RT, OFF(timeout_s), "0", 0, 86400 * 365, .help =

@@ -401,12 +401,8 @@ const struct cfg_def cfg_redis_defs[] = {
         E("supervised", "no", supervised_words, NOOP_RO),
         { .name = "pidfile", .type = CFG_STRING, .flags = NOOP_RO, .dflt = "",
           .help = "scree writes no pid file (its data directory's LOCK holds its pid)" },
-        /* LEAD: drop logfile here once it is a scree setting (the branch
-         * of issue 24 that adds it). */
-        { .name = "logfile", .type = CFG_STRING, .flags = NOOP_RO, .dflt = "",
-          .help = "scree logs to standard error" },
         { .name = "syslog-enabled", .type = CFG_BOOL, .flags = NOOP_RO, .dflt = "no",
-          .help = "scree logs to standard error" },
+          .help = "scree logs to standard error or its logfile" },
         S("syslog-ident", "redis", NOOP_RO),
         S("syslog-facility", "local0", NOOP_RO),
         B("always-show-logo", "no", NOOP_RO),

@@ -5,9 +5,9 @@
  * checked, then listening sockets and shard directories: server.h),
  * starts one shard per CPU (or --smp N), each opening its engine shard
  * and serving the connections it accepts (server.h), and waits for
- * SIGINT/SIGTERM. Stopping closes every connection once its commands are
- * back, then closes every engine shard, so every acknowledged write is on
- * disk. If a shard's engine cannot open (a corrupt file, a directory made
+ * SIGINT/SIGTERM (SIGHUP reopens the log file: logfile, base/log.h).
+ * Stopping closes every connection once its commands are back, then
+ * closes every engine shard, so every acknowledged write is on disk. If a shard's engine cannot open (a corrupt file, a directory made
  * with another --smp) or io_uring cannot be set up, it exits with status 1
  * and a line naming the cause, having undone what the start made in the
  * data directory (net_server_undo).
@@ -90,8 +90,28 @@ static int engines_state(struct net_server *srv)
         return ready;
 }
 
-/* Waits for a stop signal or a failed engine. Returns 0 on a signal, 1
- * when an engine failed to open (the start is refused). */
+/* SIGHUP: a log rotator renamed the log file; start a new one under the
+ * configured name (the last line of the old file says so). */
+static void reopen_log(const char *path)
+{
+        int r;
+
+        if (!path[0]) {
+                log_info("received SIGHUP: the log goes to stderr, no log file to reopen");
+                return;
+        }
+        log_info("received SIGHUP, reopening the log file %s", path);
+        r = log_file_open(path);
+        if (r < 0)
+                log_error("cannot reopen the log file %s: %s; logging on to the file open so far",
+                          path, strerror(-r));
+        else
+                log_info("received SIGHUP, reopened the log file %s", path);
+}
+
+/* Waits for a stop signal or a failed engine, reopening the log on
+ * SIGHUP. Returns 0 on a stop signal, 1 when an engine failed to open
+ * (the start is refused). */
 static int serve(const sigset_t *set, struct net_server *srv)
 {
         uint64_t started = time_now_ns();
@@ -109,7 +129,9 @@ static int serve(const sigset_t *set, struct net_server *srv)
                                  (double)(time_now_ns() - started) / 1e6);
                 }
                 sig = sigtimedwait(set, NULL, &ts);
-                if (sig > 0) {
+                if (sig == SIGHUP) {
+                        reopen_log(srv->cfg->logfile);
+                } else if (sig > 0) {
                         log_info("received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
                         return 0;
                 }
@@ -237,11 +259,17 @@ int main(int argc, char **argv)
         rc = parse(argc, argv, &cfg);
         if (rc)
                 goto out;
-        /* Block the stop signals before any shard thread exists, so that they
-         * inherit the mask and only the main thread takes them. */
+        if (cfg.logfile[0] && (r = log_file_open(cfg.logfile)) < 0) {
+                log_error("cannot open the log file %s: %s", cfg.logfile, strerror(-r));
+                rc = 1;
+                goto out;
+        }
+        /* Block the stop signals and SIGHUP before any shard thread exists,
+         * so that they inherit the mask and only the main thread takes them. */
         sigemptyset(&set);
         sigaddset(&set, SIGINT);
         sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGHUP);
         pthread_sigmask(SIG_BLOCK, &set, NULL);
         n = cfg.smp ? (unsigned)cfg.smp : cpu_count();
         r = net_server_new(&cfg, n, &srv, err, sizeof(err));
