@@ -17,6 +17,7 @@
 
 #include "net/cmd.h"
 #include "net/conn.h"
+#include "net/metrics.h"
 #include "net/server.h"
 
 /* Which connections a LIST or KILL names. */
@@ -301,12 +302,21 @@ bool net_client_reply_dispatch(struct net_conn *c, const struct net_cmd_def *def
 {
         const struct net_arg *v = &argv[2];
 
+        struct net_cmd_metrics *m = c->sh->metrics;
+        size_t slot;
+        bool failed = false;
+
         if (def->fn != net_cmd_client || argc < 2 || !net_arg_is(&argv[1], "reply"))
                 return false;
+        slot = net_cmd_stat_slot(def, argv, argc);
         if (argc != 3) {
                 net_multi_flag(c);      /* as a subcommand's arity: EXEC aborts */
                 reply_now(c, "-ERR wrong number of arguments for 'client|reply' command");
-        } else if (net_arg_is(v, "on")) {
+                if (m)
+                        net_cmd_metrics_reject(m, slot);
+                return true;
+        }
+        if (net_arg_is(v, "on")) {
                 c->reply_off = c->reply_skip = c->mute = false;
                 reply_now(c, "OK");
         } else if (net_arg_is(v, "off")) {
@@ -315,7 +325,10 @@ bool net_client_reply_dispatch(struct net_conn *c, const struct net_cmd_def *def
                 c->reply_skip = !c->reply_off;
         } else {
                 reply_now(c, "-ERR syntax error");
+                failed = true;
         }
+        if (m)                  /* INFO commandstats: cmdstat_client|reply */
+                net_cmd_metrics_observe(m, slot, 0, failed);
         return true;
 }
 

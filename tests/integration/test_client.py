@@ -146,6 +146,8 @@ def test_client_reply_off_on_skip(server):
     assert replies_of(server, resp("MULTI") + resp("CLIENT", "REPLY", "OFF") +
                       resp("SET", "m", "1") + resp("EXEC") + resp("CLIENT", "REPLY", "ON") +
                       resp("GET", "m")) == [(b"+", b"OK"), (b"+", b"OK"), (b"$", b"1")]
+    st = server.client().info("commandstats")["cmdstat_client|reply"]
+    assert (st["calls"], st["rejected_calls"], st["failed_calls"]) == (13, 1, 1)
 
 
 def test_client_no_evict_is_never_the_one_evicted():
