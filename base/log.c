@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Log lines: "<wall time> <level> [shard k] message\n" written with one
- * write(2) so concurrent shards never interleave within a line.
+ * write(2) to stderr so concurrent shards never interleave within a line;
+ * log_file_open() swaps the file behind stderr.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +25,20 @@ enum log_level log_level_parse(const char *s)
                 if (strcmp(s, level_names[i]) == 0)
                         return (enum log_level)i;
         return LOG_LEVEL_INVALID;
+}
+
+int log_file_open(const char *path)
+{
+        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644), r = 0;
+
+        if (fd < 0)
+                return -errno;
+        if (fd != STDERR_FILENO) {
+                if (dup2(fd, STDERR_FILENO) < 0)
+                        r = -errno;
+                close(fd);
+        }
+        return r;
 }
 
 void log_write(enum log_level level, const char *fmt, ...)

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Minimal leveled logging to stderr, one line per call (a single write(2), so
- * lines from different shards never interleave mid-line).
+ * lines from different shards never interleave mid-line). log_file_open()
+ * points stderr itself at a file (the logfile setting), so that everything
+ * else the process writes there -- an assertion's report, a sanitizer's --
+ * lands in the same file; calling it again with the same path after the
+ * file was renamed starts a new one (log rotation on SIGHUP).
  *
  * reactor/ and engine/ log at debug level at most; net/main.c and tools/
  * decide what the user sees. log_level is set once at start-up, before any
@@ -22,6 +26,15 @@ enum log_level {
 extern enum log_level log_level;
 
 __attribute__((format(printf, 2, 3))) void log_write(enum log_level level, const char *fmt, ...);
+
+/*
+ * Opens path (created 0644 if missing, appended to) and makes it the
+ * process's stderr, where every later line goes. The switch is one dup2(2),
+ * atomic for writers on other threads: each line goes whole to the old file
+ * or whole to the new one. Returns 0, or -errno (nothing changed: the log
+ * goes on where it went). Any thread, but one caller at a time.
+ */
+int log_file_open(const char *path);
 
 /* Parses "error", "warn", "info" or "debug"; LOG_LEVEL_INVALID otherwise. */
 enum log_level log_level_parse(const char *s);

@@ -35,7 +35,7 @@
 
 static const char *const config_sub[] = { "get", "set", "resetstat", NULL };
 static const char *const client_sub[] = { "setname", "getname", "id", "setinfo", "list", "info",
-                                          "kill", NULL };
+                                          "kill", "reply", "no-evict", NULL };
 static const char *const slowlog_sub[] = { "get", "len", "reset", NULL };
 static const char *const command_sub[] = { "count", "docs", "info", NULL };
 static const char *const latency_sub[] = { "latest", "history", "reset", "doctor", "histogram",

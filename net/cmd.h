@@ -119,6 +119,8 @@ struct net_req {
         size_t scratch_cap;
         struct rx_task task;
         uint64_t start_ns;              /* dispatch time (SLOWLOG) */
+        size_t wire_bytes;              /* the command as received (CLIENT LIST qbuf) */
+        bool mute;                      /* CLIENT REPLY OFF|SKIP: the reply is dropped */
         /* isolation (txn.h) */
         bool locked;                    /* runs under its (or its parent's) lock set */
         bool intent_held;               /* iw is held on req->exec */
@@ -237,7 +239,7 @@ int net_cmd_auth(struct net_req *req);
 int net_cmd_select(struct net_req *req);
 int net_cmd_command(struct net_req *req);
 int net_cmd_client(struct net_req *req);
-int net_cmd_client_intro(struct net_req *req);         /* LIST, INFO, KILL (cmd_client.c) */
+int net_cmd_client_intro(struct net_req *req);         /* LIST, INFO, KILL, NO-EVICT (cmd_client.c) */
 int net_cmd_slowlog(struct net_req *req);
 int net_cmd_config(struct net_req *req);
 int net_cmd_time(struct net_req *req);
@@ -351,6 +353,15 @@ bool net_multi_dispatch(struct net_conn *c, const struct net_cmd_def *def,
 
 /* A command rejected at dispatch inside MULTI makes EXEC abort. */
 void net_multi_flag(struct net_conn *c);
+
+/*
+ * CLIENT REPLY ON|OFF|SKIP at dispatch on connection c (cmd_client.c):
+ * it sets which later replies c drops, so it acts where it is read, also
+ * inside MULTI (not queued). Returns true when argv was CLIENT REPLY
+ * (handled: replied, or muted). Connection's shard.
+ */
+bool net_client_reply_dispatch(struct net_conn *c, const struct net_cmd_def *def,
+                               const struct net_arg *argv, size_t argc);
 
 /* Copies n bytes into req->scratch (replacing what it held). 0 or -ENOMEM. */
 int net_req_keep(struct net_req *req, const void *p, size_t n);

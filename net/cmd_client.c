@@ -4,7 +4,10 @@
  * own connections -- one child per shard, over the parent's arguments --
  * and the origin joins the lines (Redis's format, net_conn_describe) or
  * sums the kills. A child writes its lines as plain text into its own
- * buffer; the origin copies them into one bulk string.
+ * buffer; the origin copies them into one bulk string. Also the flags of
+ * the caller's own connection: CLIENT NO-EVICT (a request on the
+ * connection's shard) and CLIENT REPLY (at dispatch: conn.c drops the
+ * replies it mutes).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,10 +17,12 @@
 
 #include "net/cmd.h"
 #include "net/conn.h"
+#include "net/metrics.h"
 #include "net/server.h"
 
 /* Which connections a LIST or KILL names. */
 struct client_filter {
+        char err[96];                   /* an error naming the argument */
         const struct net_arg *ids;      /* LIST ID id...: ids[0..n_ids) */
         size_t n_ids;
         uint64_t id;                    /* KILL ID; 0 = any */
@@ -32,25 +37,42 @@ static bool arg_eq(const struct net_arg *a, const char *s)
         return a->len == strlen(s) && !memcmp(a->ptr, s, a->len);
 }
 
-static bool type_none(const struct net_arg *t)
+/* Redis's client types; every scree connection is a normal one. Returns
+ * NULL, or the error (in f->err) for a type Redis does not know. */
+static const char *filter_type(struct client_filter *f, const struct net_arg *t)
 {
-        return !net_arg_is(t, "normal");
+        if (!net_arg_is(t, "normal") && !net_arg_is(t, "master") && !net_arg_is(t, "replica") &&
+            !net_arg_is(t, "pubsub") && !net_arg_is(t, "slave")) {
+                snprintf(f->err, sizeof(f->err), "Unknown client type '%.*s'",
+                         (int)(t->len > 64 ? 64 : t->len), t->ptr);
+                return f->err;
+        }
+        f->none = f->none || !net_arg_is(t, "normal");
+        return NULL;
+}
+
+/* The one user is "default" (requirepass); any other is an error. */
+static const char *filter_user(struct client_filter *f, const struct net_arg *u)
+{
+        if (!arg_eq(u, "default")) {
+                snprintf(f->err, sizeof(f->err), "No such user '%.*s'",
+                         (int)(u->len > 64 ? 64 : u->len), u->ptr);
+                return f->err;
+        }
+        return NULL;
 }
 
 static const char *list_parse(const struct net_req *req, struct client_filter *f)
 {
+        const char *err;
+
         memset(f, 0, sizeof(*f));
         for (size_t i = 2; i < req->argc; i++) {
                 const struct net_arg *a = &req->argv[i];
 
                 if (net_arg_is(a, "type") && i + 1 < req->argc) {
-                        const struct net_arg *t = &req->argv[++i];
-
-                        if (!net_arg_is(t, "normal") && !net_arg_is(t, "master") &&
-                            !net_arg_is(t, "replica") && !net_arg_is(t, "pubsub") &&
-                            !net_arg_is(t, "slave"))
-                                return "Unknown client type";
-                        f->none = f->none || type_none(t);
+                        if ((err = filter_type(f, &req->argv[++i])))
+                                return err;
                 } else if (net_arg_is(a, "id") && i + 1 < req->argc) {
                         f->ids = &req->argv[i + 1];
                         f->n_ids = req->argc - i - 1;
@@ -86,9 +108,9 @@ static const char *kill_pair(struct client_filter *f, const struct net_arg *a,
                         return NET_ERR_SYNTAX;
                 f->skipme = net_arg_is(v, "yes");
         } else if (net_arg_is(a, "type")) {
-                f->none = f->none || type_none(v);
+                return filter_type(f, v);
         } else if (net_arg_is(a, "user")) {
-                f->none = f->none || !arg_eq(v, "default");
+                return filter_user(f, v);
         } else {
                 return NET_ERR_SYNTAX;
         }
@@ -158,7 +180,8 @@ static int net_cmd_shard_clients(struct net_req *req)
                 if (!conn_matches(&f, c))
                         continue;
                 if (!kill) {
-                        net_resp_add_raw(req->out, line, net_conn_describe(c, now, line));
+                        net_resp_add_raw(req->out, line,
+                                         net_conn_describe(c, req->parent, now, line));
                 } else if (c == req->parent->conn) {
                         if (f.skipme)
                                 continue;
@@ -225,8 +248,88 @@ static int client_info(struct net_req *req)
         char line[NET_CONN_LINE_MAX];
 
         net_resp_add_verbatim(req->out, "txt", line,
-                              net_conn_describe(req->conn, net_now_ms(), line));
+                              net_conn_describe(req->conn, req, net_now_ms(), line));
         return NET_CMD_DONE;
+}
+
+/* Replies the wrong-arity error of CLIENT <sub>. */
+static int client_arity(struct net_req *req, const char *sub)
+{
+        net_resp_add_errorf(req->out, "ERR wrong number of arguments for 'client|%s' command", sub);
+        return NET_CMD_DONE;
+}
+
+/* CLIENT NO-EVICT on|off: the connection is never the one maxmemory-clients
+ * closes (it still counts in its shard's total). */
+static int client_no_evict(struct net_req *req)
+{
+        const struct net_arg *v = &req->argv[2];
+
+        if (req->argc != 3)
+                return client_arity(req, "no-evict");
+        if (net_arg_is(v, "on") || net_arg_is(v, "off")) {
+                req->conn->no_evict = net_arg_is(v, "on");
+                net_resp_add_simple(req->out, "OK", 2);
+        } else {
+                net_resp_add_errorf(req->out, "ERR %s", NET_ERR_SYNTAX);
+        }
+        return NET_CMD_DONE;
+}
+
+/* Writes text (an error when it starts with '-') as c's reply at dispatch. */
+static void reply_now(struct net_conn *c, const char *text)
+{
+        struct net_req *r;
+        struct net_resp_out *o = net_conn_reply_slot(c, &r);
+
+        if (!o)
+                return;
+        if (text[0] == '-')
+                net_resp_add_error(o, text + 1, strlen(text + 1));
+        else
+                net_resp_add_simple(o, text, strlen(text));
+        net_conn_reply_end(c, r);
+}
+
+/*
+ * Redis's semantics: ON replies OK and clears OFF and a pending SKIP; OFF
+ * mutes every later reply (its own too); SKIP mutes the next command's
+ * (its own too), and does nothing under OFF. conn.c decides each
+ * command's muting before it runs (c->mute), and drops the muted replies.
+ */
+bool net_client_reply_dispatch(struct net_conn *c, const struct net_cmd_def *def,
+                               const struct net_arg *argv, size_t argc)
+{
+        const struct net_arg *v = &argv[2];
+
+        struct net_cmd_metrics *m = c->sh->metrics;
+        size_t slot;
+        bool failed = false;
+
+        if (def->fn != net_cmd_client || argc < 2 || !net_arg_is(&argv[1], "reply"))
+                return false;
+        slot = net_cmd_stat_slot(def, argv, argc);
+        if (argc != 3) {
+                net_multi_flag(c);      /* as a subcommand's arity: EXEC aborts */
+                reply_now(c, "-ERR wrong number of arguments for 'client|reply' command");
+                if (m)
+                        net_cmd_metrics_reject(m, slot);
+                return true;
+        }
+        if (net_arg_is(v, "on")) {
+                c->reply_off = c->reply_skip = c->mute = false;
+                reply_now(c, "OK");
+        } else if (net_arg_is(v, "off")) {
+                c->reply_off = true;
+        } else if (net_arg_is(v, "skip")) {
+                c->reply_skip = !c->reply_off;
+        } else {
+                reply_now(c, "-ERR syntax error");
+                failed = true;
+        }
+        if (m)                  /* INFO commandstats: cmdstat_client|reply */
+                net_cmd_metrics_observe(m, slot, 0, failed);
+        return true;
 }
 
 int net_cmd_client_intro(struct net_req *req)
@@ -235,19 +338,15 @@ int net_cmd_client_intro(struct net_req *req)
         struct client_filter f;
         const char *err;
 
+        if (net_arg_is(sub, "no-evict"))
+                return client_no_evict(req);
         if (net_arg_is(sub, "info")) {
-                if (req->argc != 2) {
-                        net_resp_add_errorf(req->out, "ERR wrong number of arguments for "
-                                                      "'client|info' command");
-                        return NET_CMD_DONE;
-                }
+                if (req->argc != 2)
+                        return client_arity(req, "info");
                 return client_info(req);
         }
-        if (net_arg_is(sub, "kill") && req->argc < 3) {
-                net_resp_add_errorf(req->out, "ERR wrong number of arguments for 'client|kill' "
-                                              "command");
-                return NET_CMD_DONE;
-        }
+        if (net_arg_is(sub, "kill") && req->argc < 3)
+                return client_arity(req, "kill");
         err = net_arg_is(sub, "kill") ? kill_parse(req, &f) : list_parse(req, &f);
         if (err) {
                 net_resp_add_errorf(req->out, "ERR %s", err);

@@ -274,7 +274,8 @@ int net_cmd_client(struct net_req *req)
         struct net_conn *c = req->conn;
         size_t n = req->argc;
 
-        if (net_arg_is(sub, "list") || net_arg_is(sub, "info") || net_arg_is(sub, "kill"))
+        if (net_arg_is(sub, "list") || net_arg_is(sub, "info") || net_arg_is(sub, "kill") ||
+            net_arg_is(sub, "no-evict"))
                 return net_cmd_client_intro(req);
         if (net_arg_is(sub, "id") && n == 2) {
                 net_resp_add_int(req->out, (int64_t)c->id);

@@ -54,6 +54,9 @@ static const struct cfg_def defs[] = {
           "periodic mode: how often the commit log is synced" },
         { "requirepass", CFG_STRING, RT | CFG_F_SECRET, OFF(requirepass), "", .help =
           "password clients must AUTH with (empty = none)" },
+        { "protected-mode", CFG_BOOL, RT, OFF(protected_mode), "yes", .help =
+          "while no password is set, refuse clients that do not connect from a loopback address "
+          "(-DENIED), as Redis does" },
         { "maxclients", CFG_UINT, RT, OFF(maxclients), "10000", 1, 1000000, .help =
           "connections accepted at most (all shards)" },
         { "max-key-bytes", CFG_SIZE, 0, OFF(max_key_bytes), "2048", 1, 32768, .help =
@@ -64,6 +67,8 @@ static const struct cfg_def defs[] = {
           "Prometheus metrics port (0 = off)" },
         { "log-level", CFG_ENUM, RT, OFF(log_level), "info", .words = level_words, .help =
           "error|warn|info|debug" },
+        { "logfile", CFG_STRING, 0, OFF(logfile), "", .help =
+          "append the log to this file (empty = stderr); SIGHUP reopens it, for log rotation" },
         { "idle-poll-us", CFG_UINT, 0, OFF(idle_poll_us), "50", 0, 1000000, .help =
           "how long an idle shard spins before it sleeps" },
         { "timeout", CFG_UINT, RT, OFF(timeout_s), "0", 0, 86400 * 365, .help =

@@ -64,10 +64,12 @@ struct scree_config {
         uint64_t sync;                  /* enum cfg_sync */
         uint64_t sync_period_ms;
         char *requirepass;              /* "" = none */
+        uint64_t protected_mode;        /* bool: refuse non-loopback clients while no password */
         uint64_t maxclients;
         uint64_t max_key_bytes, max_value_bytes;
         uint64_t metrics_port;          /* 0 = none */
         uint64_t log_level;             /* enum log_level */
+        char *logfile;                  /* "" = stderr; reopened on SIGHUP */
         uint64_t idle_poll_us;
         uint64_t timeout_s;             /* idle client timeout; 0 = never */
         int64_t slowlog_slower_than_us; /* SLOWLOG threshold; -1 = off */

@@ -401,12 +401,8 @@ const struct cfg_def cfg_redis_defs[] = {
         E("supervised", "no", supervised_words, NOOP_RO),
         { .name = "pidfile", .type = CFG_STRING, .flags = NOOP_RO, .dflt = "",
           .help = "scree writes no pid file (its data directory's LOCK holds its pid)" },
-        /* LEAD: drop logfile and protected-mode here once they are scree
-         * settings (the branches of issue 24 that add them). */
-        { .name = "logfile", .type = CFG_STRING, .flags = NOOP_RO, .dflt = "",
-          .help = "scree logs to standard error" },
         { .name = "syslog-enabled", .type = CFG_BOOL, .flags = NOOP_RO, .dflt = "no",
-          .help = "scree logs to standard error" },
+          .help = "scree logs to standard error or its logfile" },
         S("syslog-ident", "redis", NOOP_RO),
         S("syslog-facility", "local0", NOOP_RO),
         B("always-show-logo", "no", NOOP_RO),
@@ -435,7 +431,6 @@ const struct cfg_def cfg_redis_defs[] = {
         /* The network. */
         { .name = "databases", .type = CFG_INT, .flags = NOOP_RO | CFG_F_FIXED, .dflt = "1",
           .min = 1, .max = INT32_MAX, .help = "scree serves one database (SELECT 0)" },
-        B("protected-mode", "yes", NOOP),
         I("tcp-backlog", "511", 0, INT32_MAX, NOOP_RO),
         I("tcp-keepalive", "300", 0, INT32_MAX, NOOP),
         S("bind-source-addr", "", NOOP),

@@ -62,13 +62,15 @@ size_t net_conn_mem_bytes(const struct net_conn *c)
                net_resp_parser_mem_bytes(&c->parser) + c->mq_bytes;
 }
 
-/* The connection of sh holding the most, or NULL. */
+/* The connection of sh holding the most, or NULL; CLIENT NO-EVICT ones
+ * are never picked. */
 static struct net_conn *conn_biggest(struct net_shard *sh)
 {
         struct net_conn *best = NULL;
 
         for (struct net_conn *c = sh->conns; c; c = c->next)
-                if (!c->closing && c->mem_counted && (!best || c->mem_counted > best->mem_counted))
+                if (!c->closing && !c->no_evict && c->mem_counted &&
+                    (!best || c->mem_counted > best->mem_counted))
                         best = c;
         return best;
 }
@@ -336,7 +338,7 @@ void net_conn_req_done(struct net_conn *c, struct net_req *req)
         while ((h = c->q_head) && h->done) {
                 if (h->out != &c->out)
                         c->held_bytes -= net_resp_out_pending_bytes(&h->own);
-                if (h->out != &c->out && !c->closing)
+                if (h->out != &c->out && !c->closing && !h->mute)
                         net_out_move(&c->out, &h->own);
                 c->q_head = h->next;
                 if (!c->q_head)
@@ -348,19 +350,20 @@ void net_conn_req_done(struct net_conn *c, struct net_req *req)
 }
 
 /* Straight out if nothing is queued, else into a finished request of its
- * own. */
+ * own (always, when muted: dropped once it reaches the head). */
 struct net_resp_out *net_conn_reply_slot(struct net_conn *c, struct net_req **ret_req)
 {
         struct net_req *req;
 
         *ret_req = NULL;
-        if (!c->q_head)
+        if (!c->q_head && !c->mute)
                 return &c->out;
         req = net_req_new(c->sh, NULL, NULL, 0, c->proto);
         if (!req) {
                 conn_kill(c);
                 return NULL;
         }
+        req->mute = c->mute;
         conn_enqueue(c, req);
         req->out = &req->own;
         *ret_req = req;
@@ -469,8 +472,11 @@ static bool is_barrier(const struct net_cmd_def *d)
 void net_conn_start(struct net_conn *c, struct net_req *req)
 {
         req->start_ns = c->input_ns;
+        req->wire_bytes = c->cmd_wire_bytes;
+        req->mute = c->mute;
         conn_enqueue(c, req);
-        req->out = c->q_head == req && net_req_shard(req) == c->sh->id ? &c->out : &req->own;
+        req->out = c->q_head == req && !req->mute && net_req_shard(req) == c->sh->id ? &c->out :
+                                                                                       &req->own;
         req->err_mark = net_resp_out_errors(req->out);
         if (is_barrier(req->def))
                 c->barrier = req;       /* cleared when done: maybe inside the start */
@@ -512,12 +518,15 @@ static void conn_dispatch(struct net_conn *c, const struct net_cmd *cmd)
         struct net_req *req;
 
         c->sh->n_commands++;
+        c->mute = c->reply_off || c->reply_skip;        /* CLIENT REPLY OFF, SKIP */
+        c->reply_skip = false;
         d = conn_check(c, cmd);
         if (!d) {
                 net_multi_flag(c);
                 return;
         }
-        if (net_multi_dispatch(c, d, cmd->argv, cmd->argc))
+        if (net_client_reply_dispatch(c, d, cmd->argv, cmd->argc) ||
+            net_multi_dispatch(c, d, cmd->argv, cmd->argc))
                 return;
         req = net_req_new(c->sh, d, cmd->argv, cmd->argc, c->proto);
         if (!req) {
@@ -533,9 +542,11 @@ static void conn_input(struct net_conn *c)
         c->input_ns = time_now_ns();
         while (!c->closing && !c->eof && c->ipos < c->ilen && !conn_paused(c)) {
                 struct net_cmd cmd;
+                size_t held = net_resp_parser_buffered_bytes(&c->parser);
                 ssize_t n = net_resp_parse(&c->parser, c->ibuf + c->ipos, c->ilen - c->ipos, &cmd);
 
                 if (n < 0) {
+                        c->mute = c->reply_off || c->reply_skip;
                         if (n == -SCREE_EPROTO)
                                 CONN_ERRORF(c, "ERR %s", net_resp_parser_error(&c->parser));
                         c->ipos = c->ilen;
@@ -547,6 +558,7 @@ static void conn_input(struct net_conn *c)
                         break;
                 }
                 c->ipos += (size_t)n;
+                c->cmd_wire_bytes = held + (size_t)n;
                 conn_dispatch(c, &cmd);
         }
         c->in_input = false;
@@ -555,6 +567,13 @@ static void conn_input(struct net_conn *c)
 
 /* ---- life ---- */
 
+/*
+ * No argument can be longer than the longest key or value, so a bulk
+ * announced longer than both is refused from its header (Redis's
+ * "invalid bulk length", and the connection closed) instead of being
+ * read whole only to be refused by the command. A whole command (an
+ * MSET of several values) may hold more, up to max(64 MiB, 4 values).
+ */
 static struct net_resp_limits conn_limits(const struct net_server *srv)
 {
         struct net_resp_limits lim;
@@ -563,7 +582,8 @@ static struct net_resp_limits conn_limits(const struct net_server *srv)
         net_resp_limits_default(&lim);
         if (big < (64u << 20))
                 big = 64u << 20;
-        lim.max_bulk_bytes = big;
+        lim.max_bulk_bytes = srv->max_value_bytes > srv->max_key_bytes ? srv->max_value_bytes :
+                                                                          srv->max_key_bytes;
         lim.max_cmd_bytes = big;
         return lim;
 }
@@ -658,22 +678,83 @@ void net_conn_set_proto(struct net_conn *c, uint8_t proto)
 
 /* ---- introspection ---- */
 
-size_t net_conn_describe(const struct net_conn *c, uint64_t now_ms, char *buf)
+/* Redis's flag letters for what scree has, in Redis's order: x in MULTI,
+ * e CLIENT NO-EVICT; N for none. */
+static void conn_flags(const struct net_conn *c, char *buf)
 {
-        size_t out = net_resp_out_pending_bytes(&c->out) + c->held_bytes;
-        size_t qbuf = c->ilen - c->ipos;
+        char *p = buf;
+
+        if (c->in_multi)
+                *p++ = 'x';
+        if (c->no_evict)
+                *p++ = 'e';
+        if (p == buf)
+                *p++ = 'N';
+        *p = 0;
+}
+
+/* CLIENT LIST's memory figures of c (Redis's names). */
+struct conn_figures {
+        size_t qbuf, qbuf_free, argv_mem, obl, oll, omem, tot_mem;
+};
+
+/*
+ * The query buffer is what was received and not yet run: unparsed input,
+ * the parser's partial command, and the asker's own command. The output is
+ * c's buffer (obl: its oldest block; oll, omem: the blocks after it) and
+ * the replies of finished requests waiting behind the head (one list entry
+ * each). A request's reply is read only once it is done: until then
+ * another shard may be writing it. Arguments are written once, before a
+ * request starts, so they may be read wherever it runs.
+ */
+static void conn_figures(const struct net_conn *c, const struct net_req *asker,
+                         struct conn_figures *f)
+{
+        size_t more_mem = 0, n_queued = 0;
+
+        f->qbuf = c->ilen - c->ipos + net_resp_parser_buffered_bytes(&c->parser);
+        if (asker && asker->conn == c)
+                f->qbuf += asker->wire_bytes;
+        f->qbuf_free = f->qbuf < NET_CONN_RECV_BYTES ? NET_CONN_RECV_BYTES - f->qbuf : 0;
+        net_resp_out_shape(&c->out, &f->obl, &f->oll, &f->omem);
+        f->argv_mem = 0;
+        for (const struct net_req *h = c->q_head; h; h = h->next) {
+                n_queued++;
+                for (size_t i = 0; i < h->argc; i++)
+                        f->argv_mem += h->argv[i].len;
+                if (h->done && h->out != &c->out && net_resp_out_pending_bytes(&h->own)) {
+                        f->oll++;
+                        f->omem += net_resp_out_mem_bytes(&h->own);
+                }
+                if (h->done)
+                        more_mem += net_resp_out_mem_bytes(&h->own);
+        }
+        f->tot_mem = sizeof(*c) + NET_CONN_RECV_BYTES + net_resp_parser_mem_bytes(&c->parser) +
+                     net_resp_out_mem_bytes(&c->out) + c->mq_bytes + f->argv_mem + more_mem +
+                     n_queued * sizeof(struct net_req);
+}
+
+size_t net_conn_describe(const struct net_conn *c, const struct net_req *asker, uint64_t now_ms,
+                         char *buf)
+{
+        bool writing = net_resp_out_pending_bytes(&c->out) > 0;
+        struct conn_figures f;
+        char flags[8];
         int n;
 
+        conn_flags(c, flags);
+        conn_figures(c, asker, &f);
         n = snprintf(buf, NET_CONN_LINE_MAX,
-                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=N db=0 "
-                     "sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 "
-                     "multi-mem=%zu rbs=%u rbp=0 obl=0 oll=%u omem=%zu tot-mem=%zu events=r "
-                     "cmd=%s user=default redir=-1 resp=%u lib-name=%s lib-ver=%s\n",
+                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=0 "
+                     "sub=0 psub=0 ssub=0 multi=%lld qbuf=%zu qbuf-free=%zu argv-mem=%zu "
+                     "multi-mem=%zu rbs=%zu rbp=0 obl=%zu oll=%zu omem=%zu tot-mem=%zu "
+                     "events=%s cmd=%s user=default redir=-1 resp=%u lib-name=%s lib-ver=%s\n",
                      (unsigned long long)c->id, c->addr, c->laddr, c->fd, c->name ? c->name : "",
                      (unsigned long long)((now_ms - c->created_ms) / 1000),
-                     (unsigned long long)((now_ms - c->last_ms) / 1000), qbuf,
-                     NET_CONN_RECV_BYTES - qbuf, c->mq_bytes, NET_CONN_RECV_BYTES, c->n_queued, out,
-                     net_conn_mem_bytes(c) + NET_CONN_RECV_BYTES + sizeof(*c), c->last_cmd[0] ? c->last_cmd : "NULL",
+                     (unsigned long long)((now_ms - c->last_ms) / 1000), flags,
+                     c->in_multi ? (long long)c->n_mq : -1LL, f.qbuf, f.qbuf_free, f.argv_mem,
+                     c->mq_bytes, (size_t)NET_RESP_DEFAULT_CHUNK_BYTES, f.obl, f.oll, f.omem,
+                     f.tot_mem, writing ? "rw" : "r", c->last_cmd[0] ? c->last_cmd : "NULL",
                      c->proto, c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
         if (n < 0)
                 return 0;

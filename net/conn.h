@@ -21,7 +21,12 @@
  * behind the head, the parser's partial command, the MULTI queue -- into
  * its shard's total (no shared counter: each shard has the share
  * limit / shards of the whole). Past that share the shard closes the
- * connection holding the most, and counts it (INFO evicted_clients).
+ * connection holding the most, and counts it (INFO evicted_clients);
+ * a connection with CLIENT NO-EVICT on counts but is never the one closed.
+ *
+ * CLIENT REPLY OFF|SKIP: the reply of a muted command is still made (in
+ * its request's own buffer, so pipeline order holds) and dropped when it
+ * reaches the head instead of being sent.
  *
  * Closing (peer gone, QUIT, protocol error, server stop): no new command
  * is parsed; the connection is freed once no recv or send is in flight
@@ -75,6 +80,11 @@ struct net_conn {
         bool eof;                       /* the peer closed its side */
         bool closing;                   /* no more input; free when idle */
         bool in_input;                  /* inside the parse loop (no re-entry, no free) */
+        /* CLIENT REPLY (cmd_client.c): OFF, or SKIP for the next command;
+         * mute: the command being dispatched gets no reply */
+        bool reply_off, reply_skip, mute;
+        bool no_evict;                  /* CLIENT NO-EVICT on: never closed for maxmemory-clients */
+        size_t cmd_wire_bytes;          /* the command being dispatched, as received */
         char *name;                     /* CLIENT SETNAME; heap or NULL */
         char *lib_name, *lib_ver;       /* CLIENT SETINFO */
         uint64_t created_ms;
@@ -95,9 +105,15 @@ struct net_conn {
 
 #define NET_CONN_LINE_MAX 1024
 
-/* Writes c's CLIENT LIST line (with its '\n') into buf (NET_CONN_LINE_MAX
- * bytes) and returns its length. Shard-local. */
-size_t net_conn_describe(const struct net_conn *c, uint64_t now_ms, char *buf);
+/*
+ * Writes c's CLIENT LIST line (with its '\n') into buf (NET_CONN_LINE_MAX
+ * bytes) and returns its length: Redis 7.0's fields in its order. asker
+ * (borrowed; may be NULL) is the request of the CLIENT LIST or INFO: when
+ * it is c's own, qbuf counts its bytes, as Redis's query buffer still holds
+ * the command it runs. Shard-local.
+ */
+size_t net_conn_describe(const struct net_conn *c, const struct net_req *asker, uint64_t now_ms,
+                         char *buf);
 
 /* Closes every connection of sh idle for timeout_ms or more with no
  * request in flight (--timeout). Returns how many. Shard-local. */

@@ -5,9 +5,9 @@
  * checked, then listening sockets and shard directories: server.h),
  * starts one shard per CPU (or --smp N), each opening its engine shard
  * and serving the connections it accepts (server.h), and waits for
- * SIGINT/SIGTERM. Stopping closes every connection once its commands are
- * back, then closes every engine shard, so every acknowledged write is on
- * disk. If a shard's engine cannot open (a corrupt file, a directory made
+ * SIGINT/SIGTERM (SIGHUP reopens the log file: logfile, base/log.h).
+ * Stopping closes every connection once its commands are back, then
+ * closes every engine shard, so every acknowledged write is on disk. If a shard's engine cannot open (a corrupt file, a directory made
  * with another --smp) or io_uring cannot be set up, it exits with status 1
  * and a line naming the cause, having undone what the start made in the
  * data directory (net_server_undo).
@@ -15,13 +15,16 @@
  * Threads: the main thread parses, starts the shard group, then waits for
  * signals and drives the shutdown through foreign requests.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <scree/scree_errors.h>
 
@@ -87,8 +90,28 @@ static int engines_state(struct net_server *srv)
         return ready;
 }
 
-/* Waits for a stop signal or a failed engine. Returns 0 on a signal, 1
- * when an engine failed to open (the start is refused). */
+/* SIGHUP: a log rotator renamed the log file; start a new one under the
+ * configured name (the last line of the old file says so). */
+static void reopen_log(const char *path)
+{
+        int r;
+
+        if (!path[0]) {
+                log_info("received SIGHUP: the log goes to stderr, no log file to reopen");
+                return;
+        }
+        log_info("received SIGHUP, reopening the log file %s", path);
+        r = log_file_open(path);
+        if (r < 0)
+                log_error("cannot reopen the log file %s: %s; logging on to the file open so far",
+                          path, strerror(-r));
+        else
+                log_info("received SIGHUP, reopened the log file %s", path);
+}
+
+/* Waits for a stop signal or a failed engine, reopening the log on
+ * SIGHUP. Returns 0 on a stop signal, 1 when an engine failed to open
+ * (the start is refused). */
 static int serve(const sigset_t *set, struct net_server *srv)
 {
         uint64_t started = time_now_ns();
@@ -106,11 +129,52 @@ static int serve(const sigset_t *set, struct net_server *srv)
                                  (double)(time_now_ns() - started) / 1e6);
                 }
                 sig = sigtimedwait(set, NULL, &ts);
-                if (sig > 0) {
+                if (sig == SIGHUP) {
+                        reopen_log(srv->cfg->logfile);
+                } else if (sig > 0) {
                         log_info("received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
                         return 0;
                 }
         }
+}
+
+/* Whether the address text a (IPv4 or IPv6) is a loopback one. */
+static bool addr_is_loopback(const char *a)
+{
+        struct sockaddr_storage ss;
+        struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+
+        memset(&ss, 0, sizeof(ss));
+        if (inet_pton(AF_INET, a, &a4->sin_addr) == 1)
+                ss.ss_family = AF_INET;
+        else if (inet_pton(AF_INET6, a, &a6->sin6_addr) == 1)
+                ss.ss_family = AF_INET6;
+        return net_addr_is_loopback(&ss);
+}
+
+/* One warning at start when an address listened on is not a loopback one
+ * and no password is set: either protected mode refuses the other hosts,
+ * or (protected-mode no) every host that reaches the port has the data. */
+static void warn_exposure(const struct net_server *srv)
+{
+        const struct scree_config *cfg = srv->cfg;
+        const char *open = NULL;
+
+        for (unsigned i = 0; i < srv->n_binds && !open; i++)
+                if (!srv->binds[i].skipped && !addr_is_loopback(srv->binds[i].addr))
+                        open = srv->binds[i].addr;
+        if (!open || cfg->requirepass[0])
+                return;
+        if (cfg->protected_mode)
+                log_warn("listening on %s with no password: protected mode is on, so only clients "
+                         "connecting from a loopback address are served, others get -DENIED and "
+                         "are closed (set requirepass, or protected-mode no to serve every host "
+                         "without a password)", open);
+        else
+                log_warn("listening on %s with no password and protected-mode no: any host that "
+                         "can reach port %llu can read, change and delete every key (set "
+                         "requirepass)", open, (unsigned long long)cfg->port);
 }
 
 static int shut_down(struct net_server *srv)
@@ -195,11 +259,17 @@ int main(int argc, char **argv)
         rc = parse(argc, argv, &cfg);
         if (rc)
                 goto out;
-        /* Block the stop signals before any shard thread exists, so that they
-         * inherit the mask and only the main thread takes them. */
+        if (cfg.logfile[0] && (r = log_file_open(cfg.logfile)) < 0) {
+                log_error("cannot open the log file %s: %s", cfg.logfile, strerror(-r));
+                rc = 1;
+                goto out;
+        }
+        /* Block the stop signals and SIGHUP before any shard thread exists,
+         * so that they inherit the mask and only the main thread takes them. */
         sigemptyset(&set);
         sigaddset(&set, SIGINT);
         sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGHUP);
         pthread_sigmask(SIG_BLOCK, &set, NULL);
         n = cfg.smp ? (unsigned)cfg.smp : cpu_count();
         r = net_server_new(&cfg, n, &srv, err, sizeof(err));
@@ -224,6 +294,7 @@ int main(int argc, char **argv)
         log_info("scree %s: %u shard(s), listening on %s, data in %s, commit log sync %s",
                  SCREE_VERSION, n, listen_addrs(srv, addrs, sizeof(addrs)), cfg.dir,
                  cfg.sync == CFG_SYNC_PERIODIC ? "periodic" : "batch");
+        warn_exposure(srv);
         refused = serve(&set, srv) != 0;
         rc = refused ? 1 : 0;
         if (shut_down(srv) && rc == 0)

@@ -102,6 +102,32 @@ size_t net_resp_out_mem_bytes(const struct net_resp_out *o)
         return o->mem_bytes;
 }
 
+void net_resp_out_shape(const struct net_resp_out *o, size_t *ret_head_bytes,
+                        size_t *ret_more_blocks, size_t *ret_more_mem_bytes)
+{
+        const struct net_out_node *n = o->head;
+        const struct net_out_block *last;
+        size_t more = 0, mem = 0;
+
+        while (n && n->len == 0 && !n->open)
+                n = n->next;
+        *ret_head_bytes = n ? n->len : 0;
+        last = n ? n->blk : NULL;
+        for (n = n ? n->next : NULL; n; n = n->next) {
+                if (n->len == 0 && !n->open)
+                        continue;
+                /* a block split by a deferred header counts once */
+                if (n->blk && n->blk != last) {
+                        more++;
+                        mem += sizeof(*n->blk) + n->blk->cap;
+                }
+                mem += sizeof(*n);
+                last = n->blk ? n->blk : last;
+        }
+        *ret_more_blocks = more;
+        *ret_more_mem_bytes = mem;
+}
+
 bool net_resp_out_failed(const struct net_resp_out *o)
 {
         return o->failed;

@@ -125,6 +125,17 @@ size_t net_resp_out_pending_bytes(const struct net_resp_out *o);
 /* Heap bytes held (blocks and nodes, recycled ones included). Shard-local. */
 size_t net_resp_out_mem_bytes(const struct net_resp_out *o);
 
+/*
+ * The unsent bytes of o as Redis's CLIENT LIST describes a client's output
+ * (a fixed reply buffer, then a list of further buffers): *ret_head_bytes
+ * unsent in the oldest block that holds any (obl), *ret_more_blocks the
+ * blocks after it that hold unsent bytes (oll), and *ret_more_mem_bytes
+ * what those take (omem). All 0 when nothing is pending. Walks the chain:
+ * for introspection, not the request path. Shard-local.
+ */
+void net_resp_out_shape(const struct net_resp_out *o, size_t *ret_head_bytes,
+                        size_t *ret_more_blocks, size_t *ret_more_mem_bytes);
+
 /* True once an allocation failed: the stream is broken, close the connection. Shard-local. */
 bool net_resp_out_failed(const struct net_resp_out *o);
 

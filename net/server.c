@@ -460,12 +460,72 @@ static void shard_tick(struct rx_loop *loop, struct rx_timer *t)
                 rx_timer_arm_after(loop, &sh->tick, NS_PER_SEC);
 }
 
+/* Redis's protected-mode refusal, with scree's steps where Redis's name
+ * its own (CONFIG REWRITE, the password of an ACL user). */
+static const char denied[] =
+        "-DENIED Redis is running in protected mode because protected mode is enabled and no "
+        "password is set for the default user. In this mode connections are only accepted from "
+        "the loopback interface. If you want to connect from external computers to Redis you "
+        "may adopt one of the following solutions: 1) Just disable protected mode sending the "
+        "command 'CONFIG SET protected-mode no' from the loopback interface by connecting to "
+        "Redis from the same host the server is running, however MAKE SURE Redis is not "
+        "publicly accessible from internet if you do so. Add 'protected-mode no' to the "
+        "configuration file to make this change permanent. 2) Alternatively you can just "
+        "disable the protected mode by editing the configuration file, and setting the "
+        "protected mode option to 'no', and then restarting the server. 3) If you started the "
+        "server manually just for testing, restart it with the '--protected-mode no' option. "
+        "4) Set up an authentication password for the default user with 'requirepass' "
+        "('--requirepass' or 'CONFIG SET requirepass'). NOTE: You only need to do one of the "
+        "above things in order for the server to start accepting connections from the "
+        "outside.\r\n";
+
+bool net_addr_is_loopback(const struct sockaddr_storage *ss)
+{
+        static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+        if (ss->ss_family == AF_INET) {
+                const struct sockaddr_in *a = (const void *)ss;
+
+                return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+        }
+        if (ss->ss_family == AF_INET6) {
+                const struct sockaddr_in6 *a = (const void *)ss;
+                const uint8_t *b = a->sin6_addr.s6_addr;
+
+                return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) ||
+                       (!memcmp(b, v4mapped, sizeof(v4mapped)) && b[12] == 127);
+        }
+        return ss->ss_family == AF_UNIX;
+}
+
+/* Protected mode (Redis's): while no password is set, only clients on a
+ * loopback address are served; any other gets -DENIED and is closed. */
+static bool client_protected_out(struct net_shard *sh, int fd)
+{
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+
+        if (!sh->cfg.protected_mode || sh->cfg.requirepass[0])
+                return false;
+        memset(&ss, 0, sizeof(ss));
+        if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0 || net_addr_is_loopback(&ss))
+                return false;   /* a peer already gone fails its first recv */
+        /* A fresh socket's send buffer takes the ~1 KiB at once. */
+        (void)!send(fd, denied, sizeof(denied) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        return true;
+}
+
 static bool client_admit(struct net_shard *sh, int fd)
 {
         static const char full[] = "-ERR max number of clients reached\r\n";
         struct net_server *srv = sh->srv;
         uint64_t max = sh->cfg.maxclients, n;
 
+        if (client_protected_out(sh, fd)) {
+                atomic_fetch_add_explicit(&srv->rejected_connections, 1, memory_order_relaxed);
+                close(fd);
+                return false;
+        }
         n = atomic_fetch_add_explicit(&srv->clients, 1, memory_order_relaxed);
         if (n < max)
                 return true;

@@ -50,6 +50,7 @@ struct net_metrics_http;
 struct net_slowlog;
 struct rx_loop;
 struct rx_smp;
+struct sockaddr_storage;
 
 enum net_shard_state {
         NET_SHARD_LOADING = 0,          /* engine opening (replaying its log) */
@@ -211,6 +212,10 @@ static inline bool net_shard_is_loading(struct net_shard *sh)
                 sh->all_ready = atomic_load(&sh->srv->shards_ready) == sh->srv->n_shards;
         return !sh->all_ready;
 }
+
+/* Whether a peer's address is a loopback one (127.0.0.0/8, ::1, their
+ * IPv4-mapped form, a Unix socket): protected mode serves only those. Pure. */
+bool net_addr_is_loopback(const struct sockaddr_storage *ss);
 
 /* Which shard owns key. Any thread. */
 unsigned net_server_owner(const struct net_server *srv, const void *key, size_t len);

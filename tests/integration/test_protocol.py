@@ -124,6 +124,28 @@ def test_malformed_request_closes_only_that_connection(server):
     assert other.get("k") == b"v"
 
 
+def test_a_bulk_longer_than_any_value_is_refused_from_its_header():
+    # Only the header is sent: the error and the close must come without
+    # the body (the server used to wait for up to 64 MiB of it first).
+    s = Server(args=["--max-value-bytes", "1000", "--max-key-bytes", "16"]).start()
+    for header in (b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1001\r\n",
+                   b"*2\r\n$3\r\nset\r\n$999999999\r\n"):
+        c = s.raw()
+        c.send(header)
+        assert c.reply() == (b"-", b"ERR Protocol error: invalid bulk length")
+        assert c.is_closed()
+        c.close()
+    c = s.raw()
+    c.send(b"*1048577\r\n")
+    assert c.reply() == (b"-", b"ERR Protocol error: invalid multibulk length")
+    assert c.is_closed()
+    c.close()
+    c = s.raw()
+    c.cmd("SET", "k", b"v" * 1000)     # at the limit: read and run
+    assert c.reply() == (b"+", b"OK")
+    c.close()
+
+
 def test_unknown_command_then_more_on_the_same_connection(server):
     c = server.raw()
     c.send(b"*2\r\n$4\r\nNOPE\r\n$1\r\nx\r\nPING\r\n")

@@ -47,6 +47,7 @@ Test(resp_limits, small_limits_at_below_and_above)
         expect(&small, "*1\r\n$9\r\n123456789\r\n", "[123456789]\n");
         expect(&small, "*1\r\n$10\r\n1234567890\r\n", "[1234567890]\n");
         expect(&small, "*1\r\n$11\r\n12345678901\r\n", "!Protocol error: invalid bulk length");
+        expect(&small, "*1\r\n$11\r\n", "!Protocol error: invalid bulk length"); /* no body */
         expect(&small, "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n", "[a][b][c]\n");
         expect(&small, "*4\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n", "[a][b][c][d]\n");
         expect(&small, "*5\r\n", "!Protocol error: invalid multibulk length");

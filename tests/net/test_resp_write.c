@@ -289,6 +289,35 @@ Test(resp_write, big_bulk_gets_its_own_block_and_is_freed_when_sent)
         net_resp_out_fini(&o);
 }
 
+/* CLIENT LIST's obl/oll/omem: the oldest block's unsent bytes, then the
+ * blocks after it and their memory. */
+Test(resp_write, shape_is_the_oldest_block_and_the_rest)
+{
+        size_t vlen = 1 << 20, head, more, mem;
+        char *val = malloc(vlen);
+        struct net_resp_out o;
+
+        memset(val, 'q', vlen);
+        net_resp_out_init(&o, 0);
+        net_resp_out_shape(&o, &head, &more, &mem);
+        cr_expect(eq(sz, head + more + mem, 0));
+        net_resp_add_simple(&o, "OK", 2);
+        net_resp_out_shape(&o, &head, &more, &mem);
+        cr_expect(eq(sz, head, 5));
+        cr_expect(eq(sz, more + mem, 0));
+        net_resp_add_bulk(&o, val, vlen);       /* fills the block, the rest in its own */
+        net_resp_add_int(&o, 1);                /* and a third */
+        net_resp_out_shape(&o, &head, &more, &mem);
+        cr_expect(eq(sz, head, NET_RESP_DEFAULT_CHUNK_BYTES));
+        cr_expect(eq(sz, more, 2));
+        cr_expect(ge(sz, mem, vlen + 5 + 10 + 2 - NET_RESP_DEFAULT_CHUNK_BYTES));
+        net_resp_out_consume(&o, net_resp_out_pending_bytes(&o));
+        net_resp_out_shape(&o, &head, &more, &mem);
+        cr_expect(eq(sz, head + more + mem, 0));
+        free(val);
+        net_resp_out_fini(&o);
+}
+
 /* A connection that keeps up reuses one block: memory stays flat. */
 Test(resp_write, drained_output_reuses_its_block)
 {
