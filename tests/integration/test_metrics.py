@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from server_util import Server, free_port
+from server_util import WAIT_S, Server, free_port
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
@@ -27,7 +27,7 @@ def msrv():
 
 
 def fetch(s, path="/metrics"):
-    with urllib.request.urlopen(f"http://127.0.0.1:{s.mport}{path}", timeout=10) as resp:
+    with urllib.request.urlopen(f"http://127.0.0.1:{s.mport}{path}", timeout=WAIT_S) as resp:
         assert resp.status == 200
         assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
         return resp.read().decode()
@@ -131,7 +131,7 @@ def test_metrics_text_counts_commands_and_reports_every_shard(msrv):
     assert sum(by_shard(samples, "scree_cross_shard_messages_total").values()) > 0
 
 
-def raw(s, data, timeout=10):
+def raw(s, data, timeout=WAIT_S):
     """Sends data and returns what comes back until the server closes."""
     with socket.create_connection(("127.0.0.1", s.mport), timeout=timeout) as c:
         try:
