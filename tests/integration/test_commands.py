@@ -198,7 +198,8 @@ def test_limits_on_keys_and_values(server):
         assert err(c.mset, {"a": "1", "b": "v" * 101}) == "value too long (max 100 bytes)"
         assert c.get("a") is None, "MSET refused as a whole"
         c.set("ap", "v" * 90)
-        assert err(c.append, "ap", "w" * 11) == "value too long (max 100 bytes)"
+        assert err(c.append, "ap", "w" * 11) == \
+            "string exceeds maximum allowed size (proto-max-bulk-len)"
         assert c.strlen("ap") == 90
         assert c.ping()
     finally:
