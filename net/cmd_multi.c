@@ -145,6 +145,11 @@ static void multi_queue(struct net_conn *c, const struct net_cmd_def *d, const s
         struct net_req *r;
         struct net_resp_out *o;
 
+        if (d->flags & NET_CMD_NOMULTI) {       /* Redis's words: the suite matches them */
+                c->multi_dirty = true;
+                reply_simple(c, "-ERR Command not allowed inside a transaction");
+                return;
+        }
         if (!allowed_in_multi(d)) {
                 c->multi_dirty = true;
                 o = net_conn_reply_slot(c, &r);

@@ -5,7 +5,7 @@
  * checked, then listening sockets and shard directories: server.h),
  * starts one shard per CPU (or --smp N), each opening its engine shard
  * and serving the connections it accepts (server.h), and waits for
- * SIGINT/SIGTERM. Stopping closes every connection once its commands are
+ * SIGINT/SIGTERM or a client's SHUTDOWN (cmd_shutdown.c). Stopping closes every connection once its commands are
  * back, then closes every engine shard, so every acknowledged write is on
  * disk. If a shard's engine cannot open (a corrupt file, a directory made
  * with another --smp) or io_uring cannot be set up, it exits with status 1
@@ -87,7 +87,8 @@ static int engines_state(struct net_server *srv)
         return ready;
 }
 
-/* Waits for a stop signal or a failed engine. Returns 0 on a signal, 1
+/* Waits for a stop signal, a SHUTDOWN (srv->shutdown_asked, polled with
+ * the signals) or a failed engine. Returns 0 on a signal or SHUTDOWN, 1
  * when an engine failed to open (the start is refused). */
 static int serve(const sigset_t *set, struct net_server *srv)
 {
@@ -108,6 +109,10 @@ static int serve(const sigset_t *set, struct net_server *srv)
                 sig = sigtimedwait(set, NULL, &ts);
                 if (sig > 0) {
                         log_info("received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+                        return 0;
+                }
+                if (atomic_load(&srv->shutdown_asked)) {
+                        log_info("SHUTDOWN received, shutting down");
                         return 0;
                 }
         }
