@@ -10,10 +10,10 @@
  * +QUEUED. Every other command is allowed, as in Redis: keyed ones,
  * global ones (FLUSHALL, DBSIZE, KEYS, SCAN...: they lock every shard's
  * table, txn.h) and those of the server or the connection (CONFIG, INFO,
- * CLIENT...: they run on the connection's shard with req->conn set). A queue is bounded by
- * multi-max-commands and multi-max-bytes (the requests' memory): the
- * command past either gets an error, the queue is dropped at once and
- * EXEC aborts, as for any error while queuing. EXEC takes the queued
+ * CLIENT...: they run on the connection's shard with req->conn set). A
+ * queue is bounded by multi-max-commands and multi-max-bytes (the
+ * requests' memory): the command past either gets an error, the queue is
+ * dropped at once and EXEC aborts, as for any error while queuing. EXEC takes the queued
  * requests and the WATCHed keys into one request and starts it.
  *
  * EXEC (on the origin): locks the keys of every queued command (WRITE for
@@ -443,7 +443,7 @@ static bool window_take(struct exec_window *w, const struct net_req *c)
                 w->n_cmds = EXEC_WINDOW_CMDS;   /* keyless: alone in its window */
                 return true;
         }
-        step = nk ? (size_t)d->step : 1;
+        step = (size_t)d->step;
         for (size_t i = 0, a = (size_t)d->first_key; w->n_cmds && i < nk; i++, a += step)
                 if (window_find(w, net_intent_fp(c->argv[a].ptr, c->argv[a].len), &slot))
                         return false;
