@@ -133,6 +133,11 @@ size_t eng_block_cache_pool_bytes(const struct eng_block_cache *c)
                2 * ARENA_HUGE_BYTES;
 }
 
+size_t eng_block_cache_capacity(const struct eng_block_cache *c)
+{
+        return c->capacity;
+}
+
 void eng_block_cache_use_pool(struct eng_block_cache *c, struct arena_pool *pool)
 {
         SCREE_ASSERT(c->pages.pages_out == 0 && c->pages.n_blocks == 0);

@@ -87,6 +87,8 @@ void eng_block_cache_free_data(struct eng_block_cache *c, uint8_t *data, uint32_
  * eighth, rounded up to huge blocks, and two more (what readers pin and
  * reads in flight run over); the shard sizes its pool with it. */
 size_t eng_block_cache_pool_bytes(const struct eng_block_cache *c);
+/* The capacity in bytes (what eng_block_cache_new made it). */
+size_t eng_block_cache_capacity(const struct eng_block_cache *c);
 /* Single pages of block data now out of the pool's huge blocks, and the
  * single pages ever taken from malloc because the slab was full. */
 void eng_block_cache_page_stats(const struct eng_block_cache *c, uint64_t *huge_pages,

@@ -97,11 +97,13 @@ struct eng_shard_opts {
          * "the salvage option". Borrowed for the open. */
         const char *salvage_hint;
         bool no_compaction;             /* tests and benchmarks */
-        /* Fault the memtable budget's memory in as soon as the shard is
-         * open, in the background (io-wq), and keep it: no write then waits
-         * for fresh memory, which costs milliseconds a 2 MiB block on a VM.
-         * Costs the budget in resident memory from the start. Without it,
-         * memtable memory is still kept for reuse once touched. */
+        /* Fault the memtable budget's and the block cache's memory in as
+         * soon as the shard is open, in the background (io-wq), and keep
+         * it: no write then waits for fresh memory, which costs
+         * milliseconds a 2 MiB block on a VM. Costs at most memtable_budget
+         * + cache_bytes (whole 2 MiB blocks, rounded down) in resident
+         * memory from the start. Without it, memtable memory is still kept
+         * for reuse once touched. */
         bool prefault_memtables;
 };
 

@@ -146,6 +146,11 @@ struct eng_shard {
         struct arena_pool *pool;
         struct shard_prefault prefault[SHARD_PREFAULT_SLOTS];
         uint32_t prefaulting;           /* populates in flight */
+        /* Ready blocks prefaulting fills the pool to: the memtable budget
+         * and the block cache's capacity in whole blocks, rounded down, so
+         * that what a shard faults in ahead stays within its share of the
+         * embedder's memory (the pool may hold more once blocks were used). */
+        uint32_t prefault_cap;
         bool pool_on;                   /* open: refills may start */
         bool populate_unsupported;      /* the kernel has no MADV_POPULATE_WRITE */
         bool prefault_logged;           /* the log says prefaulting ended */

@@ -20,7 +20,11 @@
  *   kernel runs on an io-wq worker, SHARD_PREFAULT_SLOTS at a time. Later
  *   it tops the pool up again only while the blocks in use and ready are
  *   fewer than that (a populate competes for a CPU with the shard, so it
- *   must not run in steady state).
+ *   must not run in steady state). "That" is memtable_budget + cache_bytes
+ *   in whole blocks, rounded down (s->prefault_cap), not the pool's cap:
+ *   the cap also counts a partly used block per tablet and the cache's
+ *   overrun, headroom that faulted in ahead made a small server's
+ *   resident memory pass its --memory (97 MiB for 64 MiB on 2 shards).
  *
  * Each populate in flight is a background job (s->busy), so close waits
  * for it; none starts before the shard is open or once it is closing. A
@@ -90,9 +94,10 @@ uint32_t shard_prefault_pending(const struct eng_shard *s)
 {
         const struct arena_pool *pool = s->pool;
 
-        if (!s->o.prefault_memtables || s->populate_unsupported || pool->n + pool->out >= pool->cap)
+        if (!s->o.prefault_memtables || s->populate_unsupported ||
+            pool->n + pool->out >= s->prefault_cap)
                 return 0;
-        return pool->cap - pool->n - pool->out;
+        return s->prefault_cap - pool->n - pool->out;
 }
 
 /* Runs whenever a memtable takes a block, and after each populate. */
@@ -103,14 +108,15 @@ static void refill(struct arena_pool *pool, void *ctx)
         if (!s->pool_on || s->closing || s->populate_unsupported || !s->o.prefault_memtables)
                 return;
         for (unsigned i = 0; i < SHARD_PREFAULT_SLOTS; i++) {
-                if (pool->n + pool->out + s->prefaulting >= pool->cap)
+                if (pool->n + pool->out + s->prefaulting >= s->prefault_cap)
                         break;
                 if (!s->prefault[i].block && !prefault_one(s, &s->prefault[i]))
                         break;
         }
         if (!s->prefault_logged && !s->prefaulting && !shard_prefault_pending(s)) {
                 s->prefault_logged = true;
-                log_info("%zu MiB of memtable and cache memory faulted in (%.2f s)", (size_t)pool->cap * (ARENA_HUGE_BYTES >> 20),
+                log_info("%zu MiB of memtable and cache memory faulted in (%.2f s)",
+                         (size_t)s->prefault_cap * (ARENA_HUGE_BYTES >> 20),
                          (double)(time_now_ns() - s->prefault_start_ns) / 1e9);
         }
 }
@@ -121,6 +127,10 @@ int shard_pool_init(struct eng_shard *s)
          * the block cache's pages (eng_block_cache_use_pool). */
         size_t cap = s->o.memtable_budget / ARENA_HUGE_BYTES + s->n_tablets +
                      eng_block_cache_pool_bytes(s->cache) / ARENA_HUGE_BYTES;
+        size_t ahead = (s->o.memtable_budget + eng_block_cache_capacity(s->cache)) /
+                       ARENA_HUGE_BYTES;
+
+        s->prefault_cap = (uint32_t)(ahead < cap ? ahead : cap);
 
         /* Address space for twice that; past it, blocks come from malloc. */
         s->pool = arena_pool_new((unsigned)cap, 2 * cap * ARENA_HUGE_BYTES);

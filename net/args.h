@@ -18,6 +18,9 @@
 
 #define NET_ERR_NOT_INT "value is not an integer or out of range"
 #define NET_ERR_SYNTAX "syntax error"
+/* APPEND or SETRANGE whose result would pass --max-value-bytes (Redis names
+ * its own limit, proto-max-bulk-len, which --max-value-bytes stands for). */
+#define NET_ERR_STRING_MAX "string exceeds maximum allowed size (proto-max-bulk-len)"
 
 /* Parses a strict decimal int64. Returns 0 and *ret, or -EINVAL. */
 int net_arg_i64(const struct net_arg *a, int64_t *ret);

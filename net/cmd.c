@@ -31,6 +31,7 @@
 #define LC NET_CMD_LOCAL
 #define NE NET_CMD_NOENGINE
 #define TX NET_CMD_TXN
+#define NM NET_CMD_NOMULTI
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const config_sub[] = { "get", "set", "resetstat", NULL };
@@ -97,6 +98,7 @@ static const struct net_cmd_def table[] = {
         { "time", 1, LD | LC | NE, 0, 0, 0, net_cmd_time, NULL },
         { "info", -1, LD | LC | NE, 0, 0, 0, net_cmd_info, NULL },
         { "slowlog", -2, LD | LC | NE, 0, 0, 0, net_cmd_slowlog, slowlog_sub },
+        { "shutdown", -1, LD | LC | NE | NM, 0, 0, 0, net_cmd_shutdown, NULL },
         { "multi", 1, LD | LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
         { "exec", 1, LC | TX, 0, 0, 0, net_cmd_exec, NULL },
         { "discard", 1, LD | LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },

@@ -57,6 +57,7 @@ enum net_cmd_flag {
         NET_CMD_LOCAL = 1u << 4,        /* runs on the origin: keyless, fan-out, connection state */
         NET_CMD_NOENGINE = 1u << 5,     /* never touches the engine */
         NET_CMD_TXN = 1u << 6,          /* MULTI/EXEC/DISCARD/WATCH/UNWATCH: see cmd_multi.c */
+        NET_CMD_NOMULTI = 1u << 7,      /* refused inside MULTI (Redis's no-multi: SHUTDOWN) */
 };
 
 enum net_cmd_res {
@@ -248,6 +249,8 @@ int net_cmd_shard_info(struct net_req *req);
 int net_cmd_latency(struct net_req *req);              /* cmd_latency.c */
 int net_cmd_memory(struct net_req *req);               /* cmd_memory.c */
 int net_cmd_object(struct net_req *req);
+
+int net_cmd_shutdown(struct net_req *req);             /* cmd_shutdown.c */
 
 int net_cmd_multi(struct net_req *req);
 int net_cmd_exec(struct net_req *req);

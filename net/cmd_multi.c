@@ -5,16 +5,21 @@
  *
  * Dispatch time (on the connection, in pipeline order): MULTI starts
  * queuing; each later command is checked (unknown, arity, auth, key size,
- * not allowed in a transaction: an error reply that makes EXEC abort) and
- * kept as an unstarted request, answered +QUEUED. A queue is bounded by
- * multi-max-commands and multi-max-bytes (the requests' memory): the
- * command past either gets an error, the queue is dropped at once and
- * EXEC aborts, as for any error while queuing. EXEC takes the queued
+ * not allowed in a transaction -- NET_CMD_NOMULTI, as SHUTDOWN: an error
+ * reply that makes EXEC abort) and kept as an unstarted request, answered
+ * +QUEUED. Every other command is allowed, as in Redis: keyed ones,
+ * global ones (FLUSHALL, DBSIZE, KEYS, SCAN...: they lock every shard's
+ * table, txn.h) and those of the server or the connection (CONFIG, INFO,
+ * CLIENT...: they run on the connection's shard with req->conn set). A
+ * queue is bounded by multi-max-commands and multi-max-bytes (the
+ * requests' memory): the command past either gets an error, the queue is
+ * dropped at once and EXEC aborts, as for any error while queuing. EXEC takes the queued
  * requests and the WATCHed keys into one request and starts it.
  *
  * EXEC (on the origin): locks the keys of every queued command (WRITE for
- * a writing command, READ otherwise) and every watched key (READ) through
- * one lock set (txn.h); under the locks checks each watched key's version
+ * a writing command, READ otherwise; every shard's whole table for a
+ * global command) and every watched key (READ) through one lock set
+ * (txn.h); under the locks checks each watched key's version
  * (a changed one: a null array, nothing runs); then runs the commands as
  * its children, each on its key's shard, in windows of commands on
  * distinct keys (below: a command starts once every earlier one on its
@@ -37,10 +42,6 @@
 
 #define WATCH_EXISTS 1u
 #define WATCH_FAILED 2u
-
-/* Keyless commands allowed inside MULTI: the others are global (FLUSHALL,
- * DBSIZE: not isolated yet) or touch the connection. */
-static const char *const multi_keyless_ok[] = { "ping", "echo", "time", "select", NULL };
 
 void net_watch_free(struct net_watch *w, uint32_t n)
 {
@@ -91,16 +92,6 @@ static void multi_reset(struct net_conn *c)
         c->n_watch = c->cap_watch = 0;
 }
 
-static bool allowed_in_multi(const struct net_cmd_def *d)
-{
-        if (!(d->flags & NET_CMD_LOCAL) || d->first_key > 0 || (d->flags & NET_CMD_TXN))
-                return true;
-        for (size_t i = 0; multi_keyless_ok[i]; i++)
-                if (strcmp(d->name, multi_keyless_ok[i]) == 0)
-                        return true;
-        return false;
-}
-
 /* What queuing argv costs: the request (net_req_new) and its arguments. */
 static size_t queued_bytes(const struct net_arg *argv, size_t argc)
 {
@@ -142,16 +133,10 @@ static void multi_queue(struct net_conn *c, const struct net_cmd_def *d, const s
 {
         size_t bytes = queued_bytes(argv, argc);
         struct net_req *q;
-        struct net_req *r;
-        struct net_resp_out *o;
 
-        if (!allowed_in_multi(d)) {
+        if (d->flags & NET_CMD_NOMULTI) {       /* Redis's words: the suite matches them */
                 c->multi_dirty = true;
-                o = net_conn_reply_slot(c, &r);
-                if (o) {
-                        net_resp_add_errorf(o, "ERR '%s' inside MULTI is not supported", d->name);
-                        net_conn_reply_end(c, r);
-                }
+                reply_simple(c, "-ERR Command not allowed inside a transaction");
                 return;
         }
         if (c->multi_dirty) {
@@ -194,6 +179,7 @@ static void multi_exec(struct net_conn *c, const struct net_cmd_def *d, const st
         for (struct net_req *q = c->mq_head, *next; q; q = next) {
                 next = q->next;
                 q->next = NULL;
+                q->conn = c;            /* CLIENT, HELLO...: runs here, c outlives EXEC */
                 q->parent = req;
                 q->out = &q->own;
                 req->children[i++] = q;
@@ -367,7 +353,9 @@ static void exec_reply(struct net_req *req)
  * of them took 130 s, one at a time). Commands on different keys are
  * independent: nobody else sees the keys until EXEC releases its locks.
  * A key seen twice cuts the window, so N commands on one key still run
- * one at a time.
+ * one at a time. A command without keys runs alone: a global one
+ * (FLUSHALL, DBSIZE...) touches every key, and one of the server (CONFIG
+ * SET...) may change how the next ones run.
  */
 #define EXEC_WINDOW_CMDS 1024u
 #define EXEC_WINDOW_MAX_SLOTS 8192u     /* a window holds at most half of them */
@@ -448,9 +436,14 @@ static bool window_take(struct exec_window *w, const struct net_req *c)
 
         if (!w)
                 return true;            /* sequential: one command per window */
-        if (w->n_cmds && (w->n_cmds >= EXEC_WINDOW_CMDS || w->n_keys + nk > (w->mask + 1) / 2))
+        if (w->n_cmds && (w->n_cmds >= EXEC_WINDOW_CMDS || w->n_keys + nk > (w->mask + 1) / 2 ||
+                          nk == 0))
                 return false;
-        step = nk ? (size_t)d->step : 1;
+        if (nk == 0) {
+                w->n_cmds = EXEC_WINDOW_CMDS;   /* keyless: alone in its window */
+                return true;
+        }
+        step = (size_t)d->step;
         for (size_t i = 0, a = (size_t)d->first_key; w->n_cmds && i < nk; i++, a += step)
                 if (window_find(w, net_intent_fp(c->argv[a].ptr, c->argv[a].len), &slot))
                         return false;

@@ -263,7 +263,7 @@ static int append_rmw(void *arg, const struct eng_get *cur, struct eng_mutation 
         uint8_t *buf;
 
         if (old + v->len > req->exec->srv->max_value_bytes) {
-                req->err = E_TOO_LONG;
+                req->err = NET_ERR_STRING_MAX;
                 return -E2BIG;
         }
         buf = malloc(old + v->len + 1);
@@ -284,8 +284,12 @@ static int append_rmw(void *arg, const struct eng_get *cur, struct eng_mutation 
 
 int net_cmd_append(struct net_req *req)
 {
-        if (!value_ok(req, &req->argv[2]))
+        /* Too long whatever the key holds: the same error as a result too
+         * long (append_rmw), Redis's. */
+        if (req->argv[2].len > req->exec->srv->max_value_bytes) {
+                net_resp_add_errorf(req->out, "ERR %s", NET_ERR_STRING_MAX);
                 return NET_CMD_DONE;
+        }
         return net_req_rmw(req, req->argv[1].ptr, req->argv[1].len, append_rmw, int_then);
 }
 

@@ -16,18 +16,8 @@
 #include "net/server.h"
 #include "net/strval.h"
 
-static const char E_TOO_LONG[] = "value too long";
 static const char E_FLOAT[] = "value is not a valid float";
 static const char E_NAN[] = "increment would produce NaN or Infinity";
-
-static void reply_err(struct net_req *req, int res)
-{
-        if (req->err == E_TOO_LONG)
-                net_resp_add_errorf(req->out, "ERR value too long (max %llu bytes)",
-                                    (unsigned long long)req->exec->srv->max_value_bytes);
-        else
-                net_reply_engine_err(req, res);
-}
 
 /* An RMW's new value buf (heap, len bytes; taken: freed with the
  * request's scratch), keeping the key's TTL. Returns 1 (write it). */
@@ -101,7 +91,7 @@ static int setrange_rmw(void *arg, const struct eng_get *cur, struct eng_mutatio
 static void int_then(struct net_req *req, int res)
 {
         if (res < 0)
-                reply_err(req, res);
+                net_reply_engine_err(req, res);
         else
                 net_resp_add_int(req->out, req->ival);
 }
@@ -119,9 +109,9 @@ int net_cmd_setrange(struct net_req *req)
                 net_resp_add_errorf(req->out, "ERR offset is out of range");
                 return NET_CMD_DONE;
         }
+        /* As Redis: an empty value writes nothing, so it is never too long. */
         if (req->argv[3].len && (uint64_t)off + req->argv[3].len > max) {
-                req->err = E_TOO_LONG;
-                reply_err(req, -E2BIG);
+                net_resp_add_errorf(req->out, "ERR %s", NET_ERR_STRING_MAX);
                 return NET_CMD_DONE;
         }
         req->expiry_ms = (uint64_t)off;
@@ -240,7 +230,7 @@ static int incrbyfloat_rmw(void *arg, const struct eng_get *cur, struct eng_muta
 static void float_then(struct net_req *req, int res)
 {
         if (res < 0)
-                reply_err(req, res);
+                net_reply_engine_err(req, res);
         else
                 net_resp_add_bulk(req->out, req->scratch, req->scratch_len);
 }

@@ -41,10 +41,12 @@ static const struct cfg_def defs[] = {
           "data directory (one subdirectory per shard)" },
         { "smp", CFG_UINT, 0, OFF(smp), "0", 0, 256, .help = "shards (threads); 0 = one per CPU" },
         { "memory", CFG_SIZE, 0, OFF(memory), "1GiB", 16 * MIB, UINT64_MAX, .help =
-          "memory budget of all shards: half memtables, half block cache" },
+          "memory budget of all shards: half for memtables, a quarter for the block cache, the "
+          "rest headroom for the process (clients' buffers: --maxmemory-clients)" },
         { "prefault", CFG_BOOL, 0, OFF(prefault), "yes", .help =
-          "fault the memtables' half and the cache's quarter of --memory in at start-up, in the "
-          "background, so no write or cache fill waits for fresh memory" },
+          "fault the memtables' half and the block cache's quarter of --memory in at start-up "
+          "(no more: whole 2 MiB blocks per shard, rounded down), in the background, so no write "
+          "or cache fill waits for fresh memory" },
         { "salvage", CFG_BOOL, 0, OFF(salvage), "no", .help =
           "start even if the commit log holds damaged records: skip them, each logged, and lose "
           "the writes in them (docs/server.md, \"A damaged commit log\")" },

@@ -10,6 +10,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -33,12 +34,14 @@
 static void conn_after(struct net_conn *c);
 static void conn_input(struct net_conn *c);
 
-/* Hard close: drop unsent output, wake any recv or send in flight. */
+/* Hard close: drop unsent output, wake any recv or send in flight. A
+ * socket kept open shuts only its reading side: that wakes the recv, and
+ * sends the peer nothing. */
 static void conn_kill(struct net_conn *c)
 {
         if (!c->closing) {
                 c->closing = true;
-                shutdown(c->fd, SHUT_RDWR);
+                shutdown(c->fd, c->keep_open ? SHUT_RD : SHUT_RDWR);
         }
 }
 
@@ -668,6 +671,16 @@ void net_conn_close_after_reply(struct net_conn *c)
         /* Like a peer that stopped sending: flush, then close. */
         c->eof = true;
         c->ipos = c->ilen;
+}
+
+int net_conn_keep_open(struct net_conn *c)
+{
+        /* Never closed: the process is about to exit, and its exit ends
+         * the client's wait. */
+        if (fcntl(c->fd, F_DUPFD_CLOEXEC, 0) < 0)
+                return -errno;
+        c->keep_open = true;
+        return 0;
 }
 
 void net_conn_set_proto(struct net_conn *c, uint8_t proto)

@@ -85,6 +85,7 @@ struct net_conn {
         bool reply_off, reply_skip, mute;
         bool no_evict;                  /* CLIENT NO-EVICT on: never closed for maxmemory-clients */
         size_t cmd_wire_bytes;          /* the command being dispatched, as received */
+        bool keep_open;                 /* the socket outlives c (net_conn_keep_open) */
         char *name;                     /* CLIENT SETNAME; heap or NULL */
         char *lib_name, *lib_ver;       /* CLIENT SETINFO */
         uint64_t created_ms;
@@ -131,6 +132,16 @@ void net_conn_req_done(struct net_conn *c, struct net_req *req);
 /* QUIT or a fatal error: no more commands; close once the replies so far
  * are sent. Shard-local. */
 void net_conn_close_after_reply(struct net_conn *c);
+
+/*
+ * SHUTDOWN: c's socket stays open until the process exits, whenever c
+ * itself is closed and freed (its socket fd is duplicated, and the copy
+ * is never closed: the exit closes it), so the client sees it close only
+ * once the server is gone. Closing c then only shuts its reading side,
+ * to end the recv in flight. Returns 0, or -errno (no fd left: c closes
+ * as any other). Shard-local.
+ */
+int net_conn_keep_open(struct net_conn *c);
 
 /* Queues req (made for c) behind c's earlier requests and starts it. A
  * request that takes a lock set (multi-key commands, WATCH, EXEC) is a

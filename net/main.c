@@ -5,12 +5,13 @@
  * checked, then listening sockets and shard directories: server.h),
  * starts one shard per CPU (or --smp N), each opening its engine shard
  * and serving the connections it accepts (server.h), and waits for
- * SIGINT/SIGTERM (SIGHUP reopens the log file: logfile, base/log.h).
- * Stopping closes every connection once its commands are back, then
- * closes every engine shard, so every acknowledged write is on disk. If a shard's engine cannot open (a corrupt file, a directory made
- * with another --smp) or io_uring cannot be set up, it exits with status 1
- * and a line naming the cause, having undone what the start made in the
- * data directory (net_server_undo).
+ * SIGINT/SIGTERM or a client's SHUTDOWN (cmd_shutdown.c); SIGHUP reopens
+ * the log file (logfile, base/log.h). Stopping closes every connection
+ * once its commands are back, then closes every engine shard, so every
+ * acknowledged write is on disk. If a shard's engine cannot open (a
+ * corrupt file, a directory made with another --smp) or io_uring cannot
+ * be set up, it exits with status 1 and a line naming the cause, having
+ * undone what the start made in the data directory (net_server_undo).
  *
  * Threads: the main thread parses, starts the shard group, then waits for
  * signals and drives the shutdown through foreign requests.
@@ -109,9 +110,10 @@ static void reopen_log(const char *path)
                 log_info("received SIGHUP, reopened the log file %s", path);
 }
 
-/* Waits for a stop signal or a failed engine, reopening the log on
- * SIGHUP. Returns 0 on a stop signal, 1 when an engine failed to open
- * (the start is refused). */
+/* Waits for a stop signal, a SHUTDOWN (srv->shutdown_asked, polled with
+ * the signals) or a failed engine, reopening the log on SIGHUP. Returns 0
+ * on a signal or SHUTDOWN, 1 when an engine failed to open (the start is
+ * refused). */
 static int serve(const sigset_t *set, struct net_server *srv)
 {
         uint64_t started = time_now_ns();
@@ -133,6 +135,10 @@ static int serve(const sigset_t *set, struct net_server *srv)
                         reopen_log(srv->cfg->logfile);
                 } else if (sig > 0) {
                         log_info("received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+                        return 0;
+                }
+                if (atomic_load(&srv->shutdown_asked)) {
+                        log_info("SHUTDOWN received, shutting down");
                         return 0;
                 }
         }

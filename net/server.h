@@ -98,6 +98,7 @@ struct net_server {
         char run_id[41];                /* 40 random hex digits */
         char executable[PATH_MAX];      /* "" if unknown */
         char config_file[PATH_MAX];     /* absolute; "" = none */
+        _Atomic bool shutdown_asked;    /* SHUTDOWN ran: main stops as on SIGTERM */
         int metrics_fd;                 /* --metrics-port listener, or -1 */
         struct net_metrics_http *metrics_http;  /* shard 0's (metrics_http.h) */
         struct eng_datadir_lock lock;   /* cfg->dir/LOCK, held until net_server_free */

@@ -41,14 +41,32 @@ struct net_lockset {
         struct net_req *req;
 };
 
+/* By shard, then a shard's table (ALL) first, then by fingerprint. */
 static int key_cmp(const void *a, const void *b)
 {
         const struct net_lock_key *x = a, *y = b;
 
         if (x->shard != y->shard)
                 return x->shard < y->shard ? -1 : 1;
+        if ((x->mode == NET_INTENT_ALL) != (y->mode == NET_INTENT_ALL))
+                return x->mode == NET_INTENT_ALL ? -1 : 1;
         if (x->fp != y->fp)
                 return x->fp < y->fp ? -1 : 1;
+        return 0;
+}
+
+static int keys_grow(struct net_lock_key **keys, size_t *n, size_t *cap)
+{
+        size_t c = *cap ? *cap * 2 : 16;
+        struct net_lock_key *k;
+
+        if (*n < *cap)
+                return 0;
+        k = realloc(*keys, c * sizeof(*k));
+        if (!k)
+                return -ENOMEM;
+        *keys = k;
+        *cap = c;
         return 0;
 }
 
@@ -58,19 +76,21 @@ int net_lock_keys_add(struct net_lock_key **keys, size_t *n, size_t *cap,
 {
         size_t last;
 
+        if (net_cmd_is_global(def)) {
+                for (uint32_t s = 0; s < srv->n_shards; s++) {
+                        if (keys_grow(keys, n, cap) < 0)
+                                return -ENOMEM;
+                        (*keys)[(*n)++] = (struct net_lock_key){ .shard = s,
+                                                                 .mode = NET_INTENT_ALL };
+                }
+                return 0;
+        }
         if (def->first_key <= 0)
                 return 0;
         last = def->last_key < 0 ? argc - 1 : (size_t)def->last_key;
         for (size_t i = (size_t)def->first_key; i <= last && i < argc; i += (size_t)def->step) {
-                if (*n == *cap) {
-                        size_t c = *cap ? *cap * 2 : 16;
-                        struct net_lock_key *k = realloc(*keys, c * sizeof(*k));
-
-                        if (!k)
-                                return -ENOMEM;
-                        *keys = k;
-                        *cap = c;
-                }
+                if (keys_grow(keys, n, cap) < 0)
+                        return -ENOMEM;
                 (*keys)[(*n)++] = (struct net_lock_key){
                         .fp = net_intent_fp(argv[i].ptr, argv[i].len),
                         .shard = net_server_owner(srv, argv[i].ptr, argv[i].len),
@@ -85,13 +105,16 @@ int net_lock_keys_add(struct net_lock_key **keys, size_t *n, size_t *cap,
 
 static void part_init(struct net_lockset *ls, struct lock_part *p);
 
-/* Sorted, one entry per (shard, fp) with the strongest mode. */
+/* Sorted, one entry per (shard, fp) with the strongest mode; a shard
+ * whose table is locked (ALL, sorted first) needs none of its keys. */
 static uint32_t keys_normalize(struct net_lock_key *k, size_t n)
 {
         uint32_t out = 0;
 
         qsort(k, n, sizeof(*k), key_cmp);
         for (size_t i = 0; i < n; i++) {
+                if (out && k[out - 1].shard == k[i].shard && k[out - 1].mode == NET_INTENT_ALL)
+                        continue;
                 if (out && key_cmp(&k[out - 1], &k[i]) == 0) {
                         if (k[i].mode == NET_INTENT_WRITE)
                                 k[out - 1].mode = NET_INTENT_WRITE;
@@ -159,8 +182,10 @@ static bool part_lock_here(struct lock_part *p)
                 const struct net_lock_key *k = &p->ls->keys[p->first + p->got];
                 int r;
 
+                /* nested: a waiting ALL must not park the part's next key
+                 * behind itself while the part holds its first ones. */
                 p->w = (struct net_intent_waiter){ .fp = k->fp, .mode = k->mode,
-                                                   .wake = part_wake };
+                                                   .nested = p->got > 0, .wake = part_wake };
                 r = net_intent_acquire(t, &p->w);
                 if (r == 0)
                         return false;

@@ -12,6 +12,12 @@
  * the operation runs (its children skip the lock checks); then every part
  * is released in parallel.
  *
+ * A global command -- one that reads or writes every key: FLUSHALL,
+ * FLUSHDB, DBSIZE, KEYS, SCAN, RANDOMKEY -- adds to a lock set the whole
+ * table of every shard (NET_INTENT_ALL), ordered before any key of that
+ * shard and covering them. Only a transaction locks for one (EXEC); run
+ * alone they take no locks.
+ *
  * Single-key commands check their shard's table: an idle table costs one
  * branch. A read (PEEK) or write (SOLO) that conflicts waits in the key's
  * FIFO. A single-key write whose handler goes pending (engine I/O, a
@@ -35,15 +41,25 @@ struct net_lockset;
 
 /* One key of a lock set. */
 struct net_lock_key {
-        uint64_t fp;                    /* net_intent_fp of the key */
+        uint64_t fp;                    /* net_intent_fp of the key (0 for ALL) */
         uint32_t shard;                 /* its owner */
-        enum net_intent_mode mode;      /* NET_INTENT_READ or NET_INTENT_WRITE */
+        enum net_intent_mode mode;      /* NET_INTENT_READ, _WRITE, or _ALL: the shard's table */
 };
+
+/* Whether def reads or writes every key (see above): a command run on the
+ * origin (NET_CMD_LOCAL) with no key position that touches the engine.
+ * Pure. */
+static inline bool net_cmd_is_global(const struct net_cmd_def *def)
+{
+        return (def->flags & NET_CMD_LOCAL) && def->first_key <= 0 &&
+               !(def->flags & (NET_CMD_NOENGINE | NET_CMD_TXN));
+}
 
 /*
  * Appends the keys of command def over argv (its key positions; WRITE if
  * def writes, else READ; force_read: READ whatever def does) to *keys
- * (heap, *n of *cap used; grown here). Returns 0 or -ENOMEM. Origin.
+ * (heap, *n of *cap used; grown here); for a global def, every shard's
+ * table (ALL). Returns 0 or -ENOMEM. Origin.
  */
 int net_lock_keys_add(struct net_lock_key **keys, size_t *n, size_t *cap,
                       const struct net_server *srv, const struct net_cmd_def *def,

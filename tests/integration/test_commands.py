@@ -201,7 +201,8 @@ def test_limits_on_keys_and_values(server):
             "Protocol error: invalid bulk length"
         assert c.get("a") is None, "MSET refused as a whole"
         c.set("ap", "v" * 90)
-        assert err(c.append, "ap", "w" * 11) == "value too long (max 100 bytes)"
+        assert err(c.append, "ap", "w" * 11) == \
+            "string exceeds maximum allowed size (proto-max-bulk-len)"
         assert c.strlen("ap") == 90
         assert c.ping()
     finally:

@@ -160,16 +160,28 @@ def test_setrange(server, r):
     assert err(r.setrange, "s", "x", "x") == "value is not an integer or out of range"
 
 
-def test_setrange_over_max_value_bytes():
+STRING_MAX = "string exceeds maximum allowed size (proto-max-bulk-len)"
+
+
+def test_setrange_and_append_past_max_value_bytes_give_redis_error_and_write_nothing():
+    # Regression (issue 24): these said "value too long (max N bytes)";
+    # Redis's text is what clients and its test suite match.
     from server_util import Server
     s = Server(args=["--max-value-bytes", "1000"]).start()
     try:
         r = s.client()
         assert r.setrange("k", 990, "x" * 10) == 1000
-        assert err(r.setrange, "k", 991, "x" * 10) == "value too long (max 1000 bytes)"
-        assert err(r.setrange, "k2", 1000, "x") == "value too long (max 1000 bytes)"
-        assert r.setrange("k", 5000, "") == 1000
-        assert r.strlen("k") == 1000
+        assert err(r.setrange, "k", 991, "x" * 10) == STRING_MAX
+        assert err(r.setrange, "k2", 1000, "x") == STRING_MAX
+        assert err(r.setrange, "k2", 2**63 - 1, "x") == STRING_MAX
+        assert r.exists("k2") == 0, "a refused SETRANGE created its key"
+        assert r.setrange("k", 5000, "") == 1000, "an empty value is never too long"
+        assert r.get("k") == b"\0" * 990 + b"x" * 10
+        r.set("a", "y" * 999)
+        assert err(r.append, "a", "zz") == STRING_MAX
+        assert err(r.append, "a2", "z" * 1001) == STRING_MAX
+        assert r.get("a") == b"y" * 999 and r.exists("a2") == 0
+        assert r.append("a", "z") == 1000
     finally:
         s.close()
 

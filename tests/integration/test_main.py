@@ -150,6 +150,41 @@ def test_prefault_faults_the_memtable_budget_in_after_start():
         s.close()
 
 
+def proc_status_kib(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError("no %s in /proc/%d/status" % (field, pid))
+
+
+def test_prefault_faults_in_no_more_than_memory():
+    # Regression (issue 24): --memory 64MiB on 2 shards was 97 MiB resident
+    # once prefaulted: each shard faulted its pool's whole capacity in
+    # (memtable budget, a block per tablet, the cache and its overrun).
+    # Now at most the memtables' half and the cache's quarter are.
+    s = Server(smp=2, args=["--prefault", "yes", "--memory", "64MiB"]).start()
+    try:
+        with open("/proc/%d/maps" % s.proc.pid) as f:
+            if "libasan" in f.read():
+                import pytest
+                pytest.skip("ASan's shadow memory counts in the RSS")
+        r = s.client()
+
+        def shards():
+            return [v for k, v in r.info("scree").items() if k.startswith("shard")]
+
+        wait_for(lambda: shards() and not any(v["prefault_pending"] for v in shards()),
+                 "prefault_pending 0 on every shard")
+        assert all(v["blocks_prefaulted"] > 0 for v in shards()), shards()
+        anon_kib = proc_status_kib(s.proc.pid, "RssAnon")
+        rss_kib = proc_status_kib(s.proc.pid, "VmRSS")
+        assert anon_kib <= 64 << 10, "%d KiB anonymous memory resident for --memory 64MiB" % anon_kib
+        assert rss_kib <= 64 << 10, "%d KiB resident for --memory 64MiB" % rss_kib
+    finally:
+        s.close()
+
+
 def test_without_prefault_nothing_is_faulted_ahead():
     s = Server(smp=1, args=["--prefault", "no"]).start()
     try:

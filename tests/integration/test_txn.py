@@ -78,7 +78,7 @@ def test_runtime_errors_are_per_command(r):
     assert r.get("t") == b"2"
 
 
-@pytest.mark.parametrize("bad", [["NOSUCHCMD", "x"], ["GET"], ["FLUSHALL"], ["DBSIZE"]])
+@pytest.mark.parametrize("bad", [["NOSUCHCMD", "x"], ["GET"], ["SHUTDOWN"]])
 def test_queuing_error_aborts_exec(r, bad):
     r.execute_command("MULTI")
     r.execute_command("SET", "a", "1")
@@ -173,6 +173,60 @@ def test_multi_key_commands_inside_exec(r):
     r.execute_command("EXISTS", *KEYS)
     out = r.execute_command("EXEC")
     assert out == [b"OK", [b"v" + k.encode() for k in KEYS], 4, len(KEYS) - 4]
+
+
+def test_global_and_server_commands_run_at_exec(r):
+    # Regression (issue 24): these were refused when queued ("'flushdb'
+    # inside MULTI is not supported"); Redis queues them.
+    r.mset({"a": 1, "b": 2, "c": 3})
+    r.execute_command("MULTI")
+    cmds = [("SET", "x", "1"), ("DBSIZE",), ("KEYS", "*"), ("EXISTS", "a"), ("FLUSHALL",),
+            ("DBSIZE",), ("SET", "y", "2"), ("SCAN", "0", "COUNT", "100"), ("RANDOMKEY",),
+            ("INFO", "keyspace"), ("FLUSHDB", "SYNC"), ("DBSIZE",), ("SET", "z", "3"),
+            ("CONFIG", "GET", "slowlog-max-len"), ("CONFIG", "SET", "slowlog-max-len", "77"),
+            ("CONFIG", "GET", "slowlog-max-len"), ("CLIENT", "SETNAME", "txname"),
+            ("CLIENT", "GETNAME"), ("CLIENT", "ID"), ("SELECT", "0"), ("PING",)]
+    for c in cmds:
+        assert r.execute_command(*c) == b"QUEUED", c
+    out = r.execute_command("EXEC")
+    assert len(out) == len(cmds)
+    assert out[:7] == [b"OK", 4, out[2], 1, b"OK", 0, b"OK"], out
+    assert sorted(out[2]) == [b"a", b"b", b"c", b"x"], out
+    cursor, keys = out[7]
+    assert keys == [b"y"] or (keys == [] and cursor != b"0"), out[7]
+    assert out[8] == b"y"
+    assert b"db0:keys=1," in out[9], out[9]
+    assert out[10:13] == [b"OK", 0, b"OK"]
+    assert out[14] == b"OK" and out[15] == [b"slowlog-max-len", b"77"], out
+    assert out[16:18] == [b"OK", b"txname"]
+    assert out[18] == r.execute_command("CLIENT", "ID")
+    assert out[19:] == [b"OK", b"PONG"]
+    assert r.execute_command("CLIENT", "GETNAME") == b"txname"
+    assert r.execute_command("KEYS", "*") == [b"z"]
+
+
+def test_flushall_in_a_transaction_touches_the_watched_keys(server, r):
+    # As Redis's "FLUSHALL is able to touch the watched keys" and "FLUSHDB
+    # does not touch non affected keys", with the flush in another
+    # client's transaction.
+    other = server.client()
+    for flush in ("FLUSHALL", "FLUSHDB"):
+        r.set("w", "1")
+        r.execute_command("WATCH", "w")
+        other.execute_command("MULTI")
+        other.execute_command(flush)
+        assert other.execute_command("EXEC") == [b"OK"]
+        r.execute_command("MULTI")
+        r.execute_command("PING")
+        assert r.execute_command("EXEC") is None, flush + " did not touch the watched key"
+        r.execute_command("WATCH", "absent")
+        other.execute_command("MULTI")
+        other.execute_command(flush)
+        other.execute_command("EXEC")
+        r.execute_command("MULTI")
+        r.execute_command("PING")
+        assert r.execute_command("EXEC") == [b"PONG"], flush + " touched an absent key"
+    other.close()
 
 
 def test_redis_py_pipeline_is_a_transaction(r):
@@ -329,3 +383,75 @@ def test_writes_of_a_transaction_survive_restart(server):
     c = server.client()
     assert c.mget(KEYS) == [b"durable"] * len(KEYS)
     c.close()
+
+
+def test_global_commands_in_a_transaction_are_isolated(server):
+    """A transaction's DBSIZE and KEYS see all of another client's MSET or
+    multi-key DEL or none of it, and a transaction's FLUSHALL never lands
+    inside one: the transaction holds every shard's whole table."""
+    stop = threading.Event()
+    n = len(KEYS)
+
+    def writer():
+        c = server.client()
+        for i in range(150):
+            c.mset({k: i for k in KEYS})
+            c.delete(*KEYS)
+        stop.set()
+        c.close()
+
+    def counter():
+        c = server.client()
+        for _ in range(3000):
+            p = c.pipeline()
+            p.dbsize()
+            p.keys("*")
+            size, keys = p.execute()
+            assert size in (0, n) and len(keys) == size, (size, keys)
+            if stop.is_set():
+                break
+        c.close()
+
+    def flusher():
+        c = server.client()
+        for _ in range(100):
+            p = c.pipeline()
+            p.flushall()
+            p.mset({k: "f" for k in KEYS})
+            p.execute()
+            if stop.is_set():
+                break
+        c.close()
+
+    run_threads([writer, counter, counter, flusher])
+
+
+def test_global_transactions_and_key_commands_never_deadlock(server):
+    """Transactions locking every shard's table run among single-key
+    writes, multi-key commands and transactions on keys (which park behind
+    them, or let a lock set holding keys take its next one): every client
+    finishes, and MGET never sees half an MSET."""
+    stop = threading.Event()
+
+    def globals_():
+        c = server.client()
+        for i in range(100):
+            p = c.pipeline()
+            p.set("g", i)
+            p.dbsize()
+            p.flushdb() if i % 10 == 0 else p.keys("single*")
+            p.get("g")
+            out = p.execute()
+            assert out[3] == (None if i % 10 == 0 else str(i).encode()), out
+        c.close()
+
+    def single():
+        c = server.client()
+        for i in range(1500):
+            c.incr("single%d" % (i % 7))
+            if stop.is_set():
+                break
+        c.close()
+
+    run_threads([globals_, single, single, writer_mset(server, 150, stop),
+                 writer_multi(server, 100, threading.Event()), reader_mget(server, stop)])

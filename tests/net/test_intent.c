@@ -17,6 +17,7 @@
 #define W NET_INTENT_WRITE
 #define S NET_INTENT_SOLO
 #define P NET_INTENT_PEEK
+#define A NET_INTENT_ALL
 
 static int woken_order[16];
 static int n_woken;
@@ -206,5 +207,108 @@ Test(intent, many_keys_grow_the_table)
                 cr_expect(not(net_intent_can_grant(&t, w[i].w.fp, P)));
         for (int i = 0; i < 300; i++)
                 net_intent_release(&t, w[i].w.fp, W);
+        cr_assert(net_intent_is_idle(&t));
+}
+
+/* ---- the whole table (ALL) ---- */
+
+Test(intent, all_is_granted_at_once_on_an_idle_table_and_excludes_every_key)
+{
+        struct tw a = mk(1, 0, A), k = mk(2, 5, P), b = mk(3, 0, A);
+
+        cr_assert(eq(int, net_intent_acquire(&t, &a.w), 1));
+        cr_expect(not(net_intent_is_idle(&t)));
+        cr_expect(eq(u32, net_intent_holders(&t, 0, A), 1));
+        for (int m = 0; m < NET_INTENT_MODE_MAX; m++)
+                cr_expect(not(net_intent_can_grant(&t, 5, (enum net_intent_mode)m)), "mode %d", m);
+        cr_assert(eq(int, net_intent_acquire(&t, &k.w), 0));
+        cr_assert(eq(int, net_intent_acquire(&t, &b.w), 0));
+        cr_expect(eq(u32, net_intent_waiters(&t, 5), 1));
+        net_intent_release(&t, 0, A);
+        /* in order: the key request, then the second ALL waits for it */
+        cr_assert(eq(int, n_woken, 1));
+        cr_expect(eq(int, woken_order[0], 2));
+        net_intent_release(&t, 5, P);
+        cr_assert(eq(int, n_woken, 2));
+        cr_expect(eq(int, woken_order[1], 3));
+        net_intent_release(&t, 0, A);
+        cr_assert(net_intent_is_idle(&t));
+}
+
+Test(intent, all_waits_for_every_key_holder_and_parks_later_requests)
+{
+        struct tw s1 = mk(1, 1, S), r2 = mk(2, 2, R), a = mk(3, 0, A), p = mk(4, 3, P),
+                  s3 = mk(5, 1, S);
+
+        cr_assert(eq(int, net_intent_acquire(&t, &s1.w), 1));
+        cr_assert(eq(int, net_intent_acquire(&t, &r2.w), 1));
+        cr_expect(not(net_intent_can_grant(&t, 0, A)));
+        cr_assert(eq(int, net_intent_acquire(&t, &a.w), 0));
+        /* compatible with every holder, but an ALL waits: park behind it */
+        cr_expect(not(net_intent_can_grant(&t, 3, P)));
+        cr_assert(eq(int, net_intent_acquire(&t, &p.w), 0));
+        cr_assert(eq(int, net_intent_acquire(&t, &s3.w), 0));
+        net_intent_release(&t, 1, S);
+        cr_expect(eq(int, n_woken, 0));
+        net_intent_release(&t, 2, R);
+        cr_assert(eq(int, n_woken, 1));
+        cr_expect(eq(int, woken_order[0], 3));
+        net_intent_release(&t, 0, A);
+        cr_assert(eq(int, n_woken, 3));
+        cr_expect(eq(int, woken_order[1], 4));
+        cr_expect(eq(int, woken_order[2], 5));
+        net_intent_release(&t, 3, P);
+        net_intent_release(&t, 1, S);
+        cr_assert(net_intent_is_idle(&t));
+}
+
+Test(intent, a_nested_request_passes_a_waiting_all)
+{
+        /* A lock set part holding key 1 here takes key 2 next, while an
+         * ALL waits for key 1: parking key 2 behind the ALL would make
+         * each wait for the other. */
+        struct tw k1 = mk(1, 1, W), a = mk(2, 0, A), k2 = mk(3, 2, W), other = mk(4, 4, P);
+
+        cr_assert(eq(int, net_intent_acquire(&t, &k1.w), 1));
+        cr_assert(eq(int, net_intent_acquire(&t, &a.w), 0));
+        k2.w.nested = true;
+        cr_assert(eq(int, net_intent_acquire(&t, &k2.w), 1));
+        cr_assert(eq(int, net_intent_acquire(&t, &other.w), 0));
+        net_intent_release(&t, 1, W);
+        cr_expect(eq(int, n_woken, 0), "the ALL ran while key 2 was held");
+        net_intent_release(&t, 2, W);
+        cr_assert(eq(int, n_woken, 1));
+        cr_expect(eq(int, woken_order[0], 2));
+        net_intent_release(&t, 0, A);
+        cr_assert(eq(int, n_woken, 2));
+        net_intent_release(&t, 4, P);
+        cr_assert(net_intent_is_idle(&t));
+}
+
+Test(intent, parked_requests_leave_in_order_between_two_alls)
+{
+        struct tw a1 = mk(1, 0, A), p1 = mk(2, 1, P), a2 = mk(3, 0, A), p2 = mk(4, 2, P),
+                  w1 = mk(5, 1, W);
+
+        cr_assert(eq(int, net_intent_acquire(&t, &a1.w), 1));
+        cr_assert(eq(int, net_intent_acquire(&t, &p1.w), 0));
+        cr_assert(eq(int, net_intent_acquire(&t, &w1.w), 0));
+        cr_assert(eq(int, net_intent_acquire(&t, &a2.w), 0));
+        cr_assert(eq(int, net_intent_acquire(&t, &p2.w), 0));
+        net_intent_release(&t, 0, A);
+        /* p1 runs; w1 goes to its key's FIFO behind p1; a2 waits for both */
+        cr_assert(eq(int, n_woken, 1));
+        cr_expect(eq(int, woken_order[0], 2));
+        cr_expect(eq(u32, net_intent_waiters(&t, 1), 1));
+        net_intent_release(&t, 1, P);
+        cr_assert(eq(int, n_woken, 2));
+        cr_expect(eq(int, woken_order[1], 5));
+        net_intent_release(&t, 1, W);
+        cr_assert(eq(int, n_woken, 3));
+        cr_expect(eq(int, woken_order[2], 3));
+        net_intent_release(&t, 0, A);
+        cr_assert(eq(int, n_woken, 4));
+        cr_expect(eq(int, woken_order[3], 4));
+        net_intent_release(&t, 2, P);
         cr_assert(net_intent_is_idle(&t));
 }
