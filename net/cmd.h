@@ -251,6 +251,9 @@ int net_cmd_memory(struct net_req *req);               /* cmd_memory.c */
 int net_cmd_object(struct net_req *req);
 
 int net_cmd_shutdown(struct net_req *req);             /* cmd_shutdown.c */
+int net_cmd_save(struct net_req *req);
+int net_cmd_bgsave(struct net_req *req);
+int net_cmd_lastsave(struct net_req *req);
 
 int net_cmd_multi(struct net_req *req);
 int net_cmd_exec(struct net_req *req);

@@ -252,12 +252,17 @@ static void info_persistence(struct info_out *o)
         const struct info_sum *s = &o->s;
         const char *st = s->write_err || s->disk_full ? "err" : "ok";
 
-        fprintf(o->f, "loading:%d\r\nasync_loading:0\r\nrdb_bgsave_in_progress:0\r\n"
-                      "rdb_last_bgsave_status:ok\r\naof_enabled:1\r\naof_rewrite_in_progress:0\r\n"
+        /* rdb_*: SAVE and BGSAVE (cmd_save.c), which flush the memtables. */
+        fprintf(o->f, "loading:%d\r\nasync_loading:0\r\nrdb_bgsave_in_progress:%d\r\n"
+                      "rdb_last_save_time:%llu\r\nrdb_last_bgsave_status:%s\r\n"
+                      "aof_enabled:1\r\naof_rewrite_in_progress:0\r\n"
                       "aof_rewrite_scheduled:0\r\naof_last_write_status:%s\r\n"
                       "commitlog_sync:%s\r\ncommitlog_bytes_written:%llu\r\n"
                       "commitlog_syncs:%llu\r\ncommitlog_write_status:%s\r\ndisk_full:%d\r\n",
-                s->loading, st, o->req->exec->cfg.sync == CFG_SYNC_BATCH ? "batch" : "periodic",
+                s->loading, atomic_load(&o->srv->bgsave_left) > 0,
+                (unsigned long long)atomic_load(&o->srv->lastsave_s),
+                atomic_load(&o->srv->last_save_failed) ? "err" : "ok", st,
+                o->req->exec->cfg.sync == CFG_SYNC_BATCH ? "batch" : "periodic",
                 (unsigned long long)s->log_bytes, (unsigned long long)s->log_syncs, st,
                 s->disk_full);
 }

@@ -313,6 +313,7 @@ int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_serve
         srv->n_shards = n_shards;
         srv->start_ns = time_now_ns();
         srv->start_wall_ms = time_wall_ns() / NS_PER_MS;
+        atomic_store(&srv->lastsave_s, srv->start_wall_ms / 1000);
         srv->max_key_bytes = cfg->max_key_bytes;
         srv->max_value_bytes = cfg->max_value_bytes;
         r = eng_tablet_map_init(&srv->map, n_shards, ENG_SHARD_DEFAULT_TABLETS);

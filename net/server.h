@@ -99,6 +99,11 @@ struct net_server {
         char executable[PATH_MAX];      /* "" if unknown */
         char config_file[PATH_MAX];     /* absolute; "" = none */
         _Atomic bool shutdown_asked;    /* SHUTDOWN ran: main stops as on SIGTERM */
+        /* SAVE/BGSAVE (cmd_save.c; cold path) */
+        _Atomic uint64_t lastsave_s;    /* unix time of the last save that ended well */
+        _Atomic unsigned bgsave_left;   /* shards a BGSAVE still waits for; 0 = none */
+        _Atomic bool bgsave_failed;     /* a shard of the running BGSAVE failed */
+        _Atomic bool last_save_failed;  /* the last SAVE or BGSAVE failed */
         int metrics_fd;                 /* --metrics-port listener, or -1 */
         struct net_metrics_http *metrics_http;  /* shard 0's (metrics_http.h) */
         struct eng_datadir_lock lock;   /* cfg->dir/LOCK, held until net_server_free */
