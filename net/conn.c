@@ -36,12 +36,14 @@ static void conn_input(struct net_conn *c);
 
 /* Hard close: drop unsent output, wake any recv or send in flight. A
  * socket kept open shuts only its reading side: that wakes the recv, and
- * sends the peer nothing. */
+ * sends the peer nothing -- unless a send is in flight (a peer that does
+ * not read): only shutting the writing side wakes that one, and the
+ * connection (and the stop waiting for it) must not wait on the peer. */
 static void conn_kill(struct net_conn *c)
 {
         if (!c->closing) {
                 c->closing = true;
-                shutdown(c->fd, c->keep_open ? SHUT_RD : SHUT_RDWR);
+                shutdown(c->fd, c->keep_open && !c->send_busy ? SHUT_RD : SHUT_RDWR);
         }
 }
 

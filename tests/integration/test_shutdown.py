@@ -4,6 +4,7 @@ as on SIGTERM -- exit status 0, every acknowledged write on disk -- and the
 client gets no reply: its connection closes once the server is gone.
 Redis's argument checks and errors, refused before AUTH and inside MULTI.
 Every server is stopped by its own PID; nothing asserts a timing."""
+import socket
 import subprocess
 
 import pytest
@@ -88,6 +89,22 @@ def test_commands_pipelined_after_shutdown_do_not_run():
     r = s.client()
     assert r.get("a") == b"1" and r.exists("b") == 0
     s.close()
+
+
+def test_shutdown_from_a_client_that_does_not_read_its_replies_still_stops():
+    # Found by review: the reply before SHUTDOWN fills the socket of a
+    # client that never reads, so its send stays in flight; the stop
+    # waited for it forever (SIGTERM too) until the client closed.
+    s = Server(smp=1).start()
+    s.client().set("big", b"x" * 4_000_000)
+    c = socket.socket()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.connect(("127.0.0.1", s.port))
+    try:
+        c.sendall(b"GET big\r\nSHUTDOWN\r\n")
+        assert exit_status(s) == 0
+    finally:
+        c.close()
 
 
 def test_shutdown_before_auth_is_refused():
