@@ -32,6 +32,7 @@
 #define NE NET_CMD_NOENGINE
 #define TX NET_CMD_TXN
 #define NM NET_CMD_NOMULTI
+#define BR NET_CMD_BARRIER
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const config_sub[] = { "get", "set", "resetstat", NULL };
@@ -94,7 +95,7 @@ static const struct net_cmd_def table[] = {
         { "select", 2, LD | LC | NE, 0, 0, 0, net_cmd_select, NULL },
         { "command", -1, LD | LC | NE, 0, 0, 0, net_cmd_command, command_sub },
         { "client", -2, LD | LC | NE, 0, 0, 0, net_cmd_client, client_sub },
-        { "config", -2, LD | LC | NE, 0, 0, 0, net_cmd_config, config_sub },
+        { "config", -2, LD | LC | NE | BR, 0, 0, 0, net_cmd_config, config_sub },
         { "time", 1, LD | LC | NE, 0, 0, 0, net_cmd_time, NULL },
         { "info", -1, LD | LC | NE, 0, 0, 0, net_cmd_info, NULL },
         { "slowlog", -2, LD | LC | NE, 0, 0, 0, net_cmd_slowlog, slowlog_sub },

@@ -58,6 +58,7 @@ enum net_cmd_flag {
         NET_CMD_NOENGINE = 1u << 5,     /* never touches the engine */
         NET_CMD_TXN = 1u << 6,          /* MULTI/EXEC/DISCARD/WATCH/UNWATCH: see cmd_multi.c */
         NET_CMD_NOMULTI = 1u << 7,      /* refused inside MULTI (Redis's no-multi: SHUTDOWN) */
+        NET_CMD_BARRIER = 1u << 8,      /* the connection's later commands wait for it (CONFIG) */
 };
 
 enum net_cmd_res {

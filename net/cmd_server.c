@@ -365,9 +365,16 @@ static void config_get(struct net_req *req)
  *      the prepared values are swapped in (cfg_swap, which cannot fail)
  *      and the copy freed. The reply waits for all, so a later command
  *      on any connection sees the change.
- * Each CONFIG SET takes a version (an atomic counter on this cold path);
- * a shard takes a setting's value only from a newer version than the one
- * it holds, so racing CONFIG SETs converge on the latest, per setting.
+ * CONFIG SETs run one at a time over the server (srv->cfg_txn_busy; one
+ * that finds another running waits in a task re-posted each loop turn --
+ * a cold path, and the other ends within a few message round trips), and
+ * step 1 replaces each pair's value with the setting's whole resulting
+ * text (a value that merges into the current one, as
+ * client-output-buffer-limit's classes, merged once, here): so every
+ * shard applies the same text, each CONFIG SET starts from what the one
+ * before it left everywhere, and a pipelined command after it sees it
+ * (CONFIG is a barrier, cmd.h). The version each takes (an atomic
+ * counter) keeps a shard from taking an older value should two overlap.
  */
 struct cfg_txn;
 
@@ -375,7 +382,7 @@ struct cfg_txn_msg {
         struct rx_msg m;
         struct cfg_txn *t;
         struct scree_config stage;      /* made and freed on the target shard */
-        int res;                        /* prepare's: 0, or -ENOMEM */
+        int res;                        /* prepare's: 0, or -errno */
 };
 
 struct cfg_txn {
@@ -385,7 +392,7 @@ struct cfg_txn {
         char **names, **vals;           /* [n] */
         int *idx;                       /* [n]: cfg_index of each name */
         unsigned n_shards, pending;
-        bool failed;                    /* a shard could not prepare: abort */
+        int failed;                     /* a shard could not prepare (its error): abort */
         bool sets_log_level;
         struct cfg_txn_msg msgs[];      /* [n_shards] */
 };
@@ -435,8 +442,27 @@ fail:
         return NULL;
 }
 
+/* Replaces pair i's value by its setting's whole text in tmp (the pairs
+ * applied), which cfg_set takes back as the same value; a text as long as
+ * CONFIG GET's buffer (a long string) stays as given: a string is set as
+ * it is. 0 or -ENOMEM. */
+static int txn_final_value(struct cfg_txn *t, size_t i, const struct scree_config *tmp)
+{
+        char buf[CFG_VALUE_MAX];
+        char *v;
+
+        if (cfg_get(tmp, t->names[i], buf, sizeof(buf)) < 0 || strlen(buf) + 1 >= sizeof(buf))
+                return 0;
+        v = strdup(buf);
+        if (!v)
+                return -ENOMEM;
+        free(t->vals[i]);
+        t->vals[i] = v;
+        return 0;
+}
+
 /* Step 1. Returns the error reply to send (heap), or NULL: all valid. */
-static char *txn_check(const struct cfg_txn *t, const struct scree_config *cur)
+static char *txn_check(struct cfg_txn *t, const struct scree_config *cur)
 {
         struct scree_config tmp;
         char err[512], *reply = NULL;
@@ -465,6 +491,10 @@ static char *txn_check(const struct cfg_txn *t, const struct scree_config *cur)
                                       r == -ENOMEM ? "out of memory" : err) < 0)
                         reply = strdup("ERR out of memory");
         }
+        for (size_t i = 0; i < t->n && r == 0; i++)
+                r = txn_final_value(t, i, &tmp);
+        if (r < 0 && !reply)
+                reply = strdup("ERR out of memory");
         cfg_fini(&tmp);
         return reply;
 }
@@ -526,8 +556,12 @@ static void txn_finished(struct rx_loop *src, struct rx_msg *m)
 
         if (--t->pending)
                 return;
-        if (t->failed) {
+        atomic_store(&req->origin->srv->cfg_txn_busy, false);
+        if (t->failed == -ENOMEM) {
                 net_resp_add_error(req->out, "ERR out of memory", 17);
+        } else if (t->failed) {
+                net_resp_add_errorf(req->out, "ERR CONFIG SET failed: a shard refused it (%s); "
+                                    "nothing changed", strerror(-t->failed));
         } else {
                 if (t->sets_log_level)
                         log_level = (enum log_level)net_shard_of(src)->cfg.log_level;
@@ -542,13 +576,24 @@ static void txn_prepared(struct rx_loop *src, struct rx_msg *m)
         struct cfg_txn_msg *mm = container_of(m, struct cfg_txn_msg, m);
         struct cfg_txn *t = mm->t;
 
-        if (mm->res < 0)
-                t->failed = true;
+        if (mm->res < 0 && !t->failed)
+                t->failed = mm->res;
         if (--t->pending == 0)
                 txn_send(t, src, txn_finish, txn_finished);
 }
 
-static int config_set(struct net_req *req)
+static int config_set(struct net_req *req);
+
+static void config_set_retry(struct rx_loop *loop, struct rx_task *task)
+{
+        struct net_req *req = container_of(task, struct net_req, task);
+
+        (void)loop;
+        if (config_set(req) == NET_CMD_DONE)
+                net_req_complete(req);
+}
+
+static int config_set_locked(struct net_req *req)
 {
         struct net_shard *sh = req->exec;
         struct cfg_txn *t = txn_new(req, sh->srv->n_shards);
@@ -570,6 +615,23 @@ static int config_set(struct net_req *req)
         t->ver = atomic_fetch_add_explicit(&sh->srv->cfg_version, 1, memory_order_relaxed) + 1;
         txn_send(t, sh->loop, txn_prepare, txn_prepared);
         return NET_CMD_PENDING;
+}
+
+static int config_set(struct net_req *req)
+{
+        struct net_server *srv = req->exec->srv;
+        bool idle = false;
+        int r;
+
+        if (!atomic_compare_exchange_strong(&srv->cfg_txn_busy, &idle, true)) {
+                req->task = (struct rx_task){ .fn = config_set_retry, .name = "net:config_set_wait" };
+                rx_loop_post(req->exec->loop, &req->task);
+                return NET_CMD_PENDING;
+        }
+        r = config_set_locked(req);
+        if (r == NET_CMD_DONE)
+                atomic_store(&srv->cfg_txn_busy, false);
+        return r;
 }
 
 int net_cmd_config(struct net_req *req)

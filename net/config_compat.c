@@ -33,10 +33,12 @@
  * must hold strlen(s)+1 bytes). Returns the count, or -1 if above max. */
 static int words_of(const char *s, char *copy, char **w, int max)
 {
+        char *save = NULL;
         int n = 0;
 
         strcpy(copy, s);
-        for (char *t = strtok(copy, " \t"); t; t = strtok(NULL, " \t")) {
+        /* strtok_r: every shard checks CONFIG SET's values at once. */
+        for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
                 if (n == max)
                         return -1;
                 w[n++] = t;

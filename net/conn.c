@@ -471,7 +471,8 @@ static void conn_note_cmd(struct net_conn *c, const struct net_cmd_def *d,
 
 static bool is_barrier(const struct net_cmd_def *d)
 {
-        return (d->flags & NET_CMD_TXN) || ((d->flags & NET_CMD_LOCAL) && d->first_key > 0);
+        return (d->flags & (NET_CMD_TXN | NET_CMD_BARRIER)) ||
+               ((d->flags & NET_CMD_LOCAL) && d->first_key > 0);
 }
 
 void net_conn_start(struct net_conn *c, struct net_req *req)

@@ -92,6 +92,7 @@ struct net_server {
         _Atomic uint64_t total_commands;
         _Atomic uint64_t slowlog_next_id;               /* ids unique over the shards */
         _Atomic uint64_t cfg_version;   /* orders CONFIG SETs (cold path only) */
+        _Atomic bool cfg_txn_busy;      /* a CONFIG SET runs (one at a time: cmd_server.c) */
         _Atomic unsigned shards_ready;  /* engines open; all of them: data commands run */
         _Atomic uint64_t mem_peak;      /* INFO used_memory_peak (cmd_info.c) */
         /* INFO server: set by main before the shards start */

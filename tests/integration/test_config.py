@@ -102,6 +102,73 @@ def test_racing_config_sets_leave_every_shard_with_one_of_them(server, clients):
     assert int(maxc) == int(slow) + 1000
 
 
+def test_racing_config_sets_of_one_merged_setting_keep_both_changes(server, clients):
+    """Found by review: client-output-buffer-limit merges a class into the
+    current value, and each shard merged from its own current one, so two
+    racing CONFIG SETs of different classes could both answer OK, one
+    change lost, and the shards disagree. CONFIG SETs now run one at a
+    time, each merged once: both classes' last values survive everywhere."""
+    def hammer(cls, base):
+        c = server.client()
+        p = c.pipeline(transaction=False)
+        for i in range(150):
+            p.execute_command("CONFIG", "SET", "client-output-buffer-limit",
+                              "%s %d 0 0" % (cls, base + i))
+        assert all(x in (b"OK", True) for x in p.execute())
+        c.close()
+
+    threads = [threading.Thread(target=hammer, args=a) for a in (("pubsub", 1000),
+                                                                 ("replica", 5000))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = seen(clients, "client-output-buffer-limit")
+    assert len(got) == 1, got
+    (val,), = got
+    assert "slave 5149 0 0" in val and "pubsub 1149 0 0" in val, val   # Redis shows "slave"
+
+
+def test_racing_config_sets_of_multi_word_values_all_succeed(server):
+    """Found by review: the check of multi-word values (save,
+    client-output-buffer-limit, ...) used strtok, whose state is global,
+    while every shard checks a CONFIG SET at once: some failed at random."""
+    save = " ".join("%d %d" % (3600 + i, 1 + i) for i in range(32))
+    failures = []
+
+    def hammer():
+        c = server.client()
+        p = c.pipeline(transaction=False)
+        for _ in range(300):
+            p.execute_command("CONFIG", "SET", "save", save)
+        failures.extend(x for x in p.execute(raise_on_error=False) if x not in (b"OK", True))
+        c.close()
+
+    threads = [threading.Thread(target=hammer) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]
+
+
+def test_a_pipelined_command_after_config_set_sees_it(server):
+    """Found by review: CONFIG SET went on on every shard while the
+    connection's next command ran, so a pipelined CONFIG GET saw the old
+    value and an AUTH after setting requirepass failed."""
+    c = server.client()
+    p = c.pipeline(transaction=False)
+    p.execute_command("CONFIG", "SET", "timeout", "123")
+    p.execute_command("CONFIG", "GET", "timeout")
+    p.execute_command("CONFIG", "SET", "requirepass", "sekrit")
+    p.execute_command("AUTH", "sekrit")
+    p.execute_command("CONFIG", "SET", "requirepass", "")
+    got = p.execute()
+    assert got[1] in ([b"timeout", b"123"], {b"timeout": b"123"}), got
+    assert got[3] in (b"OK", True), got
+    c.close()
+
+
 def test_restart_only_settings_take_the_value_they_have(server, r):
     for name in ("port", "bind", "dir", "memory", "smp", "commitlog-sync", "databases",
                  "daemonize"):
