@@ -393,13 +393,24 @@ static int parse_flags(struct loader *ld, int argc, char **argv, int i, char *er
         return 0;
 }
 
+/* The file argv[k] names if it is --config FILE or --config=FILE, else
+ * NULL. */
+static const char *config_flag(int argc, char **argv, int k)
+{
+        if (!strcmp(argv[k], "--config"))
+                return k + 1 < argc ? argv[k + 1] : NULL;
+        if (!strncmp(argv[k], "--config=", 9))
+                return argv[k] + 9;
+        return NULL;
+}
+
 const char *cfg_file_arg(int argc, char **argv)
 {
         if (argc > 1 && !is_flag(argv[1]))
                 return argv[1];
-        for (int k = 1; k + 1 < argc; k++)
-                if (!strcmp(argv[k], "--config"))
-                        return argv[k + 1];
+        for (int k = 1; k < argc; k++)
+                if (config_flag(argc, argv, k))
+                        return config_flag(argc, argv, k);
         return NULL;
 }
 
@@ -418,12 +429,11 @@ int cfg_parse_args(struct scree_config *c, int argc, char **argv, cfg_warn_fn wa
                         return r;
                 i = 2;
         }
-        for (int k = i; k + 1 < argc; k++) {
-                if (!strcmp(argv[k], "--config")) {
-                        r = load_path(&ld, argv[k + 1], err, err_len);
-                        if (r < 0)
-                                return r;
-                }
+        for (int k = i; k < argc; k++) {
+                const char *file = config_flag(argc, argv, k);
+
+                if (file && (r = load_path(&ld, file, err, err_len)) < 0)
+                        return r;
         }
         return parse_flags(&ld, argc, argv, i, err, err_len);
 }

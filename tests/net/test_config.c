@@ -345,6 +345,17 @@ Test(config, files_and_flags)
                 cr_expect(eq(str, c.bind, "0.0.0.0"));
                 cr_expect(eq(u64, c.port, 7001));
         }
+        {
+                /* --config=FILE too (found by review: it was ignored). */
+                char flag[PATH_MAX + 32], *argv[] = { "scree", "--port", "7003", flag, NULL };
+
+                snprintf(flag, sizeof(flag), "--config=%s", path);
+                write_file(path, "port 7001\nmaxclients 77\n");
+                cr_assert(eq(int, cfg_parse_args(&c, 4, argv, NULL, NULL, err, sizeof(err)), 0), "%s", err);
+                cr_expect(eq(u64, c.maxclients, 77));
+                cr_expect(eq(u64, c.port, 7003));       /* the flag still wins */
+                cr_expect(eq(int, strcmp(cfg_file_arg(4, argv), path), 0));
+        }
         /* Errors name the file and the line, or the flag. */
         write_file(path, "port 7001\nport\n");
         cr_assert(eq(int, cfg_load_file(&c, path, NULL, NULL, err, sizeof(err)), -EINVAL));
