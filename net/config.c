@@ -251,7 +251,7 @@ static int parse_pct(const char *s, uint64_t *ret, char *err, size_t err_len)
 
 uint64_t cfg_clients_limit_bytes(const struct scree_config *c, uint32_t n_shards)
 {
-        uint64_t v = c->maxmemory_clients;
+        uint64_t v = c->maxmemory_clients, floor;
 
         if (n_shards == 0)
                 n_shards = 1;
@@ -261,7 +261,17 @@ uint64_t cfg_clients_limit_bytes(const struct scree_config *c, uint32_t n_shards
         if (!v)
                 return 0;
         v = (c->memory / 100 * v + c->memory % 100 * v / 100) / n_shards; /* exact, no overflow */
-        return v > CFG_CLIENTS_SHARD_FLOOR ? v : CFG_CLIENTS_SHARD_FLOOR;
+        floor = cfg_max_cmd_bytes(c) + (UINT64_C(1) << 20);
+        if (floor < CFG_CLIENTS_SHARD_FLOOR)
+                floor = CFG_CLIENTS_SHARD_FLOOR;
+        return v > floor ? v : floor;
+}
+
+uint64_t cfg_max_cmd_bytes(const struct scree_config *c)
+{
+        uint64_t big = c->max_value_bytes * 4 + (UINT64_C(1) << 20);
+
+        return big > (UINT64_C(64) << 20) ? big : UINT64_C(64) << 20;
 }
 
 static int parse_bool(const char *s, uint64_t *ret)

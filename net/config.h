@@ -179,12 +179,17 @@ bool cfg_bind_next(const char **pos, char *addr, size_t len, bool *ret_optional)
 
 /* The bytes the clients of one of n_shards shards may hold together
  * (maxmemory-clients resolved against --memory, split evenly); 0 = no
- * limit. A percent never gives a shard less than CFG_CLIENTS_SHARD_FLOOR:
- * a small --memory must not cut off a client reading one big reply.
- * Pure. */
+ * limit. A percent never gives a shard less than CFG_CLIENTS_SHARD_FLOOR,
+ * nor less than one longest command and 1 MiB (cfg_max_cmd_bytes): a small
+ * --memory must not cut off a client reading one big reply or sending one
+ * MSET of the longest values. Pure. */
 uint64_t cfg_clients_limit_bytes(const struct scree_config *c, uint32_t n_shards);
 
 #define CFG_CLIENTS_SHARD_FLOOR (UINT64_C(64) << 20)
+
+/* The longest command accepted, every byte of it: room for an MSET of four
+ * of the longest values, and never less than 64 MiB. Pure. */
+uint64_t cfg_max_cmd_bytes(const struct scree_config *c);
 
 /* Parses a size with the suffixes above. Returns 0 and *ret, or -EINVAL
  * (not a size, or above UINT64_MAX). Pure. */

@@ -583,14 +583,11 @@ static void conn_input(struct net_conn *c)
 static struct net_resp_limits conn_limits(const struct net_server *srv)
 {
         struct net_resp_limits lim;
-        uint64_t big = srv->max_value_bytes * 4 + (1u << 20);
 
         net_resp_limits_default(&lim);
-        if (big < (64u << 20))
-                big = 64u << 20;
         lim.max_bulk_bytes = srv->max_value_bytes > srv->max_key_bytes ? srv->max_value_bytes :
                                                                           srv->max_key_bytes;
-        lim.max_cmd_bytes = big;
+        lim.max_cmd_bytes = cfg_max_cmd_bytes(srv->cfg);
         return lim;
 }
 

@@ -453,7 +453,8 @@ static int run(struct net_resp_parser *p, struct cursor *c)
         return r;
 }
 
-/* Appends n bytes at src to the stash, doubling it as needed. */
+/* Appends n bytes at src to the stash, doubling it as needed (up to the
+ * longest command). */
 static int stash_append(struct net_resp_parser *p, const char *src, size_t n)
 {
         size_t need = p->stash_len + n;
@@ -466,6 +467,11 @@ static int stash_append(struct net_resp_parser *p, const char *src, size_t n)
 
                 while (cap < need)
                         cap *= 2;
+                /* A command is never longer (refused from its header):
+                 * doubling past that only takes memory it will not use,
+                 * which counts against the client's memory limit. */
+                if (cap > p->lim.max_cmd_bytes && need <= p->lim.max_cmd_bytes)
+                        cap = (size_t)p->lim.max_cmd_bytes;
                 s = realloc(p->stash, cap);
                 if (!s)
                         return -ENOMEM;

@@ -260,3 +260,20 @@ def test_exec_of_distinct_keys_shares_log_syncs():
         assert r.execute_command("MGET", "s0", "s1999") == [b"0", b"1999"]
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("memory", ["1gb", "64mb"])
+def test_an_mset_of_four_of_the_longest_values_is_served(memory):
+    """Found by review: the parser's buffer grew by doubling past the
+    longest command (33 MiB for four 8 MiB values) to 64 MiB, and counted
+    by capacity that put the client over its shard's share of
+    maxmemory-clients (at least 64 MiB): it was closed, whatever --memory.
+    The buffer now stops at the longest command, and a shard's share is
+    never less than one longest command."""
+    s = Server(args=["--memory", memory]).start()
+    r = s.client()
+    vals = {"big%d" % i: bytes([65 + i]) * (8 * MIB) for i in range(4)}
+    assert r.mset(vals) is True
+    for k, v in vals.items():
+        assert r.strlen(k) == len(v)
+    assert r.info("stats").get("evicted_clients", 0) == 0

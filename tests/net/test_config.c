@@ -588,8 +588,14 @@ Test(config, maxmemory_clients_takes_a_size_or_a_percent_of_memory)
         cr_expect(eq(str, (char *)get("maxmemory-clients"), "10%"));
         cr_expect(eq(u64, cfg_clients_limit_bytes(&c, 1), (UINT64_C(1) << 30) / 10));
         /* A percent gives each shard at least the floor (a small --memory
-         * must not cut off a client reading one big MGET reply). */
-        cr_expect(eq(u64, cfg_clients_limit_bytes(&c, 2), CFG_CLIENTS_SHARD_FLOOR));
+         * must not cut off a client reading one big MGET reply) and one
+         * longest command and 1 MiB (nor one sending the longest MSET). */
+        cr_expect(eq(u64, cfg_max_cmd_bytes(&c), 64u << 20));
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c, 2), (64u << 20) + (1u << 20)));
+        cr_assert(eq(int, cfg_set(&c, "max-value-bytes", "16mb", false, err, sizeof(err)), 0));
+        cr_expect(eq(u64, cfg_max_cmd_bytes(&c), 4 * (16u << 20) + (1u << 20)));
+        cr_expect(eq(u64, cfg_clients_limit_bytes(&c, 2), 4 * (16u << 20) + (2u << 20)));
+        cr_assert(eq(int, cfg_set(&c, "max-value-bytes", "8MiB", false, err, sizeof(err)), 0));
         cr_assert(eq(int, cfg_set(&c, "maxmemory-clients", "64mb", true, err, sizeof(err)), 0));
         cr_expect(eq(str, (char *)get("maxmemory-clients"), "67108864"));
         cr_expect(eq(u64, cfg_clients_limit_bytes(&c, 1), 64u << 20));
