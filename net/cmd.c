@@ -51,7 +51,7 @@ static const char *const object_sub[] = { "encoding", "freq", "idletime", "refco
 static const struct net_cmd_def table[] = {
         { "get", 2, R, 1, 1, 1, net_cmd_get, NULL },
         { "set", -3, W, 1, 1, 1, net_cmd_set, NULL },
-        { "ping", -1, NA | LC | NE, 0, 0, 0, net_cmd_ping, NULL },
+        { "ping", -1, LC | NE, 0, 0, 0, net_cmd_ping, NULL },
         { "mget", -2, R | LC, 1, -1, 1, net_cmd_mget, NULL },
         { "mset", -3, W | LC, 1, -1, 2, net_cmd_mset, NULL },
         { "msetnx", -3, W | LC, 1, -1, 2, net_cmd_msetnx, NULL },
