@@ -200,11 +200,39 @@ static int shut_down(struct net_server *srv)
         return rc;
 }
 
-/* A Redis setting with no effect, met in the config file or a flag. */
+/* The warnings of the settings (a Redis setting with no effect, met in
+ * the config file or a flag), kept until the log file is open so that
+ * they land there, not on a stderr nobody reads. */
+struct cfg_warnings {
+        char **msg;
+        size_t n;
+};
+
 static void on_cfg_warning(void *ctx, const char *msg)
 {
-        (void)ctx;
-        log_warn("%s", msg);
+        struct cfg_warnings *w = ctx;
+        char **grown = realloc(w->msg, (w->n + 1) * sizeof(*grown));
+        char *copy = strdup(msg);
+
+        if (grown)
+                w->msg = grown;
+        if (!grown || !copy) {
+                free(copy);
+                log_warn("%s", msg);    /* no memory to keep it: now, where the log is */
+                return;
+        }
+        w->msg[w->n++] = copy;
+}
+
+/* Logs the kept warnings and forgets them. */
+static void cfg_warnings_flush(struct cfg_warnings *w)
+{
+        for (size_t i = 0; i < w->n; i++) {
+                log_warn("%s", w->msg[i]);
+                free(w->msg[i]);
+        }
+        free(w->msg);
+        *w = (struct cfg_warnings){ 0 };
 }
 
 /* "127.0.0.1:6379, [::1]:6379" into buf; logs the optional addresses
@@ -230,14 +258,14 @@ static const char *listen_addrs(const struct net_server *srv, char *buf, size_t 
         return buf;
 }
 
-static int parse(int argc, char **argv, struct scree_config *cfg)
+static int parse(int argc, char **argv, struct scree_config *cfg, struct cfg_warnings *warnings)
 {
         char err[512] = "";
         int r;
 
         if (cfg_init(cfg) < 0)
                 return 1;
-        r = cfg_parse_args(cfg, argc, argv, on_cfg_warning, NULL, err, sizeof(err));
+        r = cfg_parse_args(cfg, argc, argv, on_cfg_warning, warnings, err, sizeof(err));
         if (r == 1) {
                 cfg_usage(stdout);
                 exit(0);
@@ -254,6 +282,7 @@ int main(int argc, char **argv)
 {
         struct rx_smp_opts so = { .on_start = net_shard_start };
         struct scree_config cfg = { 0 };
+        struct cfg_warnings warnings = { 0 };
         struct net_server *srv = NULL;
         struct rx_smp *smp;
         char err[512] = "", addrs[1024];
@@ -262,14 +291,18 @@ int main(int argc, char **argv)
         sigset_t set;
         int r, rc;
 
-        rc = parse(argc, argv, &cfg);
-        if (rc)
+        rc = parse(argc, argv, &cfg, &warnings);
+        if (rc) {
+                cfg_warnings_flush(&warnings);
                 goto out;
+        }
         if (cfg.logfile[0] && (r = log_file_open(cfg.logfile)) < 0) {
+                cfg_warnings_flush(&warnings);
                 log_error("cannot open the log file %s: %s", cfg.logfile, strerror(-r));
                 rc = 1;
                 goto out;
         }
+        cfg_warnings_flush(&warnings);  /* into the log file, if there is one */
         /* Block the stop signals and SIGHUP before any shard thread exists,
          * so that they inherit the mask and only the main thread takes them. */
         sigemptyset(&set);

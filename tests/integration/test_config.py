@@ -21,7 +21,7 @@ import threading
 import pytest
 import redis
 
-from server_util import BIN, WAIT_S, Server, free_port
+from server_util import BIN, WAIT_S, Server, free_port, wait_for
 
 # Connections the kernel spreads over the shards (SO_REUSEPORT): with 12,
 # every shard of two gets some but with odds of 1 in 2000.
@@ -353,5 +353,29 @@ def test_a_redis_conf_with_an_unknown_name_is_refused_naming_the_line():
         assert p.returncode != 0
         assert "%s:%d: unknown setting 'maxmemory-sideways'" % (path, line) in p.stderr, p.stderr
         assert not os.path.exists(os.path.join(tmp, "data")), "nothing made"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_the_warnings_of_a_config_file_go_to_its_log_file():
+    """Found testing as a new user: the no-effect warnings went to stderr,
+    before the log file the same file names was open, so whoever reads only
+    the log never saw them."""
+    tmp = tempfile.mkdtemp(prefix="scree-conf-")
+    port = free_port()
+    log = os.path.join(tmp, "scree.log")
+    try:
+        path, _ = stock_copy(tmp, port, extra="\nlogfile %s\n" % log)
+        s = ConfServer(path, port, tmp).start(wait=False)
+
+        def ready():
+            assert s.proc.poll() is None, s.output()
+            return os.path.exists(log) and "ready to accept connections" in open(log).read()
+
+        wait_for(ready, "the server to log that it is ready")
+        text = open(log).read()
+        assert "'daemonize' has no effect in scree" in text, text[:2000]
+        assert "has no effect" not in s.output(), s.output()[:2000]
+        assert s.close() == 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
