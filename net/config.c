@@ -83,7 +83,8 @@ static const struct cfg_def defs[] = {
           "SLOWLOG entries kept per shard" },
         { "maxmemory-clients", CFG_PCT, RT, OFF(maxmemory_clients), "10%", 0, UINT64_MAX, .help =
           "memory all clients' buffers may hold together (N% of --memory, or a size; 0 = no "
-          "limit): above it the client holding the most is closed" },
+          "limit): above it the client holding the most is closed; a percent gives each shard "
+          "at least 64 MiB and one longest command" },
         { "multi-max-commands", CFG_UINT, RT, OFF(multi_max_commands), "100000", 1, UINT32_MAX,
           .help = "commands one MULTI may queue" },
         { "multi-max-bytes", CFG_SIZE, RT, OFF(multi_max_bytes), "32MiB", 4096, UINT64_MAX,
