@@ -28,6 +28,7 @@
 #include "base/compiler.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/time.h"
 #include "engine/wal_replay.h"
 
 #define BLOCK ((size_t)MEM_DIRECT_ALIGN)
@@ -152,7 +153,9 @@ struct replay {
         uint8_t *buf;                   /* its bytes */
         size_t cap, len;
         struct eng_fs_op op;
-        struct rx_task task;
+        struct rx_task task;            /* the start, then a segment's next slice */
+        struct eng_wal_reader reader;   /* the segment being replayed, between slices */
+        uint64_t seg_id;
         enum end_kind end;              /* the end of the log, once found: */
         uint64_t end_id, end_off;       /* torn segment and offset, or the first id not there */
         size_t end_file;                /* torn: its index, to salvage back to */
@@ -287,42 +290,67 @@ static bool record_after(struct replay *rp, const struct eng_wal_reader *r)
         return eng_wal_reader_skip_damage(&probe) == 1;
 }
 
-/* Replays the records of the segment in hand; finds a torn tail. */
-static int replay_segment(struct replay *rp, uint64_t id)
+/*
+ * A segment's records are replayed in slices of about REPLAY_SLICE_NS,
+ * the loop running in between: a 32 MiB segment takes hundreds of
+ * milliseconds, during which the shard still answers what it may while
+ * loading (PING's -LOADING, INFO, HELLO). The coarse clock (a few ns) is
+ * read after every record: one record is a group commit, from one write to
+ * thousands.
+ */
+#define REPLAY_SLICE_NS (4 * NS_PER_MS)
+#define REPLAY_YIELD 1
+
+/* Replays the next slice of the segment in rp->reader. Returns 0 once the
+ * segment is done (a torn tail found), REPLAY_YIELD when time is up with
+ * records left, or <0. */
+static int replay_more(struct replay *rp)
 {
-        struct eng_wal_reader r;
+        struct eng_wal_reader *r = &rp->reader;
         struct eng_wal_record rec;
+        uint64_t until = time_coarse_ns() + REPLAY_SLICE_NS;
         int rc;
 
-        rp->res.segments++;
-        eng_wal_reader_init(&r, rp->buf, rp->len, id);
-        r.last_seq = rp->res.last_seq;          /* seqs increase across segments too */
-        if (rp->resume_off) {
-                r.bad_off = (size_t)rp->resume_off;
-                rp->resume_off = 0;
-                if (eng_wal_reader_skip_damage(&r) == 0)
-                        return 0;
-        }
-        while ((rc = eng_wal_reader_next(&r, &rec)) != 0) {
+        while ((rc = eng_wal_reader_next(r, &rec)) != 0) {
                 if (rc < 0) {
-                        rc = damaged(rp, &r, id);
+                        rc = damaged(rp, r, rp->seg_id);
                         if (rc <= 0)
                                 return rc;
                         continue;
                 }
-                rc = rp->rec_fn(rp->arg, id, &rec);
+                rc = rp->rec_fn(rp->arg, rp->seg_id, &rec);
                 if (rc < 0)
                         return rc;
                 rp->res.records++;
                 rp->res.bytes += eng_wal_record_size(rec.len);
                 rp->res.last_seq = rec.seq;
+                if (time_coarse_ns() >= until)
+                        return REPLAY_YIELD;
         }
         /* A zero record header after the last record, and no record of this
          * segment beyond: the writer rolled to the next segment (or this is
          * the newest). Anything else: a write torn there. */
-        if (r.torn || record_after(rp, &r))
-                end_log(rp, END_TORN, id, r.off);
+        if (r->torn || record_after(rp, r))
+                end_log(rp, END_TORN, rp->seg_id, r->off);
         return 0;
+}
+
+/* Starts replaying the records of the segment in hand. As replay_more. */
+static int replay_segment(struct replay *rp, uint64_t id)
+{
+        struct eng_wal_reader *r = &rp->reader;
+
+        rp->res.segments++;
+        rp->seg_id = id;
+        eng_wal_reader_init(r, rp->buf, rp->len, id);
+        r->last_seq = rp->res.last_seq;         /* seqs increase across segments too */
+        if (rp->resume_off) {
+                r->bad_off = (size_t)rp->resume_off;
+                rp->resume_off = 0;
+                if (eng_wal_reader_skip_damage(r) == 0)
+                        return 0;
+        }
+        return replay_more(rp);
 }
 
 /* Salvage: the torn tail was durable after all; resume past it. */
@@ -341,7 +369,7 @@ static void salvage_back(struct replay *rp)
         rp->after_end = 0;
 }
 
-/* Judges the segment in hand. */
+/* Judges the segment in hand. As replay_more. */
 static int visit(struct replay *rp, uint64_t id)
 {
         int h = check_header(rp, id);
@@ -366,21 +394,39 @@ static int visit(struct replay *rp, uint64_t id)
         return corrupt_at(rp, rp->end_id, rp->end_off);
 }
 
+/* After a slice of replay_more (r): on to the next slice, file or end. */
+static void replay_went(struct replay *rp, int r);
+
+static void replay_task(struct rx_loop *loop, struct rx_task *t)
+{
+        struct replay *rp = container_of(t, struct replay, task);
+
+        (void)loop;
+        replay_went(rp, replay_more(rp));
+}
+
+static void replay_went(struct replay *rp, int r)
+{
+        if (r < 0) {
+                fail(rp, r);
+        } else if (r == REPLAY_YIELD) {
+                rp->task = (struct rx_task){ .fn = replay_task, .name = "wal_replay:records" };
+                rx_loop_post(rp->fs->loop, &rp->task);
+        } else {
+                visit_next(rp);
+        }
+}
+
 static void on_closed(struct eng_fs_op *op, int res)
 {
         struct replay *rp = container_of(op, struct replay, op);
         uint64_t id = rp->files[rp->cur].id;
-        int r;
 
         (void)res;                      /* read-only: nothing to lose */
         rp->fd = -1;
         rp->next = rp->cur + 1;
         rp->next_id = id + 1;
-        r = visit(rp, id);
-        if (r < 0)
-                fail(rp, r);
-        else
-                visit_next(rp);
+        replay_went(rp, visit(rp, id));
 }
 
 static void on_read(struct eng_fs_op *op, int res);

@@ -25,6 +25,7 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/time.h"
 #include "engine/fault_fs.h"
 #include "engine/wal.h"
 #include "engine/wal_format.h"
@@ -140,6 +141,59 @@ Test(wal_replay, a_segment_longer_than_a_read_chunk_replays_whole)
         cr_expect(eq(u32, x.records, MAX_APPENDS));
         cr_expect(eq(u64, x.res.bytes, st.bytes));
         cr_expect(not(x.res.torn));
+}
+
+/* A record that takes a millisecond to apply, and a task that notes, each
+ * time the loop runs it, how far the replay is. */
+static const struct replayed *observer_of;
+static unsigned seen_mid_segment, observed_n;
+static bool observing;
+static struct rx_task observer;
+
+static int slow_record(void *arg, uint64_t segment, const struct eng_wal_record *rec)
+{
+        uint64_t until = time_now_ns() + NS_PER_MS;
+
+        while (time_now_ns() < until)
+                ;
+        return replayed_record(arg, segment, rec);
+}
+
+static void observe(struct rx_loop *l, struct rx_task *task)
+{
+        const struct replayed *x = observer_of;
+
+        if (x->done || !observing)
+                return;
+        if (x->records > 0 && x->records < observed_n)
+                seen_mid_segment++;
+        rx_loop_post(l, task);
+}
+
+/* The loop runs while a segment replays (in slices of a few ms), so a
+ * loading shard still answers PING and INFO; before, a whole segment's
+ * records (hundreds of ms for a 32 MiB one) ran in one go. */
+Test(wal_replay, a_segment_replays_in_slices_the_loop_running_between)
+{
+        struct eng_wal_replay_opts o = opts(1, false);
+        static struct replayed x;
+        const unsigned n = 60;
+
+        write_log(1, 0, n, ENG_WAL_SYNC_BATCH, 1);
+        memset(&x, 0, sizeof(x));
+        observer_of = &x;
+        observing = true;
+        seen_mid_segment = 0;
+        observed_n = n;
+        observer = (struct rx_task){ .fn = observe, .name = "test:observe" };
+        rx_loop_post(loop, &observer);
+        cr_assert(eq(int, eng_wal_replay(fs, &o, slow_record, replayed_done, &x), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &x.done), 0));
+        observing = false;
+        cr_assert(eq(int, x.err, 0));
+        cr_expect(eq(u32, x.records, n));
+        cr_expect(eq(u64, x.segment_of[0], x.segment_of[n - 1]), "the records are in one segment");
+        cr_expect(gt(u32, seen_mid_segment, 0), "the loop never ran while the segment replayed");
 }
 
 Test(wal_replay, from_segment_skips_older_segments)
