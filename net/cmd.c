@@ -191,6 +191,13 @@ const char *net_cmd_stat_name(size_t i, char *buf, size_t len)
         return buf;
 }
 
+void net_reply_lines(struct net_req *req, const char *const *lines, size_t n)
+{
+        net_resp_add_array(req->out, n);
+        for (size_t i = 0; i < n; i++)
+                net_resp_add_simple(req->out, lines[i], strlen(lines[i]));
+}
+
 uint64_t net_now_ms(void)
 {
         return time_wall_ns() / NS_PER_MS;

@@ -308,6 +308,9 @@ int net_req_write(struct net_req *req, const struct eng_mutation *m, uint32_t n,
 int net_req_rmw(struct net_req *req, const void *key, size_t len, eng_rmw_fn fn,
                 net_req_then_fn then);
 
+/* Replies n lines as an array of simple strings (a HELP subcommand). */
+void net_reply_lines(struct net_req *req, const char *const *lines, size_t n);
+
 /* Appends every byte of src to dst and empties src. */
 void net_out_move(struct net_resp_out *dst, struct net_resp_out *src);
 

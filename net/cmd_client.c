@@ -276,21 +276,6 @@ static int client_no_evict(struct net_req *req)
         return NET_CMD_DONE;
 }
 
-/* Writes text (an error when it starts with '-') as c's reply at dispatch. */
-static void reply_now(struct net_conn *c, const char *text)
-{
-        struct net_req *r;
-        struct net_resp_out *o = net_conn_reply_slot(c, &r);
-
-        if (!o)
-                return;
-        if (text[0] == '-')
-                net_resp_add_error(o, text + 1, strlen(text + 1));
-        else
-                net_resp_add_simple(o, text, strlen(text));
-        net_conn_reply_end(c, r);
-}
-
 /*
  * Redis's semantics: ON replies OK and clears OFF and a pending SKIP; OFF
  * mutes every later reply (its own too); SKIP mutes the next command's
@@ -311,20 +296,20 @@ bool net_client_reply_dispatch(struct net_conn *c, const struct net_cmd_def *def
         slot = net_cmd_stat_slot(def, argv, argc);
         if (argc != 3) {
                 net_multi_flag(c);      /* as a subcommand's arity: EXEC aborts */
-                reply_now(c, "-ERR wrong number of arguments for 'client|reply' command");
+                net_conn_reply_text(c, "-ERR wrong number of arguments for 'client|reply' command");
                 if (m)
                         net_cmd_metrics_reject(m, slot);
                 return true;
         }
         if (net_arg_is(v, "on")) {
                 c->reply_off = c->reply_skip = c->mute = false;
-                reply_now(c, "OK");
+                net_conn_reply_text(c, "OK");
         } else if (net_arg_is(v, "off")) {
                 c->reply_off = true;
         } else if (net_arg_is(v, "skip")) {
                 c->reply_skip = !c->reply_off;
         } else {
-                reply_now(c, "-ERR syntax error");
+                net_conn_reply_text(c, "-ERR syntax error");
                 failed = true;
         }
         if (m)                  /* INFO commandstats: cmdstat_client|reply */

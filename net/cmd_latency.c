@@ -296,11 +296,7 @@ static int latency_help(struct net_req *req)
                 "HELP",
                 "    Print this help.",
         };
-        size_t n = sizeof(lines) / sizeof(lines[0]);
-
-        net_resp_add_array(req->out, n);
-        for (size_t i = 0; i < n; i++)
-                net_resp_add_simple(req->out, lines[i], strlen(lines[i]));
+        net_reply_lines(req, lines, sizeof(lines) / sizeof(lines[0]));
         return NET_CMD_DONE;
 }
 

@@ -34,13 +34,6 @@ static const char E_LFU[] = "ERR An LFU maxmemory policy is not selected, access
 static const char E_IDLE[] = "ERR idle time not tracked: scree keeps no access time per key "
                              "(as Redis under an LFU maxmemory policy)";
 
-static void help(struct net_req *req, const char *const *lines, size_t n)
-{
-        net_resp_add_array(req->out, n);
-        for (size_t i = 0; i < n; i++)
-                net_resp_add_simple(req->out, lines[i], strlen(lines[i]));
-}
-
 /* Redis names the subcommand as its table does: lower case. REQUIRES:
  * sub is one of cmd's subcommands (so, short). */
 static void bad_arity(struct net_req *req, const char *cmd)
@@ -131,7 +124,7 @@ int net_cmd_object(struct net_req *req)
         if (keyed && req->argc == 3)
                 return net_req_get(req, req->argv[2].ptr, req->argv[2].len, object_then);
         if (net_arg_is(sub, "help") && req->argc == 2)
-                help(req, lines, sizeof(lines) / sizeof(lines[0]));
+                net_reply_lines(req, lines, sizeof(lines) / sizeof(lines[0]));
         else if (keyed || net_arg_is(sub, "help"))
                 bad_arity(req, "object");
         else
@@ -305,7 +298,7 @@ int net_cmd_memory(struct net_req *req)
                 else
                         net_resp_add_simple(req->out, "OK", 2);
         } else if (net_arg_is(sub, "help") && argc == 2) {
-                help(req, lines, sizeof(lines) / sizeof(lines[0]));
+                net_reply_lines(req, lines, sizeof(lines) / sizeof(lines[0]));
         } else if (net_arg_is(sub, "usage") || net_arg_is(sub, "stats") ||
                    net_arg_is(sub, "doctor") || net_arg_is(sub, "malloc-stats") ||
                    net_arg_is(sub, "purge") || net_arg_is(sub, "help")) {

@@ -56,19 +56,6 @@ void net_multi_flag(struct net_conn *c)
                 c->multi_dirty = true;
 }
 
-static void reply_simple(struct net_conn *c, const char *s)
-{
-        struct net_req *r;
-        struct net_resp_out *o = net_conn_reply_slot(c, &r);
-
-        if (!o)
-                return;
-        if (s[0] == '-')
-                net_resp_add_error(o, s + 1, strlen(s + 1));
-        else
-                net_resp_add_simple(o, s, strlen(s));
-        net_conn_reply_end(c, r);
-}
 
 static void multi_drop_queue(struct net_conn *c)
 {
@@ -136,11 +123,11 @@ static void multi_queue(struct net_conn *c, const struct net_cmd_def *d, const s
 
         if (d->flags & NET_CMD_NOMULTI) {       /* Redis's words: the suite matches them */
                 c->multi_dirty = true;
-                reply_simple(c, "-ERR Command not allowed inside a transaction");
+                net_conn_reply_text(c, "-ERR Command not allowed inside a transaction");
                 return;
         }
         if (c->multi_dirty) {
-                reply_simple(c, "QUEUED");      /* EXEC will abort: nothing to keep */
+                net_conn_reply_text(c, "QUEUED");      /* EXEC will abort: nothing to keep */
                 return;
         }
         if (multi_over(c, bytes))
@@ -148,7 +135,7 @@ static void multi_queue(struct net_conn *c, const struct net_cmd_def *d, const s
         q = net_req_new(c->sh, d, argv, argc, c->proto);
         if (!q) {
                 c->multi_dirty = true;
-                reply_simple(c, "-ERR out of memory");
+                net_conn_reply_text(c, "-ERR out of memory");
                 return;
         }
         if (c->mq_tail)
@@ -158,7 +145,7 @@ static void multi_queue(struct net_conn *c, const struct net_cmd_def *d, const s
         c->mq_tail = q;
         c->n_mq++;
         c->mq_bytes += bytes;
-        reply_simple(c, "QUEUED");
+        net_conn_reply_text(c, "QUEUED");
 }
 
 /* EXEC at dispatch: the request takes the queue and the watches. */
@@ -173,7 +160,7 @@ static void multi_exec(struct net_conn *c, const struct net_cmd_def *d, const st
         }
         if (!req) {
                 multi_reset(c);
-                reply_simple(c, "-ERR out of memory");
+                net_conn_reply_text(c, "-ERR out of memory");
                 return;
         }
         for (struct net_req *q = c->mq_head, *next; q; q = next) {
@@ -200,38 +187,38 @@ static bool txn_dispatch(struct net_conn *c, const struct net_cmd_def *d, const 
 
         if (strcmp(n, "multi") == 0) {
                 if (c->in_multi) {
-                        reply_simple(c, "-ERR MULTI calls can not be nested");
+                        net_conn_reply_text(c, "-ERR MULTI calls can not be nested");
                         return true;
                 }
                 c->in_multi = true;
-                reply_simple(c, "OK");
+                net_conn_reply_text(c, "OK");
         } else if (strcmp(n, "discard") == 0) {
                 if (!c->in_multi) {
-                        reply_simple(c, "-ERR DISCARD without MULTI");
+                        net_conn_reply_text(c, "-ERR DISCARD without MULTI");
                         return true;
                 }
                 multi_reset(c);
-                reply_simple(c, "OK");
+                net_conn_reply_text(c, "OK");
         } else if (strcmp(n, "exec") == 0) {
                 if (!c->in_multi) {
-                        reply_simple(c, "-ERR EXEC without MULTI");
+                        net_conn_reply_text(c, "-ERR EXEC without MULTI");
                 } else if (c->multi_dirty) {
                         multi_reset(c);
-                        reply_simple(c, "-EXECABORT Transaction discarded because of previous errors.");
+                        net_conn_reply_text(c, "-EXECABORT Transaction discarded because of previous errors.");
                 } else {
                         multi_exec(c, d, argv);
                 }
         } else if (strcmp(n, "watch") == 0) {
                 if (!c->in_multi)
                         return false;   /* a request: reads the versions */
-                reply_simple(c, "-ERR WATCH inside MULTI is not allowed");
+                net_conn_reply_text(c, "-ERR WATCH inside MULTI is not allowed");
         } else {                        /* unwatch: queued inside MULTI (a no-op then) */
                 if (c->in_multi)
                         return false;
                 net_watch_free(c->watch, c->n_watch);
                 c->watch = NULL;
                 c->n_watch = c->cap_watch = 0;
-                reply_simple(c, "OK");
+                net_conn_reply_text(c, "OK");
         }
         return true;
 }

@@ -381,6 +381,20 @@ void net_conn_reply_end(struct net_conn *c, struct net_req *req)
                 net_conn_req_done(c, req);
 }
 
+void net_conn_reply_text(struct net_conn *c, const char *text)
+{
+        struct net_req *r;
+        struct net_resp_out *o = net_conn_reply_slot(c, &r);
+
+        if (!o)
+                return;
+        if (text[0] == '-')
+                net_resp_add_error(o, text + 1, strlen(text + 1));
+        else
+                net_resp_add_simple(o, text, strlen(text));
+        net_conn_reply_end(c, r);
+}
+
 #define CONN_ERRORF(c, ...)                                                 \
         do {                                                                \
                 struct net_req *r_;                                         \

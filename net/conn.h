@@ -156,6 +156,10 @@ void net_conn_start(struct net_conn *c, struct net_req *req);
 struct net_resp_out *net_conn_reply_slot(struct net_conn *c, struct net_req **ret_req);
 void net_conn_reply_end(struct net_conn *c, struct net_req *req);
 
+/* Writes text as c's reply at dispatch, through the two above: an error
+ * when it starts with '-' (the rest is its text), else a simple string. */
+void net_conn_reply_text(struct net_conn *c, const char *text);
+
 /* The buffer memory c holds now (see above; 0 once closing). Shard-local. */
 size_t net_conn_mem_bytes(const struct net_conn *c);
 

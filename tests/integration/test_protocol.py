@@ -12,6 +12,15 @@ import redis
 from server_util import Server, wait_for
 
 
+def refused_and_closed(s, data, error):
+    """Sends data on a new connection: error comes back and the server
+    closes it."""
+    c = s.raw()
+    c.send(data)
+    assert c.reply() == (b"-", error)
+    assert c.is_closed()
+    c.close()
+
 def test_pipeline_of_10k_mixed_commands_replies_in_order(r):
     rng = random.Random(7)
     model, expect = {}, []
@@ -130,16 +139,8 @@ def test_a_bulk_longer_than_any_value_is_refused_from_its_header():
     s = Server(args=["--max-value-bytes", "1000", "--max-key-bytes", "16"]).start()
     for header in (b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1001\r\n",
                    b"*2\r\n$3\r\nset\r\n$999999999\r\n"):
-        c = s.raw()
-        c.send(header)
-        assert c.reply() == (b"-", b"ERR Protocol error: invalid bulk length")
-        assert c.is_closed()
-        c.close()
-    c = s.raw()
-    c.send(b"*1048577\r\n")
-    assert c.reply() == (b"-", b"ERR Protocol error: invalid multibulk length")
-    assert c.is_closed()
-    c.close()
+        refused_and_closed(s, header, b"ERR Protocol error: invalid bulk length")
+    refused_and_closed(s, b"*1048577\r\n", b"ERR Protocol error: invalid multibulk length")
     c = s.raw()
     c.cmd("SET", "k", b"v" * 1000)     # at the limit: read and run
     assert c.reply() == (b"+", b"OK")
@@ -174,11 +175,7 @@ def test_requirepass_flow():
         r = s.client(password="s3cret")
         assert r.get("k") == b"v"
         # Before AUTH the parser takes at most 10 arguments (Redis's limit).
-        c = s.raw()
-        c.send(b"*11\r\n")
-        assert c.reply() == (b"-", b"ERR Protocol error: unauthenticated multibulk length")
-        assert c.is_closed()
-        c.close()
+        refused_and_closed(s, b"*11\r\n", b"ERR Protocol error: unauthenticated multibulk length")
         c = s.raw()
         c.cmd("QUIT")
         assert c.reply() == (b"+", b"OK")
