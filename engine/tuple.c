@@ -215,6 +215,47 @@ int eng_tuple_cmp(const struct eng_tuple_part *a, size_t na, const struct eng_tu
         return na < nb ? -1 : na > nb;
 }
 
+/* The bytes of the part at src[off..len), or 0 if malformed. */
+static size_t part_len(const uint8_t *src, size_t len, size_t off)
+{
+        size_t o = off + 1;
+
+        switch (src[off]) {
+        case ENG_TUPLE_TAG_NULL:
+                return 1;
+        case ENG_TUPLE_TAG_I64:
+        case ENG_TUPLE_TAG_U64:
+                return len - off >= 9 ? 9 : 0;
+        case ENG_TUPLE_TAG_BYTES:
+                for (; o + 1 < len; o++) {
+                        if (src[o] != 0)
+                                continue;
+                        if (src[o + 1] == END)
+                                return o + 2 - off;
+                        if (src[o + 1] != ESC)
+                                return 0;
+                        o++;
+                }
+                return 0;
+        default:
+                return 0;
+        }
+}
+
+long eng_tuple_parts_len(const uint8_t *src, size_t len, size_t k)
+{
+        size_t off = 0;
+
+        for (size_t i = 0; i < k; i++) {
+                size_t n = off < len ? part_len(src, len, off) : 0;
+
+                if (!n)
+                        return -EINVAL;
+                off += n;
+        }
+        return (long)off;
+}
+
 size_t eng_tuple_prefix_end(const uint8_t *prefix, size_t len, uint8_t *dst, size_t cap)
 {
         if (cap < len + 1)

@@ -88,6 +88,15 @@ int eng_tuple_decode(const uint8_t *src, size_t len, struct eng_tuple_part *part
 int eng_tuple_cmp(const struct eng_tuple_part *a, size_t na, const struct eng_tuple_part *b,
                   size_t nb);
 
+/*
+ * The bytes of the first k parts of an encoding (len bytes at src): what a
+ * hashed table hashes when its hash covers a prefix of the key's parts (so
+ * that rows sharing those parts share a hash and a range read within them
+ * is one key range). Returns the byte count (0 for k == 0), or -EINVAL if
+ * src holds fewer than k parts or is malformed before their end.
+ */
+long eng_tuple_parts_len(const uint8_t *src, size_t len, size_t k);
+
 /* The smallest key after every encoding that starts with the len bytes of
  * prefix (an encoding of whole parts): prefix + ENG_TUPLE_AFTER, written
  * to dst (cap >= len + 1). Returns len + 1, or 0 if cap is too small. */

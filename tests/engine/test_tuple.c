@@ -160,6 +160,30 @@ Test(tuple, a_prefix_range_holds_exactly_its_extensions)
         }
 }
 
+Test(tuple, the_first_k_parts_are_the_encoding_of_the_prefix)
+{
+        for (int round = 0; round < 100000; round++) {
+                struct tup a;
+                uint8_t e[ENC_CAP], ep[ENC_CAP];
+                size_t len, plen;
+                size_t k;
+
+                random_tup(&a, schemas[round % N_OF(schemas)]);
+                len = enc(&a, e);
+                k = a.n ? next() % (a.n + 1) : 0;
+                cr_assert(eq(int, eng_tuple_encode(a.p, k, ep, sizeof(ep), &plen), 0));
+                cr_assert(eq(long, eng_tuple_parts_len(e, len, k), (long)plen), "round %d", round);
+                cr_assert(eq(int, memcmp(e, ep, plen), 0));
+                cr_assert(eq(long, eng_tuple_parts_len(e, len, a.n + 1), -EINVAL),
+                          "more parts than there are");
+                if (plen > 1 && k) {
+                        /* Cut inside the k-th part: malformed there. */
+                        cr_assert(eq(long, eng_tuple_parts_len(e, plen - 1, k), -EINVAL), "round %d",
+                                  round);
+                }
+        }
+}
+
 /* docs/format/tuple.md's examples, byte by byte. */
 Test(tuple, the_documented_layout)
 {
