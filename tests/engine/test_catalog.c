@@ -70,13 +70,14 @@ static uint32_t create_ok(struct eng_catalog **c, const struct eng_catalog_table
 }
 
 /* An operation that must fail with want, mentioning needle in its message. */
-static void expect_fail(int r, struct eng_catalog *n, int want, const char *needle)
+static void expect_fail(int r, struct eng_catalog **n, int want, const char *needle)
 {
         cr_expect(eq(int, r, want), "got %d (%s), want %d", r, err, want);
-        cr_expect(n == NULL);
+        cr_expect(n[0] == NULL);
         if (needle)
                 cr_expect(strstr(err, needle) != NULL, "message '%s' lacks '%s'", err, needle);
-        eng_catalog_unref(n);
+        eng_catalog_unref(n[0]);
+        n[0] = NULL;
 }
 
 static long list(const struct eng_catalog *c, const char *dir, struct eng_catalog_entry *v,
@@ -131,7 +132,7 @@ Test(catalog, mkdir_and_rmdir_and_listing)
         cr_assert(eq(long, list(c, "/a", v, 4), 1));
         cr_expect(eq(str, (char *)v[0].name, "x"));
         cr_expect(eq(long, list(c, "/", v, 1), 2), "more than cap: the count");
-        expect_fail(eng_catalog_rmdir(c, "/a", &n, err, sizeof(err)), n, -ENOTEMPTY, "/a");
+        expect_fail(eng_catalog_rmdir(c, "/a", &n, err, sizeof(err)), &n, -ENOTEMPTY, "/a");
         old = eng_catalog_ref(c);
         take(&c, eng_catalog_rmdir(c, "/a/x", &n, err, sizeof(err)), &n);
         take(&c, eng_catalog_rmdir(c, "/a", &n, err, sizeof(err)), &n);
@@ -153,26 +154,26 @@ Test(catalog, mkdir_errors_name_what_is_wrong)
 
         mkdir_ok(&c, "/a");
         create_ok(&c, &s);
-        expect_fail(eng_catalog_mkdir(c, "/a", &n, err, sizeof(err)), n, -EEXIST, "/a");
-        expect_fail(eng_catalog_mkdir(c, "/t", &n, err, sizeof(err)), n, -EEXIST, "table");
-        expect_fail(eng_catalog_mkdir(c, "/x/y", &n, err, sizeof(err)), n, -SCREE_ENOTFOUND, "/x");
-        expect_fail(eng_catalog_mkdir(c, "/t/y", &n, err, sizeof(err)), n, -ENOTDIR, "/t");
-        expect_fail(eng_catalog_mkdir(c, NULL, &n, err, sizeof(err)), n, -EINVAL, NULL);
+        expect_fail(eng_catalog_mkdir(c, "/a", &n, err, sizeof(err)), &n, -EEXIST, "/a");
+        expect_fail(eng_catalog_mkdir(c, "/t", &n, err, sizeof(err)), &n, -EEXIST, "table");
+        expect_fail(eng_catalog_mkdir(c, "/x/y", &n, err, sizeof(err)), &n, -SCREE_ENOTFOUND, "/x");
+        expect_fail(eng_catalog_mkdir(c, "/t/y", &n, err, sizeof(err)), &n, -ENOTDIR, "/t");
+        expect_fail(eng_catalog_mkdir(c, NULL, &n, err, sizeof(err)), &n, -EINVAL, NULL);
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-                expect_fail(eng_catalog_mkdir(c, bad[i], &n, err, sizeof(err)), n, -EINVAL, NULL);
+                expect_fail(eng_catalog_mkdir(c, bad[i], &n, err, sizeof(err)), &n, -EINVAL, NULL);
         longname[0] = '/';
         memset(longname + 1, 'n', ENG_CATALOG_MAX_NAME + 1);
         longname[ENG_CATALOG_MAX_NAME + 2] = 0;
-        expect_fail(eng_catalog_mkdir(c, longname, &n, err, sizeof(err)), n, -EINVAL, "longer");
+        expect_fail(eng_catalog_mkdir(c, longname, &n, err, sizeof(err)), &n, -EINVAL, "longer");
         longname[ENG_CATALOG_MAX_NAME + 1] = 0;         /* exactly the limit */
         mkdir_ok(&c, longname);
         for (size_t i = 0; i < sizeof(longpath) - 1; i += 2)
                 memcpy(longpath + i, "/p", 2);
         longpath[sizeof(longpath) - 1] = 0;
-        expect_fail(eng_catalog_mkdir(c, longpath, &n, err, sizeof(err)), n, -EINVAL, "longer");
-        expect_fail(eng_catalog_rmdir(c, "/nope", &n, err, sizeof(err)), n, -SCREE_ENOTFOUND, "/nope");
-        expect_fail(eng_catalog_rmdir(c, "/t", &n, err, sizeof(err)), n, -ENOTDIR, "/t");
-        expect_fail(eng_catalog_rmdir(c, "/", &n, err, sizeof(err)), n, -EINVAL, "root");
+        expect_fail(eng_catalog_mkdir(c, longpath, &n, err, sizeof(err)), &n, -EINVAL, "longer");
+        expect_fail(eng_catalog_rmdir(c, "/nope", &n, err, sizeof(err)), &n, -SCREE_ENOTFOUND, "/nope");
+        expect_fail(eng_catalog_rmdir(c, "/t", &n, err, sizeof(err)), &n, -ENOTDIR, "/t");
+        expect_fail(eng_catalog_rmdir(c, "/", &n, err, sizeof(err)), &n, -EINVAL, "root");
         eng_catalog_unref(c);
 }
 
@@ -237,7 +238,7 @@ Test(catalog, create_table_refuses_bad_schemas_and_options)
         do {                                                                                     \
                 s = spec_of("/t", ENG_CATALOG_HASHED, 4);                                        \
                 field_change;                                                                    \
-                expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), n,      \
+                expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n,     \
                             -EINVAL, needle);                                                    \
         } while (0)
         BAD(s.n_parts = 0, "parts");
@@ -264,12 +265,12 @@ Test(catalog, create_table_refuses_bad_schemas_and_options)
 #undef BAD
         s = spec_of("/t", ENG_CATALOG_HASHED, 4);
         create_ok(&c, &s);
-        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), n, -EEXIST, "/t");
+        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n, -EEXIST, "/t");
         s.path = "/d/t";
-        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), n,
+        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n,
                     -SCREE_ENOTFOUND, "/d");
         s.path = "/t/u";
-        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), n, -ENOTDIR, "/t");
+        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n, -ENOTDIR, "/t");
         eng_catalog_unref(c);
 }
 
@@ -301,34 +302,34 @@ Test(catalog, create_table_refuses_bad_split_points)
         s.n_splits = 2;
         sp[0] = (struct eng_catalog_split){ k[0], split_of(k[0], 20, NULL) };
         sp[1] = (struct eng_catalog_split){ k[1], split_of(k[1], 10, NULL) };
-        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), n, -EINVAL,
+        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n, -EINVAL,
                     "split point 1 is not after split point 0");
         sp[1] = sp[0];
-        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), n, -EINVAL,
+        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n, -EINVAL,
                     "not after");
         eng_tuple_encode(&u, 1, k[1], 64, &len);
         sp[1] = (struct eng_catalog_split){ k[1], len };
-        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), n, -EINVAL,
+        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n, -EINVAL,
                     "part 0: u64, the key's is i64");
         eng_tuple_encode(three, 3, k[1], 64, &len);
         sp[1] = (struct eng_catalog_split){ k[1], len };
         sp[0] = (struct eng_catalog_split){ k[0], split_of(k[0], -5, NULL) };
-        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), n, -EINVAL,
+        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n, -EINVAL,
                     "not a tuple of 1..2 parts");
         sp[1] = (struct eng_catalog_split){ (const uint8_t *)"\x10\xff", 2 };      /* cut short */
-        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), n, -EINVAL,
+        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n, -EINVAL,
                     "not a tuple");
         sp[1] = (struct eng_catalog_split){ k[1], 0 };
-        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), n, -EINVAL,
+        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n, -EINVAL,
                     "bytes");
         sp[1] = (struct eng_catalog_split){ k[1], split_of(k[1], 10, "x") };
         s.n_tablets = 5;
-        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), n, -EINVAL,
+        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n, -EINVAL,
                     "make 3 tablets");
         s.n_tablets = 3;
         s.mode = ENG_CATALOG_HASHED;
         s.hash_parts = 1;
-        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), n, -EINVAL,
+        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n, -EINVAL,
                     "ordered");
         s.mode = ENG_CATALOG_ORDERED;
         s.hash_parts = 0;
@@ -427,11 +428,11 @@ Test(catalog, drop_frees_the_name_and_keeps_the_id)
         cr_expect(eq(int, eng_catalog_lookup(old, "/t", &t), 0), "the old snapshot keeps it");
         id2 = create_ok(&c, &s);
         cr_expect(eq(u32, id2, id + 1), "a new id for the reused name");
-        expect_fail(eng_catalog_drop_table(c, "/u", &n, err, sizeof(err)), n, -SCREE_ENOTFOUND, "/u");
+        expect_fail(eng_catalog_drop_table(c, "/u", &n, err, sizeof(err)), &n, -SCREE_ENOTFOUND, "/u");
         mkdir_ok(&c, "/d");
-        expect_fail(eng_catalog_drop_table(c, "/d", &n, err, sizeof(err)), n, -EINVAL, "directory");
-        expect_fail(eng_catalog_drop_table(c, "/t/x", &n, err, sizeof(err)), n, -ENOTDIR, "/t");
-        expect_fail(eng_catalog_forget_dropped(c, id2, &n, err, sizeof(err)), n, -SCREE_ENOTFOUND,
+        expect_fail(eng_catalog_drop_table(c, "/d", &n, err, sizeof(err)), &n, -EINVAL, "directory");
+        expect_fail(eng_catalog_drop_table(c, "/t/x", &n, err, sizeof(err)), &n, -ENOTDIR, "/t");
+        expect_fail(eng_catalog_forget_dropped(c, id2, &n, err, sizeof(err)), &n, -SCREE_ENOTFOUND,
                     "not a dropped");
         take(&c, eng_catalog_forget_dropped(c, id, &n, err, sizeof(err)), &n);
         eng_catalog_dropped(c, &n_dropped);
@@ -460,8 +461,8 @@ Test(catalog, alter_replaces_options)
         cr_assert(eq(int, eng_catalog_lookup(old, "/t", &t), 0));
         cr_expect(t->options.split_by_load == false, "the old snapshot keeps the old options");
         o.min_tablets = 9;
-        expect_fail(eng_catalog_alter_table(c, "/t", &o, &n, err, sizeof(err)), n, -EINVAL, "min 9");
-        expect_fail(eng_catalog_alter_table(c, "/u", &o, &n, err, sizeof(err)), n,
+        expect_fail(eng_catalog_alter_table(c, "/t", &o, &n, err, sizeof(err)), &n, -EINVAL, "min 9");
+        expect_fail(eng_catalog_alter_table(c, "/u", &o, &n, err, sizeof(err)), &n,
                     -SCREE_ENOTFOUND, "/u");
         eng_catalog_unref(old);
         eng_catalog_unref(c);
