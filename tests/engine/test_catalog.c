@@ -683,3 +683,20 @@ Test(catalog, sealed_garbage_is_refused_or_valid)
         free(b);
         eng_catalog_unref(c);
 }
+
+/* The example of docs/format/catalog.md, byte by byte. */
+Test(catalog, the_documented_example)
+{
+        static const uint8_t body[32] = { 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2 };
+        struct eng_catalog *c = eng_catalog_new(1);
+        size_t len;
+        uint8_t *b = encode(c, &len);
+
+        cr_assert(eq(sz, len, 72));
+        cr_expect(eq(int, memcmp(b, "screeCAT\1\0\0\0\0\0\0\0\x20\0\0\0\0\0\0\0", 24), 0));
+        cr_expect(eq(u64, le64_get(b + 24), checksum64(b + 40, 32, ENG_CATALOG_SEED)));
+        cr_expect(eq(u64, le64_get(b + 32), checksum64(b, 32, ENG_CATALOG_SEED)));
+        cr_expect(eq(int, memcmp(b + 40, body, 32), 0));
+        free(b);
+        eng_catalog_unref(c);
+}
