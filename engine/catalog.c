@@ -15,10 +15,14 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/check.h"
 #include "base/endian.h"
 #include "engine/catalog_int.h"
 #include "engine/key.h"
 #include "engine/tablet.h"
+
+_Static_assert(ENG_CATALOG_MAX_SHARDS == ENG_MAX_SHARDS, "the catalog covers every shard count");
+_Static_assert(ENG_CATALOG_FIRST_USER_ID == ENG_TABLE_MAX, "new ids start after the static tables");
 
 /* ---- snapshots ---- */
 
@@ -47,8 +51,10 @@ struct eng_catalog *eng_catalog_alloc(void)
 
 struct eng_catalog *eng_catalog_new(uint32_t n_shards)
 {
-        struct eng_catalog *c = eng_catalog_alloc();
+        struct eng_catalog *c;
 
+        SCREE_ASSERT(n_shards >= 1 && n_shards <= ENG_CATALOG_MAX_SHARDS);
+        c = eng_catalog_alloc();
         if (!c)
                 return NULL;
         c->version = 1;
