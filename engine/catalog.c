@@ -479,9 +479,9 @@ static uint32_t byte_start(uint32_t i, uint32_t n)
 /* n tablets over the first byte of a raw key (tablet.h's ordered table).
  * With more tablets than byte values some hold no key (they start where
  * the next one does, or past byte 255): they are left out. Ids
- * first_id + i, shards i % n_shards, as tablet.h's. */
+ * first_id + i, shards (shard0 + i) % n_shards (tablet.h's: shard0 0). */
 static int presplit_first_byte(struct eng_catalog_table *t, uint32_t n, uint32_t first_id,
-                               uint32_t n_shards)
+                               uint32_t shard0, uint32_t n_shards)
 {
         if (tablets_alloc(t, n, (size_t)n * (ENG_TABLE_ID_BYTES + 1)) < 0)
                 return -ENOMEM;
@@ -491,7 +491,7 @@ static int presplit_first_byte(struct eng_catalog_table *t, uint32_t n, uint32_t
 
                 if (i > 0 && (b > 255 || (i + 1 < n && byte_start(i + 1, n) == b)))
                         continue;
-                tablet_push(t, first_id + i, i % n_shards, &byte, i ? 1 : 0);
+                tablet_push(t, first_id + i, (shard0 + i) % n_shards, &byte, i ? 1 : 0);
         }
         return 0;
 }
@@ -631,7 +631,7 @@ static int table_build(struct eng_catalog_table *t, const struct eng_catalog *c,
         if (spec->mode == ENG_CATALOG_HASHED || n == 1)
                 return presplit_uniform(t, n, NULL, 0, first, t->id, c->n_shards);
         if (spec->key_format == ENG_CATALOG_KEYS_RAW)
-                return presplit_first_byte(t, n, first, c->n_shards);
+                return presplit_first_byte(t, n, first, t->id, c->n_shards);
         return presplit_uniform(t, n, &tag, 1, first, t->id, c->n_shards);
 }
 
@@ -771,7 +771,7 @@ static int initial_table(struct eng_catalog_table *t, uint32_t id, uint32_t n, u
         eng_catalog_table_set_name(t);
         if (hashed)
                 return presplit_uniform(t, n, NULL, 0, 0, 0, n_shards);
-        return presplit_first_byte(t, n, n, n_shards);
+        return presplit_first_byte(t, n, n, 0, n_shards);
 }
 
 int eng_catalog_initial(uint32_t n_shards, uint32_t tablets_per_shard, struct eng_catalog **ret)

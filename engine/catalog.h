@@ -133,8 +133,9 @@ struct eng_catalog_table_spec {
          * value range (ordered, integer first part), or, for an ordered
          * table, n_splits split points: strictly increasing tuples of 1..n
          * parts of the schema's types (or NULL), giving n_splits + 1
-         * tablets (n_tablets then 0 or n_splits + 1). Tablet i goes to
-         * shard (id + i) % n_shards. */
+         * tablets (n_tablets then 0 or n_splits + 1). An ordered table
+         * with raw keys splits uniformly on the first byte (at most 256
+         * tablets). Tablet i goes to shard (id + i) % n_shards. */
         uint32_t n_tablets;
         const struct eng_catalog_split *splits;
         uint32_t n_splits;
@@ -213,7 +214,8 @@ int eng_catalog_rmdir(const struct eng_catalog *c, const char *path, struct eng_
 /* The new table's id is the catalog's next id; *ret_id (may be NULL) gets it. */
 int eng_catalog_create_table(const struct eng_catalog *c, const struct eng_catalog_table_spec *spec,
                              struct eng_catalog **ret, uint32_t *ret_id, char *err, size_t err_len);
-/* The table's id joins the dropped list; its name is free at once. */
+/* The table's id joins the dropped list; its name is free at once.
+ * -EINVAL also when path names a directory. */
 int eng_catalog_drop_table(const struct eng_catalog *c, const char *path, struct eng_catalog **ret,
                            char *err, size_t err_len);
 /* Replaces a table's options (validated as at creation). */

@@ -22,6 +22,7 @@
 #include "base/checksum.h"
 #include "base/endian.h"
 #include "engine/catalog.h"
+#include "engine/key.h"
 #include "engine/tablet.h"
 #include "engine/tuple.h"
 
@@ -760,5 +761,58 @@ Test(catalog, snapshots_are_shared_across_threads)
         for (int i = 0; i < 4; i++)
                 pthread_join(th[i], NULL);
         cr_expect(eq(int, eng_catalog_check(c), 0));
+        eng_catalog_unref(c);
+}
+
+/* Raw-key tables made through the API (Redis databases 1..15 will be):
+ * hashed ones route as the static map's hash slices, ordered ones by
+ * their first byte or by raw split points. */
+Test(catalog, raw_key_tables_route_like_the_static_map)
+{
+        static const enum eng_tuple_type bytes[] = { ENG_TUPLE_BYTES };
+        struct eng_catalog *c = NULL, *n = NULL;
+        struct eng_catalog_table_spec s = {
+                .path = "/redis/db1", .key_format = ENG_CATALOG_KEYS_RAW, .mode = ENG_CATALOG_HASHED,
+                .n_parts = 1, .parts = bytes, .hash_parts = 1,
+                .options = eng_catalog_options_default(), .n_tablets = 8,
+        };
+        struct eng_catalog_split sp[2] = { { (const uint8_t *)"g", 1 }, { (const uint8_t *)"p\0", 2 } };
+        const struct eng_catalog_table *h, *o, *e;
+        struct eng_tablet_map m;
+
+        cr_assert(eq(int, eng_catalog_initial(2, 4, &c), 0));
+        cr_assert(eq(int, eng_tablet_map_init(&m, 2, 4), 0));
+        create_ok(&c, &s);
+        s = (struct eng_catalog_table_spec){ .path = "/scree/o", .key_format = ENG_CATALOG_KEYS_RAW,
+                                             .mode = ENG_CATALOG_ORDERED, .n_parts = 1, .parts = bytes,
+                                             .options = eng_catalog_options_default(), .n_tablets = 257 };
+        expect_fail(eng_catalog_create_table(c, &s, &n, NULL, err, sizeof(err)), &n, -EINVAL, "256");
+        s.n_tablets = 8;
+        create_ok(&c, &s);
+        s.path = "/scree/e";
+        s.n_tablets = 0;
+        s.splits = sp;
+        s.n_splits = 2;
+        create_ok(&c, &s);
+        cr_assert(eq(int, eng_catalog_lookup(c, "/redis/db1", &h), 0));
+        cr_assert(eq(int, eng_catalog_lookup(c, "/scree/o", &o), 0));
+        cr_assert(eq(int, eng_catalog_lookup(c, "/scree/e", &e), 0));
+        for (int i = 0; i < 5000; i++) {
+                uint8_t key[8];
+                size_t len = next() % sizeof(key);
+                uint32_t th, to, te;
+
+                for (size_t j = 0; j < len; j++)
+                        key[j] = (uint8_t)next();
+                cr_assert(eq(int, eng_catalog_route_key(h, key, len, &th), 0));
+                cr_assert(eq(int, eng_catalog_route_key(o, key, len, &to), 0));
+                cr_assert(eq(int, eng_catalog_route_key(e, key, len, &te), 0));
+                /* 8 slices of each: the static map's global tablet of the same key */
+                cr_assert(eq(u32, th, eng_tablet_of_key(&m, ENG_TABLE_DEFAULT, key, len).local * 2 +
+                                      eng_tablet_of_key(&m, ENG_TABLE_DEFAULT, key, len).shard));
+                cr_assert(eq(u32, to, len ? (uint32_t)key[0] * 8 / 256 : 0));
+                cr_assert(eq(u32, te, eng_key_cmp(key, len, "g", 1) < 0 ? 0 :
+                                      eng_key_cmp(key, len, "p\0", 2) < 0 ? 1 : 2));
+        }
         eng_catalog_unref(c);
 }
