@@ -232,7 +232,7 @@ int eng_catalog_forget_dropped(const struct eng_catalog *c, uint32_t id, struct 
 /*
  * Lists directory dir: its subdirectories and tables, sorted by name, into
  * ret[0..cap). Returns the number of entries (more than cap: only cap were
- * written; call again with room), or -EINVAL / -SCREE_ENOTFOUND / -ENOTDIR
+ * written; call again with room), or -EINVAL / -SCREE_ENOTFOUND / -ENOTDIR / -ENOMEM
  * with err set. Names are borrowed from c.
  */
 long eng_catalog_list(const struct eng_catalog *c, const char *dir, struct eng_catalog_entry *ret,
