@@ -439,6 +439,7 @@ static void tablet_push(struct eng_catalog_table *t, uint32_t id, uint32_t shard
                 memcpy(k + ENG_TABLE_ID_BYTES, tail, tlen);
         *b = (struct eng_catalog_tablet){ .id = id, .shard = shard, .start_off = t->keys_len,
                                           .start_len = (uint32_t)(ENG_TABLE_ID_BYTES + tlen) };
+        b->key8 = eng_catalog_key8(k, b->start_len);
         t->keys_len += b->start_len;
 }
 

@@ -89,7 +89,21 @@ struct eng_catalog_tablet {
         uint32_t shard;                 /* owner */
         uint32_t start_off;             /* start key: table->keys + start_off */
         uint32_t start_len;
+        /* The start key's 8 bytes after the table id (a hashed table's
+         * hash), big-endian, zero-padded: routing compares these first and
+         * the whole keys only on a tie. Derived, not encoded. */
+        uint64_t key8;
 };
+
+/* The 8 bytes of an internal key after its table id, zero-padded. */
+static inline uint64_t eng_catalog_key8(const uint8_t *k, size_t len)
+{
+        uint64_t v = 0;
+
+        for (size_t i = 4; i < 12; i++)
+                v = v << 8 | (i < len ? k[i] : 0);
+        return v;
+}
 
 /* A table, borrowed from its snapshot. */
 struct eng_catalog_table {

@@ -258,8 +258,11 @@ static int rd_tablets(struct rd *r, struct eng_catalog_table *t)
         if (!t->keys)
                 return -ENOMEM;
         for (uint32_t i = 0; i < n; i++) {      /* again, now known to fit */
-                memcpy(t->keys + t->tablets[i].start_off, first + 10, t->tablets[i].start_len);
-                first += 10 + t->tablets[i].start_len;
+                struct eng_catalog_tablet *b = &t->tablets[i];
+
+                memcpy(t->keys + b->start_off, first + 10, b->start_len);
+                b->key8 = eng_catalog_key8(t->keys + b->start_off, b->start_len);
+                first += 10 + b->start_len;
         }
         return 0;
 }
@@ -469,7 +472,8 @@ static bool tablets_ok(const struct eng_catalog *c, const struct eng_catalog_tab
 
                 if (b->start_len < 4 || b->start_len > MAX_START_BYTES ||
                     (uint64_t)b->start_off + b->start_len > t->keys_len || memcmp(s, id, 4) != 0 ||
-                    b->shard >= c->n_shards || b->id >= c->next_tablet_id)
+                    b->shard >= c->n_shards || b->id >= c->next_tablet_id ||
+                    b->key8 != eng_catalog_key8(s, b->start_len))
                         return false;
                 if (i > 0 && eng_key_cmp(eng_catalog_tablet_start(t, i - 1), t->tablets[i - 1].start_len,
                                          s, b->start_len) >= 0)

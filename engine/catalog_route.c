@@ -124,17 +124,42 @@ static int cmp_split(const uint8_t *s, size_t slen, const uint8_t *head, size_t 
         return eng_key_cmp(s + hlen, slen - hlen, tail, tlen);
 }
 
+/* The key8 (catalog.h) of the key head + tail. */
+static uint64_t key8_of(const uint8_t *head, size_t hlen, const uint8_t *tail, size_t tlen)
+{
+        uint8_t k[12];
+        size_t h = hlen < 12 ? hlen : 12, n = tlen < 12 - h ? tlen : 12 - h;
+
+        memcpy(k, head, h);
+        if (n)
+                memcpy(k + h, tail, n);
+        return eng_catalog_key8(k, h + n);
+}
+
+/* Compares tablet i's start with head + tail (whose key8 is k8): the
+ * zero-padded 8 bytes decide unless equal (a shorter key padded with
+ * zeros never compares above a longer one with the same bytes). */
+static int cmp_tablet(const struct eng_catalog_table *t, uint32_t i, uint64_t k8,
+                      const uint8_t *head, size_t hlen, const uint8_t *tail, size_t tlen)
+{
+        const struct eng_catalog_tablet *b = &t->tablets[i];
+
+        if (b->key8 != k8)
+                return b->key8 < k8 ? -1 : 1;
+        return cmp_split(t->keys + b->start_off, b->start_len, head, hlen, tail, tlen);
+}
+
 /* The last tablet of t whose start is at or before head + tail. */
 static uint32_t route(const struct eng_catalog_table *t, const uint8_t *head, size_t hlen,
                       const uint8_t *tail, size_t tlen)
 {
         uint32_t lo = 1, hi = t->n_tablets;     /* tablet 0 starts at the id: always before */
+        uint64_t k8 = key8_of(head, hlen, tail, tlen);
 
         while (lo < hi) {
                 uint32_t mid = lo + (hi - lo) / 2;
 
-                if (cmp_split(eng_catalog_tablet_start(t, mid), t->tablets[mid].start_len, head, hlen,
-                              tail, tlen) <= 0)
+                if (cmp_tablet(t, mid, k8, head, hlen, tail, tlen) <= 0)
                         lo = mid + 1;
                 else
                         hi = mid;
