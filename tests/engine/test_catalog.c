@@ -25,6 +25,7 @@
 #include "engine/key.h"
 #include "engine/tablet.h"
 #include "engine/tuple.h"
+#include "tests/rng.h"
 
 TestSuite(catalog, .timeout = 30);
 
@@ -475,10 +476,7 @@ static uint64_t rng = 0x2545f4914f6cdd1du;
 
 static uint64_t next(void)
 {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        return rng;
+        return test_rng_next(&rng);
 }
 
 /* Checks one random raw key of static table tt against eng_tablet_of_key. */

@@ -24,6 +24,7 @@
 #include "engine/catalog.h"
 #include "engine/tablet.h"
 #include "engine/tuple.h"
+#include "tests/rng.h"
 
 TestSuite(catalog_model, .timeout = 60);
 
@@ -70,10 +71,7 @@ static char err[256];
 
 static uint64_t next(void)
 {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        return rng;
+        return test_rng_next(&rng);
 }
 
 /* ---- the model ---- */

@@ -18,6 +18,7 @@
 
 #include "engine/key.h"
 #include "engine/tuple.h"
+#include "tests/rng.h"
 
 TestSuite(tuple, .timeout = 30);
 
@@ -35,10 +36,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15u;
 
 static uint64_t next(void)
 {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        return rng;
+        return test_rng_next(&rng);
 }
 
 /* Values near the edges, where an encoding goes wrong. */
