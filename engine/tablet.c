@@ -130,7 +130,10 @@ enum eng_table eng_tablet_table(const struct eng_tablet_map *m, uint32_t local)
 /* The first internal key of global tablet g of table t (g == n: the next table's start). */
 static size_t tablet_start(enum eng_table t, uint32_t g, uint32_t n, uint8_t *dst)
 {
-        if (g == n)
+        /* Past the table's last key: the next table's start. With more
+         * than 256 tablets the ordered table's last ones start past its
+         * last first byte (ceil(g * 256 / n) == 256) and hold no key. */
+        if (g == n || (!eng_table_hashed(t) && byte_tablet_start(g, n) > 255))
                 return eng_ikey_table_start((enum eng_table)(t + 1), dst);
         size_t len = eng_ikey_table_start(t, dst);
 
