@@ -25,6 +25,7 @@
 #include "engine/key.h"
 #include "engine/tablet.h"
 #include "engine/tuple.h"
+#include "tests/engine/catalog_helpers.h"
 #include "tests/rng.h"
 
 TestSuite(catalog, .timeout = 30);
@@ -88,18 +89,6 @@ static long list(const struct eng_catalog *c, const char *dir, struct eng_catalo
                  size_t cap)
 {
         return eng_catalog_list(c, dir, v, cap, err, sizeof(err));
-}
-
-/* The encoding of c (caller frees). */
-static uint8_t *encode(const struct eng_catalog *c, size_t *len)
-{
-        uint8_t *b;
-
-        *len = eng_catalog_encoded_size(c);
-        b = malloc(*len);
-        cr_assert(b != NULL);
-        eng_catalog_encode(c, b);
-        return b;
 }
 
 Test(catalog, new_catalog_is_empty)
@@ -576,12 +565,12 @@ Test(catalog, encoding_round_trips)
 {
         struct eng_catalog *c = sample(), *d = NULL;
         size_t len, len2;
-        uint8_t *b = encode(c, &len), *b2;
+        uint8_t *b = catalog_bytes(c, &len), *b2;
 
         cr_assert(eq(int, eng_catalog_decode(b, len, &d), 0));
         cr_expect(eq(u64, eng_catalog_version(d), eng_catalog_version(c)));
         cr_expect(eq(u32, eng_catalog_n_tables(d), eng_catalog_n_tables(c)));
-        b2 = encode(d, &len2);
+        b2 = catalog_bytes(d, &len2);
         cr_assert(eq(sz, len2, len));
         cr_expect(eq(int, memcmp(b, b2, len), 0), "decode then encode gives the same bytes");
         cr_expect(eq(int, memcmp(b, ENG_CATALOG_MAGIC, 8), 0));
@@ -595,7 +584,7 @@ Test(catalog, every_corrupt_byte_and_truncation_is_refused)
 {
         struct eng_catalog *c = sample(), *d;
         size_t len;
-        uint8_t *b = encode(c, &len);
+        uint8_t *b = catalog_bytes(c, &len);
         uint8_t *grown = malloc(len + 1);
 
         for (size_t i = 0; i < len; i++) {
@@ -632,7 +621,7 @@ Test(catalog, newer_format_version_is_unsupported)
 {
         struct eng_catalog *c = eng_catalog_new(1), *d = NULL;
         size_t len;
-        uint8_t *b = encode(c, &len);
+        uint8_t *b = catalog_bytes(c, &len);
 
         le32_put(b + 8, ENG_CATALOG_FORMAT_VERSION + 1);
         reseal(b, len);
@@ -652,7 +641,7 @@ Test(catalog, sealed_garbage_is_refused_or_valid)
         static const uint8_t vals[] = { 0x00, 0x01, 0x02, 0x2f, 0x7f, 0x80, 0xff };
         struct eng_catalog *c = sample(), *d;
         size_t len, len2;
-        uint8_t *b = encode(c, &len), *b2;
+        uint8_t *b = catalog_bytes(c, &len), *b2;
         unsigned refused = 0, valid = 0;
 
         for (size_t i = ENG_CATALOG_HEADER_BYTES; i < len; i++) {
@@ -667,7 +656,7 @@ Test(catalog, sealed_garbage_is_refused_or_valid)
                         r = eng_catalog_decode(b, len, &d);
                         if (r == 0) {
                                 valid++;
-                                b2 = encode(d, &len2);
+                                b2 = catalog_bytes(d, &len2);
                                 cr_assert(eq(sz, len2, len));
                                 cr_assert(eq(int, memcmp(b2, b, len), 0), "byte %zu", i);
                                 free(b2);
@@ -691,7 +680,7 @@ Test(catalog, the_documented_example)
         static const uint8_t body[32] = { 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2 };
         struct eng_catalog *c = eng_catalog_new(1);
         size_t len;
-        uint8_t *b = encode(c, &len);
+        uint8_t *b = catalog_bytes(c, &len);
 
         cr_assert(eq(sz, len, 72));
         cr_expect(eq(int, memcmp(b, "screeCAT\1\0\0\0\0\0\0\0\x20\0\0\0\0\0\0\0", 24), 0));
@@ -709,7 +698,7 @@ Test(catalog, resealed_random_damage_never_crashes)
 {
         struct eng_catalog *c = sample(), *d;
         size_t len, len2;
-        uint8_t *b = encode(c, &len), *w = malloc(len + 64), *b2;
+        uint8_t *b = catalog_bytes(c, &len), *w = malloc(len + 64), *b2;
 
         for (int i = 0; i < 20000; i++) {
                 size_t n = len - 32 + next() % 64;      /* cut or grown */
@@ -729,7 +718,7 @@ Test(catalog, resealed_random_damage_never_crashes)
                         cr_assert(eq(int, r, -SCREE_ECORRUPT));
                         continue;
                 }
-                b2 = encode(d, &len2);
+                b2 = catalog_bytes(d, &len2);
                 cr_assert(eq(sz, len2, n));
                 cr_assert(eq(int, memcmp(b2, w, n), 0));
                 free(b2);

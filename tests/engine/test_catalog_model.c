@@ -24,6 +24,7 @@
 #include "engine/catalog.h"
 #include "engine/tablet.h"
 #include "engine/tuple.h"
+#include "tests/engine/catalog_helpers.h"
 #include "tests/rng.h"
 
 TestSuite(catalog_model, .timeout = 60);
@@ -476,18 +477,6 @@ static struct eng_catalog *round_trip(const struct eng_catalog *c)
         return d;
 }
 
-/* The encoding of c, to compare a snapshot before and after later steps. */
-static uint8_t *bytes_of(const struct eng_catalog *c, size_t *len)
-{
-        uint8_t *b;
-
-        *len = eng_catalog_encoded_size(c);
-        b = malloc(*len);
-        cr_assert(b != NULL);
-        eng_catalog_encode(c, b);
-        return b;
-}
-
 Test(catalog_model, random_operations_match_the_model)
 {
         for (int round = 0; round < 20; round++) {
@@ -501,7 +490,7 @@ Test(catalog_model, random_operations_match_the_model)
                         if (i % 37 == 0) {      /* keep one snapshot, check it never changes */
                                 if (old) {
                                         size_t len;
-                                        uint8_t *now = bytes_of(old, &len);
+                                        uint8_t *now = catalog_bytes(old, &len);
 
                                         cr_assert(eq(sz, len, old_len));
                                         cr_assert(eq(int, memcmp(now, old_bytes, len), 0));
@@ -510,7 +499,7 @@ Test(catalog_model, random_operations_match_the_model)
                                 eng_catalog_unref(old);
                                 free(old_bytes);
                                 old = eng_catalog_ref(c);
-                                old_bytes = bytes_of(old, &old_len);
+                                old_bytes = catalog_bytes(old, &old_len);
                         }
                         step(&c, m);
                         check_all(c, m);
