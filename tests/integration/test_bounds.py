@@ -6,30 +6,18 @@ tests wait for the server's counters, never for a fixed time, and assert
 no timing."""
 import socket
 import threading
-import time
 import urllib.request
 
 import pytest
 import redis
 
-from server_util import Server, free_port
+from server_util import Server, free_port, wait_for
 
 MIB = 1 << 20
 
 
 def info(r, section):
     return r.info(section)
-
-
-def wait_for(cond, timeout=30, what="condition"):
-    """Polls cond() until it returns a true value (returned) or timeout."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def never_reading_clients(server, n, req):
