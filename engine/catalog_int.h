@@ -22,6 +22,17 @@ struct eng_catalog {
         uint32_t *dropped;              /* ascending */
 };
 
+/* A copy of c (same version + 1, one reference) to change; NULL on ENOMEM. */
+struct eng_catalog *eng_catalog_clone(const struct eng_catalog *c);
+
+/* Frees c whatever its references (a snapshot never published). */
+void eng_catalog_free(struct eng_catalog *c);
+
+/* Checks that path is a valid new name: its parent a directory, the name
+ * free. 0 or an error with err set. */
+int eng_catalog_new_name_check(const struct eng_catalog *c, const char *path, char *err,
+                               size_t err_len);
+
 /* A zeroed snapshot with one reference; NULL on ENOMEM. */
 struct eng_catalog *eng_catalog_alloc(void);
 

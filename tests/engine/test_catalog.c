@@ -759,7 +759,7 @@ Test(catalog, raw_key_tables_route_like_the_static_map)
         static const enum eng_tuple_type bytes[] = { ENG_TUPLE_BYTES };
         struct eng_catalog *c = NULL, *n = NULL;
         struct eng_catalog_table_spec s = {
-                .path = "/redis/db1", .key_format = ENG_CATALOG_KEYS_RAW, .mode = ENG_CATALOG_HASHED,
+                .path = "/redis/raw", .key_format = ENG_CATALOG_KEYS_RAW, .mode = ENG_CATALOG_HASHED,
                 .n_parts = 1, .parts = bytes, .hash_parts = 1,
                 .options = eng_catalog_options_default(), .n_tablets = 8,
         };
@@ -781,7 +781,7 @@ Test(catalog, raw_key_tables_route_like_the_static_map)
         s.splits = sp;
         s.n_splits = 2;
         create_ok(&c, &s);
-        cr_assert(eq(int, eng_catalog_lookup(c, "/redis/db1", &h), 0));
+        cr_assert(eq(int, eng_catalog_lookup(c, "/redis/raw", &h), 0));
         cr_assert(eq(int, eng_catalog_lookup(c, "/scree/o", &o), 0));
         cr_assert(eq(int, eng_catalog_lookup(c, "/scree/e", &e), 0));
         for (int i = 0; i < 5000; i++) {
@@ -801,5 +801,50 @@ Test(catalog, raw_key_tables_route_like_the_static_map)
                 cr_assert(eq(u32, te, eng_key_cmp(key, len, "g", 1) < 0 ? 0 :
                                       eng_key_cmp(key, len, "p\0", 2) < 0 ? 1 : 2));
         }
+        eng_catalog_unref(c);
+}
+
+Test(catalog, the_redis_databases_route_alike_and_swap_by_name)
+{
+        struct eng_catalog *c = NULL, *n = NULL;
+        const struct eng_catalog_table *db[ENG_CATALOG_REDIS_DBS], *t;
+        char path[32];
+
+        cr_assert(eq(int, eng_catalog_initial(2, 4, &c), 0));
+        cr_expect(eq(u32, eng_catalog_next_table_id(c), ENG_CATALOG_INITIAL_TABLES));
+        for (uint32_t i = 0; i < ENG_CATALOG_REDIS_DBS; i++) {
+                snprintf(path, sizeof(path), "/redis/db%u", i);
+                cr_assert(eq(int, eng_catalog_lookup(c, path, &db[i]), 0), "%s", path);
+                cr_expect(eq(u32, db[i]->id, i ? i + 1 : 0));
+                cr_expect(eq(int, db[i]->mode, ENG_CATALOG_HASHED));
+                cr_expect(eq(int, db[i]->key_format, ENG_CATALOG_KEYS_RAW));
+        }
+        /* Every database sends a key to the same shard. */
+        for (int i = 0; i < 2000; i++) {
+                uint8_t key[12];
+                size_t len = next() % sizeof(key);
+                uint32_t t0, ti;
+
+                for (size_t j = 0; j < len; j++)
+                        key[j] = (uint8_t)next();
+                cr_assert(eq(int, eng_catalog_route_key(db[0], key, len, &t0), 0));
+                for (uint32_t d = 1; d < ENG_CATALOG_REDIS_DBS; d++) {
+                        cr_assert(eq(int, eng_catalog_route_key(db[d], key, len, &ti), 0));
+                        cr_assert(eq(u32, db[d]->tablets[ti].shard, db[0]->tablets[t0].shard));
+                }
+        }
+        cr_assert(eq(int, eng_catalog_check(c), 0));
+        /* SWAPDB: the names trade places; ids and tablets stay. */
+        take(&c, eng_catalog_swap_tables(c, "/redis/db0", "/redis/db3", &n, err, sizeof(err)), &n);
+        cr_assert(eq(int, eng_catalog_lookup(c, "/redis/db0", &t), 0));
+        cr_expect(eq(u32, t->id, 4));
+        cr_expect(eq(str, (char *)t->name, "db0"));
+        cr_assert(eq(int, eng_catalog_lookup(c, "/redis/db3", &t), 0));
+        cr_expect(eq(u32, t->id, 0));
+        cr_assert(eq(int, eng_catalog_check(c), 0));
+        expect_fail(eng_catalog_swap_tables(c, "/redis/db0", "/redis/nope", &n, err, sizeof(err)),
+                    &n, -SCREE_ENOTFOUND, "nope");
+        expect_fail(eng_catalog_swap_tables(c, "/redis", "/redis/db1", &n, err, sizeof(err)), &n,
+                    -EINVAL, "directory");
         eng_catalog_unref(c);
 }
