@@ -316,7 +316,7 @@ static void flush_opened(void *arg, int res, struct eng_sst_table *table)
         struct eng_flush *f = arg;
         struct eng_shard *s = f->s;
         const struct eng_sst_props *p;
-        uint32_t tablet = f->t->id;
+        uint32_t tablet = eng_tablet_static_id(&s->map, s->o.shard, f->t->id);
         uint64_t seq = f->imm.sealed_seq;
         struct eng_manifest_edit e = { 0 };
 

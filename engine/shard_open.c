@@ -373,10 +373,10 @@ static void tables_ready(struct shard_open *op)
         int r;
 
         for (uint32_t t = 0; t < s->n_tablets; t++) {
-                uint32_t n = 0;
+                uint32_t id = eng_tablet_static_id(&s->map, s->o.shard, t), n = 0;
 
                 for (size_t i = 0; i < op->st.n_tables; i++)
-                        n += op->st.tables[i].tablet == t;
+                        n += op->st.tables[i].tablet == id;
                 if (!n)
                         continue;
                 struct eng_tset *ts = shard_tset_new(n);
@@ -387,7 +387,7 @@ static void tables_ready(struct shard_open *op)
                 }
                 n = 0;
                 for (size_t i = 0; i < op->st.n_tables; i++) {
-                        if (op->st.tables[i].tablet != t)
+                        if (op->st.tables[i].tablet != id)
                                 continue;
                         ts->e[n].t = op->opened[i];
                         ts->e[n++].meta = op->st.tables[i];
@@ -450,11 +450,16 @@ static void open_tables(struct shard_open *op)
         op->pending = 1;        /* held until every open is started */
         for (size_t i = 0; i < op->st.n_tables; i++) {
                 const struct eng_manifest_table *mt = &op->st.tables[i];
+                uint32_t shard, local;
                 int r;
 
-                if (mt->tablet >= s->n_tablets) {
-                        log_error("shard %u: manifest names tablet %u, the shard has %u",
-                                  s->o.shard, mt->tablet, s->n_tablets);
+                /* The manifest names tablets by catalog id; the shard
+                 * still has the static map's tablets only. */
+                if (eng_tablet_static_local(&s->map, mt->tablet, &shard, &local) < 0 ||
+                    shard != s->o.shard) {
+                        log_error("shard %u: %s/MANIFEST puts %016" PRIx64 ".sst in tablet %u, "
+                                  "not a tablet of this shard", s->o.shard, s->dir, mt->file_id,
+                                  mt->tablet);
                         op->err = -SCREE_ECORRUPT;
                         break;
                 }
@@ -481,11 +486,11 @@ static void manifest_loaded(void *arg, int res, const struct eng_manifest_state 
         };
 
         if (res == -SCREE_ENOTFOUND) {
-                res = eng_manifest_state_init(&op->st, &want, s->n_tablets);
+                eng_manifest_state_init(&op->st, &want);
+                res = 0;
         } else if (res == 0) {
                 res = eng_manifest_state_copy(&op->st, st);
-                if (res == 0 &&
-                    (memcmp(&st->layout, &want, sizeof(want)) || st->n_tablets != s->n_tablets)) {
+                if (res == 0 && memcmp(&st->layout, &want, sizeof(want))) {
                         log_error("shard %u: %s was made as shard %u of %u with %u tablets per "
                                   "shard; refusing to open it as shard %u of %u with %u",
                                   s->o.shard, s->dir, st->layout.shard, st->layout.n_shards,
@@ -503,9 +508,12 @@ static void manifest_loaded(void *arg, int res, const struct eng_manifest_state 
         }
         s->next_file_id = op->st.next_file_id ? op->st.next_file_id : 1;
         for (uint32_t i = 0; i < s->n_tablets; i++) {
-                s->tablets[i].flushed_seq = op->st.flushed_seq[i];
-                if (op->st.flushed_seq[i] > s->last_seq)
-                        s->last_seq = op->st.flushed_seq[i];
+                uint64_t seq = eng_manifest_flushed_seq(&op->st,
+                                                        eng_tablet_static_id(&s->map, s->o.shard, i));
+
+                s->tablets[i].flushed_seq = seq;
+                if (seq > s->last_seq)
+                        s->last_seq = seq;
         }
         op->opened = calloc(op->st.n_tables + 1, sizeof(*op->opened));
         op->slots = calloc(op->st.n_tables + 1, sizeof(*op->slots));
