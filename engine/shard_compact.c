@@ -239,7 +239,8 @@ static void output_opened(void *arg, int res, struct eng_sst_table *table)
         }
         c->out = table;
         c->meta = (struct eng_manifest_table){
-                .tablet = c->t->id, .file_id = c->file_id, .file_size = r->file_size,
+                .tablet = c->t->id,
+                .file_id = c->file_id, .file_size = r->file_size,
                 .min_seq = r->min_seq, .max_seq = r->max_seq,
         };
         compaction_record(c);

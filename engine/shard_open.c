@@ -519,7 +519,8 @@ static void manifest_loaded(void *arg, int res, const struct eng_manifest_state 
         };
 
         if (res == -SCREE_ENOTFOUND) {
-                res = eng_manifest_state_init(&op->st, &want);
+                eng_manifest_state_init(&op->st, &want);
+                res = 0;
         } else if (res == 0) {
                 res = eng_manifest_state_copy(&op->st, st);
                 if (res == 0 && memcmp(&st->layout, &want, sizeof(want))) {
