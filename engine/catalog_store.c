@@ -67,24 +67,21 @@ static int path_make(char *buf, const char *dir, const char *name)
 static int read_fd(int fd, uint8_t **ret_buf, size_t *ret_len)
 {
         struct stat sb;
-        size_t cap, len = 0;
+        size_t cap = 0, len = 0;
         uint8_t *buf = NULL;
 
         if (fstat(fd, &sb) < 0)
                 return -errno;
-        cap = (size_t)sb.st_size + 1;   /* + 1: the read that sees the end */
         for (;;) {
+                /* + 1: room for the read that sees the end */
+                uint8_t *nb = mem_grow(buf, &cap, len ? len + 1 : (size_t)sb.st_size + 1, 1);
                 ssize_t n;
 
-                if (!buf || len == cap) {
-                        uint8_t *nb = mem_grow(buf, &cap, len + 1, 1);
-
-                        if (!nb) {
-                                free(buf);
-                                return -ENOMEM;
-                        }
-                        buf = nb;
+                if (!nb) {
+                        free(buf);
+                        return -ENOMEM;
                 }
+                buf = nb;
                 n = read(fd, buf + len, cap - len);
                 if (n < 0 && errno == EINTR)
                         continue;
