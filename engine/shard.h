@@ -215,9 +215,10 @@ struct eng_write {
  * done and acknowledged (periodic mode; w is free again); 0: pending,
  * w->done(w, res) runs when acknowledged (batch mode, or any write that has
  * to wait for a flush or for an earlier operation on one of its keys);
- * -EINVAL (no mutation, bad kind or table, a key over
- * ENG_MAX_USER_KEY_BYTES, a value over ENG_MAX_VALUE_BYTES); -E2BIG (the
- * batch cannot fit in a log segment); or the error that stopped writes.
+ * -EINVAL (no mutation, a bad kind, a key over ENG_MAX_USER_KEY_BYTES or
+ * another shard's, a value over ENG_MAX_VALUE_BYTES); -SCREE_ENOTFOUND (a
+ * table the shard's catalog does not have); -E2BIG (the batch cannot fit
+ * in a log segment); or the error that stopped writes.
  * Keys and values are copied before the call returns.
  */
 int eng_shard_write(struct eng_shard *s, const struct eng_mutation *m, uint32_t n,
@@ -490,7 +491,7 @@ int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *c);
 
 /* The snapshot the shard routes by. Borrowed: valid until the next
  * eng_shard_set_catalog (take a reference to keep it). Shard-local. */
-const struct eng_catalog *eng_shard_catalog(const struct eng_shard *s);
+struct eng_catalog *eng_shard_catalog(const struct eng_shard *s);
 
 /* Whether the shard still holds a tablet of table id (live, or dropped and
  * not yet emptied). Shard-local. */

@@ -330,7 +330,7 @@ int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *cat)
         return 0;
 }
 
-const struct eng_catalog *eng_shard_catalog(const struct eng_shard *s)
+struct eng_catalog *eng_shard_catalog(const struct eng_shard *s)
 {
         return s->cat;
 }

@@ -303,20 +303,17 @@ static int forget_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
                      struct eng_catalog **ret)
 {
         struct forget_sweep *fs = ch->ctx;
-        struct eng_catalog *c = eng_catalog_ref((struct eng_catalog *)cur), *n;
+        struct eng_catalog *c = NULL, *n;
 
         for (uint32_t i = 0; i < fs->n_ids; i++) {
-                if (fs->held[i])
-                        continue;
-                if (eng_catalog_forget_dropped(c, fs->ids[i], &n, ch->err, sizeof(ch->err)) < 0)
-                        continue;       /* forgotten meanwhile */
+                if (fs->held[i] || eng_catalog_forget_dropped(c ? c : cur, fs->ids[i], &n, ch->err,
+                                                              sizeof(ch->err)) < 0)
+                        continue;       /* still held, or forgotten meanwhile */
                 eng_catalog_unref(c);
                 c = n;
         }
-        if (c == cur) {
-                eng_catalog_unref(c);
+        if (!c)
                 return -SCREE_ENOTFOUND;        /* nothing to forget */
-        }
         *ret = c;
         return 0;
 }

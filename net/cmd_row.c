@@ -83,7 +83,7 @@ static struct net_tbl_limits limits(const struct net_req *req)
 /* Sets up req->info for the table named by argv[1]. 0, or a reply written. */
 static int row_cmd_new(struct net_req *req)
 {
-        const struct eng_catalog *c = eng_shard_catalog(req->origin->eng);
+        struct eng_catalog *c = eng_shard_catalog(req->origin->eng);
         char path[ENG_CATALOG_MAX_PATH + 1], err[NET_TBL_ERR_MAX];
         const struct eng_catalog_table *t;
         struct row_cmd *rc;
@@ -102,7 +102,7 @@ static int row_cmd_new(struct net_req *req)
         rc = calloc(1, sizeof(*rc));
         if (!rc)
                 return reply_err(req, "out of memory"), -1;
-        rc->snap = eng_catalog_ref((struct eng_catalog *)c);
+        rc->snap = eng_catalog_ref(c);
         rc->t = t;
         rc->now_ms = net_now_ms();
         req->info = rc;

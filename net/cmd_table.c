@@ -43,7 +43,7 @@ static int reply_err(struct net_req *req, const char *msg)
 
 /* The snapshot the origin routes by (every shard is open: data commands
  * run only then). */
-static const struct eng_catalog *origin_catalog(const struct net_req *req)
+static struct eng_catalog *origin_catalog(const struct net_req *req)
 {
         return eng_shard_catalog(req->origin->eng);
 }
@@ -276,7 +276,7 @@ out:
 
 int net_cmd_table_describe(struct net_req *req)
 {
-        struct eng_catalog *c = (struct eng_catalog *)origin_catalog(req);
+        struct eng_catalog *c = origin_catalog(req);
         char path[ENG_CATALOG_MAX_PATH + 1], err[NET_TBL_ERR_MAX];
         const struct eng_catalog_table *t;
         struct describe *d;
