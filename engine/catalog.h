@@ -175,6 +175,11 @@ struct eng_catalog_entry {
  * tablets, no TTL, size-tiered. Any thread. */
 struct eng_catalog_options eng_catalog_options_default(void);
 
+/* Checks options as table creation and alteration do (each value's range,
+ * min_tablets <= max_tablets): 0, or -EINVAL with err (err_len bytes, may
+ * be 0) naming what is wrong. Any thread. */
+int eng_catalog_options_check(const struct eng_catalog_options *o, char *err, size_t err_len);
+
 /*
  * A new empty catalog (only "/", version 1, next table id
  * ENG_CATALOG_FIRST_USER_ID) for n_shards shards. Returns NULL on ENOMEM.

@@ -54,9 +54,6 @@ int eng_catalog_schema_check(enum eng_catalog_key_format format, enum eng_catalo
                              uint32_t n_parts, const enum eng_tuple_type *parts,
                              uint32_t hash_parts, char *err, size_t err_len);
 
-/* Checks options: 0 or -EINVAL. */
-int eng_catalog_options_check(const struct eng_catalog_options *o, char *err, size_t err_len);
-
 /* Index of the directory path (len bytes) in c->dirs, or -1. */
 long eng_catalog_dir_find(const struct eng_catalog *c, const char *path, size_t len);
 
