@@ -58,7 +58,7 @@ static int alter_fn(struct tbl_change *tc, const struct eng_catalog *cur, struct
         int r;
 
         if (eng_catalog_lookup(cur, tc->path, &t) < 0) {
-                snprintf(tc->ch.err, sizeof(tc->ch.err), "no table %s", tc->path);
+                snprintf(tc->ch.err, sizeof(tc->ch.err), "no table %.200s", tc->path);
                 return -SCREE_ENOTFOUND;
         }
         /* Over the options the table has now, on the shard that orders
