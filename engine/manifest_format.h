@@ -26,7 +26,9 @@
  *
  * A state owns its arrays (init/copy/fini); an edit borrows everything.
  * Applying an edit validates all of it first and changes nothing on error.
- * Pure functions; any thread, one state per thread at a time.
+ * States and edits: manifest_state.c; payloads, framing and the reader:
+ * manifest_format.c. Pure functions; any thread, one state per thread at
+ * a time.
  */
 #ifndef SCREE_ENGINE_MANIFEST_FORMAT_H
 #define SCREE_ENGINE_MANIFEST_FORMAT_H
@@ -36,8 +38,8 @@
 #include <stdint.h>
 
 #define ENG_MANIFEST_MAGIC "screeMAN"          /* 8 bytes, no NUL */
-#define ENG_MANIFEST_VERSION 2u           /* the one written */
-#define ENG_MANIFEST_VERSION_STATIC 1u    /* still read: tablets by static local number */
+#define ENG_MANIFEST_VERSION 2u                 /* the one written */
+#define ENG_MANIFEST_VERSION_STATIC 1u          /* still read: tablets by static local number */
 #define ENG_MANIFEST_HEADER_BYTES 32u
 #define ENG_MANIFEST_RECORD_HEADER_BYTES 32u
 #define ENG_MANIFEST_RECORD_ALIGN 8u
