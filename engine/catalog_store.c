@@ -504,18 +504,27 @@ static void step_to(struct eng_catalog_store *st, enum step s)
 
 /* ---- reporting ---- */
 
-/* Tells the saves the outcome of the sequence that ended: those it
- * covered (all of them, if the store stopped) get its result. */
+/* Whether the sequence that ended settles w: one that succeeded, every
+ * save of its version or older; one that failed, the saves it was to
+ * make durable (numbered it or before); once stopped, all. */
+static bool is_settled(const struct eng_catalog_store *st, const struct eng_catalog_save *w)
+{
+        if (st->error)
+                return true;
+        return st->seq_res == 0 ? w->version <= st->seq_version : w->seq <= st->stats.sequences;
+}
+
+/* Tells the saves the outcome of the sequence that ended. */
 static void report(struct eng_catalog_store *st)
 {
         struct eng_catalog_save *w = st->waiters, *done = NULL, *keep = NULL;
-        uint64_t v = st->seq_version;
+        uint64_t n = st->stats.sequences;
         int res = st->seq_res;
 
         st->seq_ended = false;
         while (w) {
                 struct eng_catalog_save *next = w->next;
-                struct eng_catalog_save **to = st->error || w->version <= v ? &done : &keep;
+                struct eng_catalog_save **to = is_settled(st, w) ? &done : &keep;
 
                 w->next = *to;
                 *to = w;
@@ -525,7 +534,8 @@ static void report(struct eng_catalog_store *st)
         while (done) {
                 struct eng_catalog_save *next = done->next;
 
-                done->done(done, done->version <= v ? res : st->error);
+                /* Saves stopped before their sequence ran get the error that stopped it. */
+                done->done(done, res == 0 || done->seq <= n ? res : st->error);
                 done = next;
         }
 }
@@ -589,12 +599,6 @@ int eng_catalog_store_new(struct rx_loop *loop, struct eng_fs *fs, const char *d
         return 0;
 }
 
-/* Whether a sequence is in flight or ended unreported. */
-static bool is_busy(const struct eng_catalog_store *st)
-{
-        return st->step != STEP_IDLE || st->seq_ended;
-}
-
 int eng_catalog_store_save(struct eng_catalog_store *st, struct eng_catalog *c,
                            struct eng_catalog_save *w)
 {
@@ -611,9 +615,14 @@ int eng_catalog_store_save(struct eng_catalog_store *st, struct eng_catalog *c,
         w->next = st->waiters;
         st->waiters = w;
         st->stats.saves++;
-        /* Covered by the sequence in flight, or by a newer waiting one? */
-        if ((is_busy(st) && v <= st->seq_version) ||
-            (st->newest && v <= eng_catalog_version(st->newest)))
+        /* Covered by the sequence in flight? (One that ended and failed
+         * covers nothing more: this save gets a sequence of its own.) */
+        if (st->step != STEP_IDLE && v <= st->seq_version) {
+                w->seq = st->stats.sequences;
+                return 0;
+        }
+        w->seq = st->stats.sequences + 1;       /* the next sequence writes it, or a newer one */
+        if (st->newest && v <= eng_catalog_version(st->newest))
                 return 0;
         eng_catalog_unref(st->newest);
         st->newest = eng_catalog_ref(c);
@@ -645,7 +654,7 @@ static void close_step(struct eng_catalog_store *st)
         void *arg = st->close_arg;
         int res = st->error;
 
-        if (is_busy(st) || st->task_posted)
+        if (st->step != STEP_IDLE || st->seq_ended || st->task_posted)
                 return;
         st->waiters = NULL;
         while (w) {

@@ -68,6 +68,7 @@ struct eng_catalog_save {
         /* internal */
         struct eng_catalog_save *next;
         uint64_t version;
+        uint64_t seq;                   /* the write sequence to make it durable */
 };
 
 /*
@@ -103,9 +104,13 @@ int eng_catalog_store_new(struct rx_loop *loop, struct eng_fs *fs, const char *d
  *   -errno   the open, write, fdatasync or close of CATALOG.tmp failed
  *            otherwise, or -ENOMEM encoding it.
  * In both cases CATALOG.tmp is removed (best effort: CATALOG.tmp is
- * never read, and the next sequence truncates it) and every save whose
- * snapshot the failed sequence covered gets the error; newer ones wait
- * for the next sequence. A failed rename or directory fsync -- whatever
+ * never read, and the next sequence truncates it) and the saves the
+ * failed sequence was to make durable get the error: those waiting when
+ * it started, and those that arrived during it with a version no newer
+ * than its own. The others wait for the next sequence. (An op the fs
+ * refuses to submit, -SCREE_EFULL say, fails like that op; a rename
+ * never submitted fails like a step before it.) A failed rename or
+ * directory fsync -- whatever
  * its errno, ENOSPC included -- leaves it unknown which snapshot CATALOG
  * durably names: the store stops, and every save waiting then and every
  * later one gets that error (a save then returns it; close reports it).

@@ -485,6 +485,28 @@ ParameterizedTest(struct fault *f, catalog_store, a_fault_at_each_step)
         cr_expect(eq(u64, eng_fault_fs_stats(fs)->overlaps, 0));
 }
 
+/* A failed sequence fails the saves it was writing (an older one that
+ * arrived during it too); a newer one waiting gets a sequence of its own. */
+Test(catalog_store, a_failed_sequence_fails_its_saves_and_a_newer_one_gets_its_own)
+{
+        struct sv x[3];
+
+        store_open();
+        cr_assert(eq(int, save_sync(cats[1]), 0));
+        eng_fault_fs_fail(fs, ENG_FS_FDATASYNC, EIO, 1);
+        cr_assert(eq(int, save_async(&x[0], cats[3]), 0));
+        cr_assert(eq(int, save_async(&x[1], cats[2]), 0));
+        cr_assert(eq(int, save_async(&x[2], cats[4]), 0));
+        TEST_RUN_UNTIL(loop, x[0].done && x[1].done && x[2].done);
+        cr_expect(eq(int, x[0].res, -EIO));
+        cr_expect(eq(int, x[1].res, -EIO), "older than the one that failed");
+        cr_expect(eq(int, x[2].res, 0));
+        cr_expect(eq(u64, eng_catalog_store_stats(st)->sequences, 3));
+        cr_expect(eq(u64, eng_catalog_store_stats(st)->failed, 1));
+        expect_file_is(cats[4]);
+        cr_expect(eq(int, close_sync(), 0));
+}
+
 /* The undo's unlink fails too: the save gets the first error, and the
  * next sequence truncates the tmp file it left. */
 Test(catalog_store, a_tmp_file_the_undo_could_not_remove_is_overwritten_next_time)
@@ -834,7 +856,6 @@ Test(catalog_store, a_sigkill_at_any_moment_keeps_every_acknowledged_save, .time
         rx_loop_free(probe);
         cr_assert(eq(int, eng_catalog_store_write_sync(dir, cats[0], err, sizeof(err)), 0));
         for (int round = 0; round < 20; round++) {
-                uint64_t prev_acked = 0;
                 int fds[2], status;
                 bool killed;
                 pid_t child;
@@ -855,8 +876,7 @@ Test(catalog_store, a_sigkill_at_any_moment_keeps_every_acknowledged_save, .time
                 close(fds[0]);
                 killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
                 cr_assert(killed, "round %d: the child exited by itself (status %#x)", round, status);
-                prev_acked = ch.acked;
-                total_acked += prev_acked > prev ? prev_acked - prev : 0;
+                total_acked += ch.acked > prev ? ch.acked - prev : 0;
                 prev = expect_after_crash(prev, ch.acked, ch.started, round);
         }
         cr_log_info("catalog_store sigkill: %llu versions acknowledged in 20 rounds",
