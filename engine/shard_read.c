@@ -18,6 +18,7 @@
 
 #include "base/check.h"
 #include "base/compiler.h"
+#include "base/endian.h"
 #include "base/time.h"
 #include "engine/shard_internal.h"
 
@@ -133,8 +134,8 @@ static void sst_done(struct eng_sst_get *sg, int res)
         g->done(g, res);
 }
 
-/* Encodes (table, key) into g. Returns 0, -EINVAL (not this shard's key),
- * -SCREE_ENOTFOUND (no such table) or -ENOMEM. */
+/* Encodes (table, key) into g. Returns 0, -EINVAL, -SCREE_ENOTFOUND (no
+ * such table) or -ENOMEM. */
 static int get_prepare(struct eng_shard *s, uint32_t table, const void *key, uint32_t key_len,
                        struct eng_get *g)
 {
@@ -149,15 +150,9 @@ static int get_prepare(struct eng_shard *s, uint32_t table, const void *key, uin
         g->value = NULL;
         r = shard_ikey(s, table, key, key_len, g->ikey_small, sizeof(g->ikey_small), &g->ikey,
                        &g->ikey_len);
-        if (r < 0) {
+        if (r < 0)
                 g->ikey = NULL;
-                return r;
-        }
-        if (!shard_tablet_of_ikey(s, g->ikey, g->ikey_len)) {
-                get_cleanup(g);
-                return -EINVAL;
-        }
-        return 0;
+        return r;       /* routed by get_issue */
 }
 
 /* Looks g's key up: the memtables now, the tables they point at later.
@@ -175,8 +170,11 @@ static int get_issue(struct eng_get *g)
          * while the get waited behind an earlier operation. */
         g->tablet = shard_tablet_of_ikey(s, g->ikey, g->ikey_len);
         if (!g->tablet) {
+                /* Another shard's key, or a table dropped meanwhile. */
+                bool live = shard_route_of(s, be32_get(g->ikey)) != NULL;
+
                 get_cleanup(g);
-                return -SCREE_ENOTFOUND;
+                return live ? -EINVAL : -SCREE_ENOTFOUND;
         }
         if (shard_memtables_get(g->tablet, g->ikey, g->ikey_len, &e, &mt) == 0) {
                 s->stats.get_memtable_hits++;

@@ -349,29 +349,24 @@ enum hop_kind {
 };
 
 /* Plans the hop from rc->pos: the run of tablets on the shard owning pos,
- * up to the first tablet of another shard or the range's end. */
-static void hop_plan(struct row_cmd *rc)
+ * up to the first tablet of another shard or the range's end. 0 or
+ * -ENOMEM. */
+static int hop_plan(struct row_cmd *rc)
 {
         const struct eng_catalog_table *t = rc->t;
         const struct net_tbl_bounds *b = &rc->range.b;
-        uint8_t ik[ENG_TABLE_ID_BYTES + 1];
+        uint8_t small[256], *ik = small;
+        size_t len = ENG_TABLE_ID_BYTES + rc->pos_len;
         uint32_t i, j;
 
+        if (len > sizeof(small) && !(ik = malloc(len)))
+                return -ENOMEM;
         be32_put(ik, t->id);
-        if (rc->pos_len) {
-                uint8_t *k = malloc(ENG_TABLE_ID_BYTES + rc->pos_len);
-
-                if (k) {
-                        memcpy(k, ik, ENG_TABLE_ID_BYTES);
-                        memcpy(k + ENG_TABLE_ID_BYTES, rc->pos, rc->pos_len);
-                        i = eng_catalog_route_ikey(t, k, ENG_TABLE_ID_BYTES + rc->pos_len);
-                        free(k);
-                } else {
-                        i = 0;  /* a longer hop from an earlier tablet: the scan clips it */
-                }
-        } else {
-                i = 0;
-        }
+        if (rc->pos_len)
+                memcpy(ik + ENG_TABLE_ID_BYTES, rc->pos, rc->pos_len);
+        i = eng_catalog_route_ikey(t, ik, len);
+        if (ik != small)
+                free(ik);
         rc->hop_shard = t->tablets[i].shard;
         for (j = i + 1; j < t->n_tablets && t->tablets[j].shard == rc->hop_shard; j++)
                 ;
@@ -387,6 +382,7 @@ static void hop_plan(struct row_cmd *rc)
                 rc->hop_end = b->end, rc->hop_end_len = b->end_len, rc->hop_open = false;
         else
                 rc->last_hop = false;
+        return 0;
 }
 
 /* A hop's scan state: the child's info. */
@@ -518,9 +514,10 @@ static int hop_start(struct net_req *req, enum hop_kind kind)
         struct row_cmd *rc = req->info;
         struct hop *h = calloc(1, sizeof(*h));
 
-        if (!h)
+        if (!h || hop_plan(rc) < 0) {
+                free(h);
                 return reply_err(req, "out of memory");
-        hop_plan(rc);
+        }
         h->rc = rc;
         h->kind = kind;
         h->limit = kind == HOP_RANGE ? (uint32_t)(rc->range.limit - rc->n) : ROW_HOP_ROWS;
@@ -572,8 +569,10 @@ static void hop_gather(struct net_req *req)
         enum hop_kind kind = h->kind;
         int r = 0;
 
+        /* A child refused (-LOADING) replied its error; a hop's engine
+         * error is in h->res. */
         if (net_child_error(req, c) || h->res < 0) {
-                if (!net_child_error(req, c))
+                if (h->res < 0)
                         net_reply_engine_err(req, h->res);
                 free(h->resume);
                 free(h->dels);
