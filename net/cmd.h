@@ -275,6 +275,9 @@ int net_cmd_row_range(struct net_req *req);
 int net_cmd_row_count(struct net_req *req);
 int net_cmd_row_delrange(struct net_req *req);
 
+/* COMMAND DOCS [name ...]: writes the reply (cmd_docs.c). */
+void net_cmd_docs(struct net_req *req);
+
 int net_cmd_multi(struct net_req *req);
 int net_cmd_exec(struct net_req *req);
 int net_cmd_watch(struct net_req *req);
