@@ -209,14 +209,24 @@ def test_tables_and_rows_survive_restarts_and_kill9():
     s.close()
 
 
-def test_command_docs_and_info_name_the_table_commands(r):
+def raw_reply(r, *args):
+    """A reply without redis-py's reshaping (it rewrites every COMMAND reply)."""
+    conn = r.connection_pool.get_connection(args[0])
+    try:
+        conn.send_command(*args)
+        return conn.read_response()
+    finally:
+        r.connection_pool.release(conn)
+
+
+def test_command_docs_name_the_table_commands(r):
     names = ["dir.create", "dir.drop", "dir.list", "table.create", "table.drop", "table.alter",
              "table.list", "table.describe", "row.put", "row.get", "row.del", "row.write",
              "row.range", "row.count", "row.delrange"]
-    docs = cmd(r, "COMMAND", "DOCS", *names)
+    docs = raw_reply(r, "COMMAND", "DOCS", *names)
     docs = {docs[i].decode(): pairs(docs[i + 1]) for i in range(0, len(docs), 2)}
     assert sorted(docs) == sorted(names)
     assert docs["row.range"]["summary"].startswith(b"Reads a page")
     args = [pairs(a)["name"] for a in docs["row.range"]["arguments"]]
     assert b"cursor" in args and b"rev" in args
-    assert cmd(r, "COMMAND", "DOCS", "nosuch") == []
+    assert raw_reply(r, "COMMAND", "DOCS", "nosuch") == []
