@@ -47,8 +47,13 @@
 #define ENG_CATALOG_MAX_TABLETS 65536u          /* per table */
 #define ENG_CATALOG_MAX_SPLIT_BYTES 2048u       /* an explicit split point's encoding */
 #define ENG_CATALOG_MAX_SHARDS 256u
-/* Tables 0 and 1 are the static tables of engine/tablet.h; new ids start here. */
+/* Tables 0 and 1 are the static tables of engine/tablet.h; an empty
+ * catalog's new ids start here. */
 #define ENG_CATALOG_FIRST_USER_ID 2u
+/* Redis's numbered databases, /redis/db0 .. /redis/db15. */
+#define ENG_CATALOG_REDIS_DBS 16u
+/* eng_catalog_initial's tables: the static two and databases 1..15. */
+#define ENG_CATALOG_INITIAL_TABLES (ENG_CATALOG_FIRST_USER_ID + ENG_CATALOG_REDIS_DBS - 1)
 
 enum eng_catalog_key_mode {
         ENG_CATALOG_ORDERED = 1,                /* internal key: id | user key */
@@ -170,6 +175,11 @@ struct eng_catalog_entry {
  * tablets, no TTL, size-tiered. Any thread. */
 struct eng_catalog_options eng_catalog_options_default(void);
 
+/* Checks options as table creation and alteration do (each value's range,
+ * min_tablets <= max_tablets): 0, or -EINVAL with err (err_len bytes, may
+ * be 0) naming what is wrong. Any thread. */
+int eng_catalog_options_check(const struct eng_catalog_options *o, char *err, size_t err_len);
+
 /*
  * A new empty catalog (only "/", version 1, next table id
  * ENG_CATALOG_FIRST_USER_ID) for n_shards shards. Returns NULL on ENOMEM.
@@ -178,17 +188,20 @@ struct eng_catalog_options eng_catalog_options_default(void);
 struct eng_catalog *eng_catalog_new(uint32_t n_shards);
 
 /*
- * The first catalog of a data directory written before the catalog
- * existed: exactly engine/tablet.h's static map. Directories /redis and
- * /scree; table 0 is /redis/db0 (hashed, raw keys: the Redis keyspace,
- * database 0), table 1 is /scree/ordered (ordered, raw keys, split on the
- * first user-key byte). Global tablet g of static table t gets tablet id
- * t * n_shards * tablets_per_shard + g and shard g % n_shards, so a
- * shard's local tablet l (tablet.h) is tablet id
+ * The first catalog of a data directory, new or written before the
+ * catalog existed: engine/tablet.h's static map, plus Redis's other
+ * databases. Directories /redis and /scree; table 0 is /redis/db0
+ * (hashed, raw keys: the Redis keyspace, database 0), table 1 is
+ * /scree/ordered (ordered, raw keys, split on the first user-key byte),
+ * tables 2..16 are /redis/db1 .. /redis/db15, laid out as db0. Global
+ * tablet g of table t gets tablet id t * n_shards * tablets_per_shard + g
+ * and shard g % n_shards -- so every database routes a key to the same
+ * shard, and a shard's local tablet l of tablet.h's map is tablet id
  * (l / tps) * n_shards * tps + (l % tps) * n_shards + shard. Ordered
  * tablets that can hold no key (more tablets than byte values) are left
- * out. Version 1. Returns 0 and *ret (caller unrefs), -EINVAL (numbers
- * outside eng_tablet_map_init's) or -ENOMEM. Any thread.
+ * out. Version 1, next table id ENG_CATALOG_INITIAL_TABLES. Returns 0 and
+ * *ret (caller unrefs), -EINVAL (numbers outside eng_tablet_map_init's) or
+ * -ENOMEM. Any thread.
  */
 int eng_catalog_initial(uint32_t n_shards, uint32_t tablets_per_shard, struct eng_catalog **ret);
 
@@ -201,6 +214,8 @@ void eng_catalog_unref(struct eng_catalog *c);
 uint64_t eng_catalog_version(const struct eng_catalog *c);
 uint32_t eng_catalog_n_shards(const struct eng_catalog *c);
 uint32_t eng_catalog_next_table_id(const struct eng_catalog *c);
+/* Tablet ids below it were given out (to live or dropped tables). */
+uint32_t eng_catalog_next_tablet_id(const struct eng_catalog *c);
 uint32_t eng_catalog_n_tables(const struct eng_catalog *c);
 /* Table i (0..n_tables), in id order. Borrowed. */
 const struct eng_catalog_table *eng_catalog_table_at(const struct eng_catalog *c, uint32_t i);
@@ -236,6 +251,11 @@ int eng_catalog_drop_table(const struct eng_catalog *c, const char *path, struct
 int eng_catalog_alter_table(const struct eng_catalog *c, const char *path,
                             const struct eng_catalog_options *opts, struct eng_catalog **ret,
                             char *err, size_t err_len);
+/* Swaps the paths of the live tables at a and b (a == b: nothing changes
+ * but the version): each table keeps its id, schema, options, tablets and
+ * rows under the other's name. Redis's SWAPDB. */
+int eng_catalog_swap_tables(const struct eng_catalog *c, const char *a, const char *b,
+                            struct eng_catalog **ret, char *err, size_t err_len);
 /* Forgets a dropped id once its data is gone from disk (-SCREE_ENOTFOUND
  * if it is not in the dropped list). */
 int eng_catalog_forget_dropped(const struct eng_catalog *c, uint32_t id, struct eng_catalog **ret,
@@ -262,6 +282,11 @@ bool eng_catalog_is_dir(const struct eng_catalog *c, const char *path);
 /* The live table with id: 0 and *ret (borrowed), or -SCREE_ENOTFOUND. */
 int eng_catalog_table_by_id(const struct eng_catalog *c, uint32_t id,
                             const struct eng_catalog_table **ret);
+
+/* The live tablet with id: 0, its table and its index there (borrowed),
+ * or -SCREE_ENOTFOUND. A walk over every tablet: not for hot paths. */
+int eng_catalog_tablet_by_id(const struct eng_catalog *c, uint32_t id,
+                             const struct eng_catalog_table **ret_table, uint32_t *ret_index);
 
 /* ---- routing ---- */
 

@@ -22,6 +22,17 @@ struct eng_catalog {
         uint32_t *dropped;              /* ascending */
 };
 
+/* A copy of c (same version + 1, one reference) to change; NULL on ENOMEM. */
+struct eng_catalog *eng_catalog_clone(const struct eng_catalog *c);
+
+/* Frees c whatever its references (a snapshot never published). */
+void eng_catalog_free(struct eng_catalog *c);
+
+/* Checks that path is a valid new name: its parent a directory, the name
+ * free. 0 or an error with err set. */
+int eng_catalog_new_name_check(const struct eng_catalog *c, const char *path, char *err,
+                               size_t err_len);
+
 /* A zeroed snapshot with one reference; NULL on ENOMEM. */
 struct eng_catalog *eng_catalog_alloc(void);
 
@@ -42,9 +53,6 @@ int eng_catalog_path_check(const char *path, bool allow_root, char *err, size_t 
 int eng_catalog_schema_check(enum eng_catalog_key_format format, enum eng_catalog_key_mode mode,
                              uint32_t n_parts, const enum eng_tuple_type *parts,
                              uint32_t hash_parts, char *err, size_t err_len);
-
-/* Checks options: 0 or -EINVAL. */
-int eng_catalog_options_check(const struct eng_catalog_options *o, char *err, size_t err_len);
 
 /* Index of the directory path (len bytes) in c->dirs, or -1. */
 long eng_catalog_dir_find(const struct eng_catalog *c, const char *path, size_t len);

@@ -108,6 +108,23 @@ int eng_catalog_table_by_id(const struct eng_catalog *c, uint32_t id,
         return -SCREE_ENOTFOUND;
 }
 
+int eng_catalog_tablet_by_id(const struct eng_catalog *c, uint32_t id,
+                             const struct eng_catalog_table **ret_table, uint32_t *ret_index)
+{
+        for (uint32_t i = 0; i < c->n_tables; i++) {
+                const struct eng_catalog_table *t = &c->tables[i];
+
+                for (uint32_t k = 0; k < t->n_tablets; k++) {
+                        if (t->tablets[k].id != id)
+                                continue;
+                        *ret_table = t;
+                        *ret_index = k;
+                        return 0;
+                }
+        }
+        return -SCREE_ENOTFOUND;
+}
+
 /* ---- routing ---- */
 
 /* Compares start key s with the key head (hlen bytes) + tail (tlen). */

@@ -2,9 +2,11 @@
 /*
  * Manifest format: the per-shard record of its durable state -- the
  * SSTables of each tablet, how far each tablet has flushed, the next file
- * id and the oldest commit-log segment still needed. Pure (base/ only), so
- * every failure mode is testable without a ring. Bytes:
- * docs/format/manifest.md.
+ * id and the oldest commit-log segment still needed. Tablets are named by
+ * their catalog tablet id (engine/catalog.h; global, never reused), and a
+ * state holds an entry only for the tablets it knows: sparse, sorted by id.
+ * Pure (base/ and pure engine code only), so every failure mode is
+ * testable without a ring. Bytes: docs/format/manifest.md.
  *
  * A manifest file is a 32-byte header (magic "screeMAN", version, salt,
  * checksum), one SNAPSHOT record holding a whole state, then EDIT records,
@@ -17,9 +19,16 @@
  * corruption (damage in bytes a later record says were durable) as the
  * commit log does.
  *
+ * Writing always writes version 2. Version 1 files (tablets numbered
+ * 0..n-1 within the shard, by the static map of engine/tablet.h) still
+ * read: their numbers become catalog ids as they are decoded
+ * (manifest_v1.c), so a directory upgrades on its next rewrite.
+ *
  * A state owns its arrays (init/copy/fini); an edit borrows everything.
  * Applying an edit validates all of it first and changes nothing on error.
- * Pure functions; any thread, one state per thread at a time.
+ * States and edits: manifest_state.c; payloads, framing and the reader:
+ * manifest_format.c. Pure functions; any thread, one state per thread at
+ * a time.
  */
 #ifndef SCREE_ENGINE_MANIFEST_FORMAT_H
 #define SCREE_ENGINE_MANIFEST_FORMAT_H
@@ -29,7 +38,8 @@
 #include <stdint.h>
 
 #define ENG_MANIFEST_MAGIC "screeMAN"          /* 8 bytes, no NUL */
-#define ENG_MANIFEST_VERSION 1u
+#define ENG_MANIFEST_VERSION 2u                 /* the one written */
+#define ENG_MANIFEST_VERSION_STATIC 1u          /* still read: tablets by static local number */
 #define ENG_MANIFEST_HEADER_BYTES 32u
 #define ENG_MANIFEST_RECORD_HEADER_BYTES 32u
 #define ENG_MANIFEST_RECORD_ALIGN 8u
@@ -48,7 +58,7 @@ enum eng_manifest_record_type {
 };
 
 struct eng_manifest_table {
-        uint32_t tablet;
+        uint32_t tablet;                /* catalog tablet id */
         uint64_t file_id;               /* file is <dir>/<16 hex digits of file_id>.sst */
         uint64_t file_size;
         uint64_t min_seq, max_seq;      /* a tablet's tables have disjoint seq ranges;
@@ -59,13 +69,17 @@ struct eng_manifest_layout {            /* checked at start-up: refuse to open w
         uint32_t shard, n_shards, tablets_per_shard;
 };
 
+struct eng_manifest_tablet {
+        uint32_t id;                    /* catalog tablet id */
+        uint64_t flushed_seq;           /* every entry with seq <= this is in its SSTables */
+};
+
 struct eng_manifest_state {
         struct eng_manifest_layout layout;
         uint64_t next_file_id;          /* ids below are used (SSTables) */
         uint64_t log_segment;           /* oldest commit-log segment still needed by some tablet */
-        uint32_t n_tablets;             /* flushed_seq has n_tablets slots (tablet ids
-                                         * are 0..n-1 within the shard) */
-        uint64_t *flushed_seq;          /* per tablet: every entry with seq <= this is in its SSTables */
+        uint32_t n_tablets;
+        struct eng_manifest_tablet *tablets;    /* sorted by id, unique; owned by the state */
         struct eng_manifest_table *tables;
         size_t n_tables;                /* owned by the state */
 };
@@ -75,20 +89,23 @@ struct eng_manifest_edit {              /* everything borrowed; zero/NULL fields
         uint32_t n_added;
         const struct eng_manifest_table *removed;       /* matched by tablet+file_id */
         uint32_t n_removed;
-        const uint32_t *flushed_tablets;
+        const uint32_t *flushed_tablets;        /* an id without an entry gets one */
         const uint64_t *flushed_seqs;
         uint32_t n_flushed;
+        const uint32_t *dropped_tablets;        /* their entries go, after the tables change */
+        uint32_t n_dropped;
         uint64_t next_file_id;          /* 0 = unchanged; must not go backwards */
         uint64_t log_segment;           /* 0 = unchanged; must not go backwards */
 };
 
 /* ---- states ---- */
 
-/* Makes an empty state: layout, n_tablets slots of flushed_seq at 0, no
- * tables, ids 0. Returns 0 or -ENOMEM (*s untouched). Free with
- * eng_manifest_state_fini. */
-int eng_manifest_state_init(struct eng_manifest_state *s, const struct eng_manifest_layout *layout,
-                            uint32_t n_tablets);
+/* Makes an empty state in caller storage: layout, no tablets, no tables,
+ * ids 0. Allocates nothing; eng_manifest_state_fini it all the same. */
+void eng_manifest_state_init(struct eng_manifest_state *s, const struct eng_manifest_layout *layout);
+
+/* The flushed seq of tablet_id: 0 when s has no entry for it. */
+uint64_t eng_manifest_flushed_seq(const struct eng_manifest_state *s, uint32_t tablet_id);
 
 /* Deep copy of src into dst (caller storage, not initialized). Returns 0 or
  * -ENOMEM (*dst untouched). Free with eng_manifest_state_fini. */
@@ -98,54 +115,71 @@ int eng_manifest_state_copy(struct eng_manifest_state *dst, const struct eng_man
 void eng_manifest_state_fini(struct eng_manifest_state *s);
 
 /*
- * Checks the invariants of a whole state: every table's tablet is below
- * n_tablets, min_seq <= max_seq, file ids are unique and below
- * next_file_id; the arrays are present when their counts are not zero.
- * Returns 0, -SCREE_ECORRUPT, or -ENOMEM.
+ * Checks the invariants of a whole state: tablet ids sorted and unique,
+ * every table's tablet has an entry, min_seq <= max_seq, file ids are
+ * unique and below next_file_id; the arrays are present when their counts
+ * are not zero. Returns 0, -SCREE_ECORRUPT, or -ENOMEM.
  */
 int eng_manifest_state_check(const struct eng_manifest_state *s);
 
 /*
  * Applies e to s. Order: removed tables go, added tables are appended (in
- * their order, after the survivors, which keep theirs), flushed seqs and
- * ids are set. Adding a table raises next_file_id past its id, so ids below
- * next_file_id stay used. Returns 0; -SCREE_ECORRUPT if e does not apply --
- * a removed table that is not there (or removed twice), an added id already
- * present (or added twice), an added table of an unknown tablet or with
- * min_seq > max_seq, a flushed tablet out of range or whose seq goes
- * backwards, next_file_id or log_segment going backwards; or -ENOMEM. On
- * error s is unchanged.
+ * their order, after the survivors, which keep theirs), flushed seqs are
+ * set, dropped tablets' entries go, ids are set. A table added to, or a
+ * seq flushed for, a tablet without an entry adds its entry (flushed seq 0
+ * before the edit's). Adding a table raises next_file_id past its id, so
+ * ids below next_file_id stay used. Returns 0; -SCREE_ECORRUPT if e does
+ * not apply -- a removed table that is not there (or removed twice), an
+ * added id already present (or added twice), an added table with min_seq >
+ * max_seq, a flushed seq going backwards, a dropped tablet without an
+ * entry, dropped twice, also flushed in e, or with a table left after e's
+ * removals (or added by e), next_file_id or log_segment going backwards;
+ * or -ENOMEM. On error s is unchanged.
  */
 int eng_manifest_state_apply(struct eng_manifest_state *s, const struct eng_manifest_edit *e);
 
 /* ---- payloads ---- */
 
-/* Bytes of a snapshot payload of s. */
+/* Bytes of a snapshot payload of s (version ENG_MANIFEST_VERSION). */
 size_t eng_manifest_snapshot_size(const struct eng_manifest_state *s);
 
 /* Encodes s into the eng_manifest_snapshot_size(s) bytes at dst. */
 void eng_manifest_snapshot_encode(void *dst, const struct eng_manifest_state *s);
 
-/* Decodes a snapshot payload into *ret (written only on success; free with
- * eng_manifest_state_fini). Returns 0, -SCREE_ECORRUPT (length does not
- * match the counts, nonzero reserved bytes, or the state fails
- * eng_manifest_state_check) or -ENOMEM. */
-int eng_manifest_snapshot_decode(const void *src, size_t len, struct eng_manifest_state *ret);
+/*
+ * Decodes a snapshot payload of a file of the given version (its header's)
+ * into *ret (written only on success; free with eng_manifest_state_fini).
+ * Version 1: each tablet number l is the static map's local tablet l of
+ * the snapshot's own layout and becomes eng_tablet_static_id(layout,
+ * shard, l); tablets with flushed seq 0 and no table get no entry.
+ * Returns 0, -SCREE_ECORRUPT (length does not match the counts, nonzero
+ * reserved bytes, the state fails eng_manifest_state_check; version 1: an
+ * invalid layout or a tablet number outside it), -SCREE_EUNSUPPORTED
+ * (another version) or -ENOMEM.
+ */
+int eng_manifest_snapshot_decode(const void *src, size_t len, uint32_t version,
+                                 struct eng_manifest_state *ret);
 
-/* Bytes of an edit payload of e. */
+/* Bytes of an edit payload of e (version ENG_MANIFEST_VERSION). */
 size_t eng_manifest_edit_size(const struct eng_manifest_edit *e);
 
 /* Encodes e into the eng_manifest_edit_size(e) bytes at dst. */
 void eng_manifest_edit_encode(void *dst, const struct eng_manifest_edit *e);
 
 /*
- * Decodes an edit payload. *ret's arrays point into one allocation returned
- * in *ret_mem (NULL when all counts are 0): the caller frees it with free()
- * when done with *ret. Both are written only on success. Returns 0,
- * -SCREE_ECORRUPT (length does not match the counts, nonzero reserved
- * bytes) or -ENOMEM.
+ * Decodes an edit payload of a file of the given version. layout
+ * (borrowed) is the file's, from its snapshot: version 1 converts tablet
+ * numbers with it as eng_manifest_snapshot_decode does (unused, may be
+ * NULL, for version 2). *ret's arrays point into one allocation returned
+ * in *ret_mem (NULL when all counts are 0): the caller frees it with
+ * free() when done with *ret. Both are written only on success. Returns
+ * 0, -SCREE_ECORRUPT (length does not match the counts, nonzero reserved
+ * bytes; version 1: an invalid layout or a tablet number outside it),
+ * -SCREE_EUNSUPPORTED (another version) or -ENOMEM.
  */
-int eng_manifest_edit_decode(const void *src, size_t len, struct eng_manifest_edit *ret, void **ret_mem);
+int eng_manifest_edit_decode(const void *src, size_t len, uint32_t version,
+                             const struct eng_manifest_layout *layout, struct eng_manifest_edit *ret,
+                             void **ret_mem);
 
 /* ---- file header and records ---- */
 
@@ -153,10 +187,12 @@ int eng_manifest_edit_decode(const void *src, size_t len, struct eng_manifest_ed
  * file; chosen different for every file) into ENG_MANIFEST_HEADER_BYTES at dst. */
 void eng_manifest_header_encode(void *dst, uint64_t salt);
 
-/* Verifies a file header and returns its salt. Returns 0, -SCREE_ECORRUPT
- * (short, bad magic or checksum, nonzero reserved, version 0) or
- * -SCREE_EUNSUPPORTED (a newer version). *ret_salt is written only on success. */
-int eng_manifest_header_decode(const void *src, size_t len, uint64_t *ret_salt);
+/* Verifies a file header and returns its salt and format version (1 or
+ * ENG_MANIFEST_VERSION). Returns 0, -SCREE_ECORRUPT (short, bad magic or
+ * checksum, nonzero reserved, version 0) or -SCREE_EUNSUPPORTED (a newer
+ * version). The outputs are written only on success. */
+int eng_manifest_header_decode(const void *src, size_t len, uint64_t *ret_salt,
+                               uint32_t *ret_version);
 
 /* Bytes a record with a payload of len bytes takes, padding included. */
 static inline size_t eng_manifest_record_size(size_t len)
@@ -193,6 +229,7 @@ struct eng_manifest_reader {
         const uint8_t *buf;
         size_t len;
         uint64_t salt;
+        uint32_t version;               /* the file's: decode its payloads with it */
         size_t off;                     /* next record; after the end: where valid data ends */
         bool torn;                      /* the end was not clean: a cut record was dropped */
         size_t bad_off;                 /* on an error: offset of the bad header or record */

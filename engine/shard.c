@@ -49,7 +49,7 @@ static void stats_refresh_parts(struct eng_shard *s)
         uint64_t n = 0, bytes = 0;
 
         for (uint32_t i = 0; i < s->n_tablets; i++) {
-                const struct eng_tset *ts = s->tablets[i].tset;
+                const struct eng_tset *ts = s->tablets[i]->tset;
 
                 for (uint32_t j = 0; ts && j < ts->n; j++) {
                         n++;
@@ -147,7 +147,6 @@ int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len,
         int applied = 0, a, r = eng_batch_iter_init(&it, payload, len, first_seq);
 
         while (r == 0 && (r = eng_batch_iter_next(&it, &e[n])) == 1) {
-                struct eng_tablet_loc loc;
                 struct eng_tablet *t;
 
                 r = 0;
@@ -155,12 +154,15 @@ int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len,
                         r = -SCREE_ECORRUPT;
                         break;
                 }
-                loc = eng_tablet_of_ikey(&s->map, e[n].key, e[n].key_len);
-                if (loc.shard != s->o.shard) {
+                t = shard_tablet_of_ikey(s, e[n].key, e[n].key_len);
+                if (!t) {
+                        /* A dropped table's entry (replayed, or waiting in
+                         * s->unapplied when the drop came) has nowhere to go. */
+                        if (shard_table_gone(s, be32_get(e[n].key)))
+                                continue;
                         r = -SCREE_ECORRUPT;
                         break;
                 }
-                t = &s->tablets[loc.local];
                 if (e[n].seq <= t->flushed_seq)
                         continue;
                 tab[n] = t;
@@ -431,7 +433,7 @@ static int validate(const struct eng_mutation *m, uint32_t n)
                 return -EINVAL;
         for (uint32_t i = 0; i < n; i++) {
                 if ((m[i].kind != ENG_MUT_PUT && m[i].kind != ENG_MUT_DEL) ||
-                    !shard_key_ok(m[i].table, m[i].key_len) ||
+                    !shard_key_ok(m[i].key_len) ||
                     (m[i].kind == ENG_MUT_PUT && m[i].value_len > ENG_MAX_VALUE_BYTES))
                         return -EINVAL;
         }
@@ -444,18 +446,18 @@ static int encode(struct eng_shard *s, const struct eng_mutation *m, uint32_t n)
 
         eng_batch_clear(&s->scratch);
         for (uint32_t i = 0; i < n; i++) {
-                size_t klen = eng_ikey_size(m[i].table, m[i].key_len);
-                uint8_t *ik = klen <= sizeof(small) ? small : malloc(klen);
-                int r;
+                uint8_t *ik;
+                uint32_t klen;
+                int r = shard_ikey(s, m[i].table, m[i].key, m[i].key_len, small, sizeof(small),
+                                   &ik, &klen);
 
-                if (!ik)
-                        return -ENOMEM;
-                eng_ikey_encode(m[i].table, m[i].key, m[i].key_len, ik);
-                if (eng_tablet_of_ikey(&s->map, ik, klen).shard != s->o.shard) {
+                if (r < 0)
+                        return r;
+                if (!shard_tablet_of_ikey(s, ik, klen)) {
                         r = -EINVAL;    /* not this shard's key */
                 } else {
                         struct eng_entry e = {
-                                .key = ik, .key_len = (uint32_t)klen,
+                                .key = ik, .key_len = klen,
                                 .kind = m[i].kind == ENG_MUT_PUT ? ENG_ENTRY_VALUE : ENG_ENTRY_TOMBSTONE,
                         };
 

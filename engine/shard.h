@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * One shard's storage: the tablets it owns (tablet.h), each with its own
+ * One shard's storage: the tablets it owns (the catalog's, catalog.h), each with its own
  * memtables and SSTables, one commit log (wal.h) and one manifest
  * (manifest.h), all in one directory, driven by the shard's loop.
  *
@@ -60,6 +60,8 @@
 #include "engine/tablet.h"
 #include "engine/wal.h"
 
+struct eng_catalog;
+struct eng_catalog_table;
 struct eng_shard;
 struct eng_tablet;
 struct eng_tset;
@@ -68,7 +70,13 @@ struct eng_cached_block;
 struct eng_shard_opts {
         const char *dir;                /* existing directory of this shard; copied */
         uint32_t shard, n_shards;
-        uint32_t tablets_per_shard;     /* default 4 */
+        /* The catalog the shard starts with (catalog.h; borrowed for the
+         * open, which takes its own reference): its tables, and which of
+         * their tablets this shard owns. NULL: the first catalog of a
+         * directory from before catalogs, eng_catalog_initial(n_shards,
+         * tablets_per_shard). Its n_shards must be n_shards. */
+        struct eng_catalog *catalog;
+        uint32_t tablets_per_shard;     /* the manifest's layout; default 4 */
         enum eng_wal_sync sync;         /* default batch */
         uint64_t period_ns;             /* periodic sync; default 10 ms */
         uint64_t segment_bytes;         /* commit-log segment; default 32 MiB */
@@ -175,7 +183,7 @@ enum eng_mut_kind {
 
 struct eng_mutation {
         enum eng_mut_kind kind;
-        enum eng_table table;
+        uint32_t table;                 /* catalog table id */
         const void *key;
         uint32_t key_len;
         const void *value;              /* put only */
@@ -207,9 +215,10 @@ struct eng_write {
  * done and acknowledged (periodic mode; w is free again); 0: pending,
  * w->done(w, res) runs when acknowledged (batch mode, or any write that has
  * to wait for a flush or for an earlier operation on one of its keys);
- * -EINVAL (no mutation, bad kind or table, a key over
- * ENG_MAX_USER_KEY_BYTES, a value over ENG_MAX_VALUE_BYTES); -E2BIG (the
- * batch cannot fit in a log segment); or the error that stopped writes.
+ * -EINVAL (no mutation, a bad kind, a key over ENG_MAX_USER_KEY_BYTES or
+ * another shard's, a value over ENG_MAX_VALUE_BYTES); -SCREE_ENOTFOUND (a
+ * table the shard's catalog does not have); -E2BIG (the batch cannot fit
+ * in a log segment); or the error that stopped writes.
  * Keys and values are copied before the call returns.
  */
 int eng_shard_write(struct eng_shard *s, const struct eng_mutation *m, uint32_t n,
@@ -259,7 +268,7 @@ struct eng_get {
  * while keys in the table's other blocks can. The damage is logged once
  * per block and counted (stats.corrupt_blocks).
  */
-int eng_shard_get(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
+int eng_shard_get(struct eng_shard *s, uint32_t t, const void *key, uint32_t key_len,
                   struct eng_get *g);
 
 /* Drops what keeps a found value alive. Accepts a g that found nothing. */
@@ -273,10 +282,12 @@ void eng_get_release(struct eng_get *g);
  * memtables and SSTables of every tablet of the table the shard owns.
  *
  * Positions: a scan's start, end and resume are positions in the table's
- * order. For the ordered table a position is the user key itself; for the
- * hashed default table it is the key's hash (8 bytes, big-endian) followed
- * by the user key, so a hashed table is walked in hash order (a cursor
- * for SCAN-like iteration; eng_shard_scan_pos() builds one from a key).
+ * order: its internal keys without the table id (catalog.h). For an
+ * ordered table a position is the user key itself; for a hashed one it is
+ * the key's hash (8 bytes, big-endian) followed by the user key, so a
+ * hashed table is walked in hash order (a cursor for SCAN-like iteration;
+ * eng_shard_scan_pos() builds one from a key). A scan of a table dropped
+ * while it waits for the disk ends with -SCREE_ENOTFOUND.
  *
  * The entries visited are those of the tables at the call's start plus,
  * possibly, writes that land while the scan waits for the disk; no version
@@ -324,9 +335,10 @@ struct eng_scan {
         uint32_t resume_len;
         /* internal */
         struct eng_shard *s;
-        enum eng_table table;
+        uint32_t table;                 /* catalog table id */
         uint32_t limit;
-        uint32_t tablet;                /* local tablet being walked */
+        uint32_t tablet;                /* index in the table's tablets being walked */
+        bool hashed;
         uint64_t now_ms;
         struct eng_merge_iter *m;
         uint8_t *bounds;                /* ikeys: start, end (table-prefixed) */
@@ -342,20 +354,23 @@ struct eng_scan {
  * call. Returns 0: done now (sc->n, sc->more, sc->resume set); 1: pending
  * (the disk, or writes in flight called before it),
  * sc->done(sc, res) runs later with 0 or an error (-SCREE_ECORRUPT,
- * -errno, -ENOMEM, the item callback's error); or <0 at once (-EINVAL: bad
- * table, limit 0, a position longer than a key can be; -ENOMEM; the item
- * callback's error). Items given before an error stand; the scan is over.
+ * -errno, -ENOMEM, the item callback's error); or <0 at once (-EINVAL:
+ * limit 0, a position longer than a key can be; -SCREE_ENOTFOUND: no such
+ * live table; -ENOMEM; the item callback's error). Items given before an
+ * error stand; the scan is over.
  */
-int eng_shard_scan(struct eng_shard *s, enum eng_table t, const void *start, uint32_t start_len,
+int eng_shard_scan(struct eng_shard *s, uint32_t t, const void *start, uint32_t start_len,
                    const void *end, uint32_t end_len, uint32_t limit, struct eng_scan *sc);
 
 /* Frees what the last scan with sc kept (the resume position). */
 void eng_scan_release(struct eng_scan *sc);
 
 /* Writes the position of user key (t, key) into dst (key_len + 8 bytes for
- * the hashed table, key_len for the ordered one) and returns its length.
- * Pure; any thread. */
-uint32_t eng_shard_scan_pos(enum eng_table t, const void *key, uint32_t key_len, uint8_t *dst);
+ * a hashed table, key_len for an ordered one) and returns its length, or
+ * -SCREE_ENOTFOUND (no such table), -EINVAL (a hashed tuple key without
+ * its hash parts) or -ENOMEM. Shard-local. */
+long eng_shard_scan_pos(const struct eng_shard *s, uint32_t t, const void *key, uint32_t key_len,
+                        uint8_t *dst);
 
 /* ---- read-modify-write ---- */
 
@@ -375,7 +390,7 @@ struct eng_rmw {
         /* internal */
         eng_rmw_fn fn;
         void *fn_arg;
-        enum eng_table table;
+        uint32_t table;                 /* catalog table id */
         const void *key;
         uint32_t key_len;
         struct eng_get g;
@@ -396,7 +411,7 @@ struct eng_rmw {
  * mutation was written and acknowledged, 0 when fn wrote nothing, fn's
  * error, or a read or write error. Returns <0 at once (-EINVAL, -ENOMEM).
  */
-int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
+int eng_shard_rmw(struct eng_shard *s, uint32_t t, const void *key, uint32_t key_len,
                   eng_rmw_fn fn, void *fn_arg, struct eng_rmw *r);
 
 /* ---- expiry ---- */
@@ -419,7 +434,7 @@ struct eng_expire {
  * expiry; an expiry at or before now deletes it), 0 (the key is absent or
  * expired: nothing written), or an error. Returns <0 at once (-EINVAL).
  */
-int eng_shard_expire(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
+int eng_shard_expire(struct eng_shard *s, uint32_t t, const void *key, uint32_t key_len,
                      uint64_t expiry_ms, struct eng_expire *x);
 
 /* ---- maintenance ---- */
@@ -453,6 +468,49 @@ uint64_t eng_shard_mem_bytes(const struct eng_shard *s);
  * header and links, its share of the hash index): MEMORY USAGE's
  * per-entry overhead, the same the memtable budget counts. */
 #define ENG_ENTRY_OVERHEAD_BYTES 96u
+
+/* ---- the catalog ---- */
+
+/*
+ * Installs catalog snapshot c (a reference is taken) if it is newer than
+ * the shard's: the shard makes the tablets c gives it that it lacks
+ * (empty), routes every later operation by c, and starts emptying the
+ * tablets of tables c no longer has, in the background: their memtables
+ * are dropped at once (their memory counts no more), their SSTables are
+ * removed from the manifest and deleted once no flush or compaction of
+ * them runs. Operations already waiting re-route after their wait: a get
+ * of a dropped table finds nothing, a scan of one ends with
+ * -SCREE_ENOTFOUND. Returns 0 (installed, or c is not newer), -EINVAL (c
+ * has another number of shards) or -ENOMEM (nothing changed).
+ *
+ * Keys of a table the shard does not know: eng_shard_write, get, rmw and
+ * scan return -SCREE_ENOTFOUND; a key another shard owns: -EINVAL.
+ * Shard-local.
+ */
+int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *c);
+
+/* The snapshot the shard routes by. Borrowed: valid until the next
+ * eng_shard_set_catalog (take a reference to keep it). Shard-local. */
+struct eng_catalog *eng_shard_catalog(const struct eng_shard *s);
+
+/* Whether the shard still holds a tablet of table id (live, or dropped and
+ * not yet emptied). Shard-local. */
+bool eng_shard_holds_table(const struct eng_shard *s, uint32_t table);
+
+/* One tablet's size, an estimate for describing tables: rows counts every
+ * version and tombstone not yet compacted away (SSTable entries plus
+ * memtable entries); bytes are its SSTables' file bytes plus the memory
+ * its memtables account for. */
+struct eng_tablet_stats {
+        uint32_t id;                    /* catalog tablet id */
+        uint64_t bytes, rows;
+};
+
+/* Writes the stats of this shard's live tablets of table id into
+ * ret[0..cap), in key order, and returns how many it has (more than cap:
+ * only cap were written). Shard-local. */
+uint32_t eng_shard_table_stats(const struct eng_shard *s, uint32_t table,
+                               struct eng_tablet_stats *ret, uint32_t cap);
 
 /* The error that stopped writes, or 0. */
 int eng_shard_error(const struct eng_shard *s);

@@ -60,7 +60,7 @@ struct eng_shard_compaction {
 struct shard_major {
         void (*done)(void *arg, int res);
         void *arg;
-        uint32_t next_tablet;           /* tablets below it are done */
+        uint32_t next_tablet;           /* tablet ids below it are done */
         int res;
         bool flushed;
 };
@@ -239,7 +239,8 @@ static void output_opened(void *arg, int res, struct eng_sst_table *table)
         }
         c->out = table;
         c->meta = (struct eng_manifest_table){
-                .tablet = c->t->id, .file_id = c->file_id, .file_size = r->file_size,
+                .tablet = c->t->id,
+                .file_id = c->file_id, .file_size = r->file_size,
                 .min_seq = r->min_seq, .max_seq = r->max_seq,
         };
         compaction_record(c);
@@ -375,13 +376,15 @@ static bool major_step(struct eng_shard *s)
         struct shard_major *mj = s->major;
         uint64_t now_ms = time_wall_ns() / 1000000;
 
-        for (; mj->next_tablet < s->n_tablets; mj->next_tablet++) {
-                struct eng_tablet *t = &s->tablets[mj->next_tablet];
+        /* By id, not index: dropped tablets leave s->tablets meanwhile. */
+        for (uint32_t i = 0; i < s->n_tablets; i++) {
+                struct eng_tablet *t = s->tablets[i];
                 uint32_t n;
                 int r;
 
-                if (!major_needed(t, now_ms))
+                if (t->id < mj->next_tablet || t->dropped || !major_needed(t, now_ms))
                         continue;
+                mj->next_tablet = t->id;
                 if (tables_before_damage(t) < t->tset->n) {
                         /* Merged at the bottom it would fail on the damage. */
                         log_error("shard %u: major compaction: tablet %u left as it is: SSTable "
@@ -389,6 +392,7 @@ static bool major_step(struct eng_shard *s)
                                   t->tset->e[tables_before_damage(t)].meta.file_id);
                         if (!mj->res)
                                 mj->res = -SCREE_ECORRUPT;
+                        mj->next_tablet = t->id + 1;
                         continue;
                 }
                 n = t->tset->n < SHARD_MAX_COMPACT_INPUTS ? t->tset->n : SHARD_MAX_COMPACT_INPUTS;
@@ -396,10 +400,11 @@ static bool major_step(struct eng_shard *s)
                 if (r < 0) {
                         if (!mj->res)
                                 mj->res = r;
+                        mj->next_tablet = t->id + 1;
                         continue;
                 }
                 if (n == t->tset->n)
-                        mj->next_tablet++;
+                        mj->next_tablet = t->id + 1;
                 return true;
         }
         return false;
@@ -426,10 +431,12 @@ void shard_maybe_compact(struct eng_shard *s)
         if (s->o.no_compaction || s->major)
                 return;
         for (uint32_t k = 0; k < s->n_tablets; k++) {
-                struct eng_tablet *t = &s->tablets[(s->compact_cursor + k) % s->n_tablets];
+                uint32_t i = (s->compact_cursor + k) % s->n_tablets;
+                struct eng_tablet *t = s->tablets[i];
 
-                if (pick_tablet(t, &p) && compaction_start(s, t, p.first, p.n, p.bottommost, false) == 0) {
-                        s->compact_cursor = t->id + 1;
+                if (!t->dropped && pick_tablet(t, &p) &&
+                    compaction_start(s, t, p.first, p.n, p.bottommost, false) == 0) {
+                        s->compact_cursor = i + 1;
                         return;
                 }
         }

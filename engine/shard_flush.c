@@ -81,7 +81,7 @@ void shard_seal(struct eng_shard *s, struct eng_tablet *t)
 {
         struct eng_memtable *fresh;
 
-        if (!t->active_first_segment || t->n_imm == SHARD_MAX_IMM)
+        if (!t->active_first_segment || t->n_imm == SHARD_MAX_IMM || t->dropped)
                 return;
         fresh = eng_memtable_new(s->pool);
         if (!fresh)
@@ -110,7 +110,7 @@ uint64_t shard_log_needed(const struct eng_shard *s)
                 need = s->unapplied_segment;
 
         for (uint32_t i = 0; i < s->n_tablets; i++) {
-                const struct eng_tablet *t = &s->tablets[i];
+                const struct eng_tablet *t = s->tablets[i];
                 /* The flush in progress is about to be done with its memtable. */
                 uint32_t first = s->flush && s->flush->t == t ? 1 : 0;
                 uint64_t seg = first < t->n_imm ? t->imm[first].first_segment :
@@ -120,6 +120,11 @@ uint64_t shard_log_needed(const struct eng_shard *s)
                         need = seg;
         }
         return need;
+}
+
+bool shard_flushing(const struct eng_shard *s, const struct eng_tablet *t)
+{
+        return s->flush && s->flush->t == t;
 }
 
 /* ---- commit-log truncation ---- */
@@ -242,7 +247,7 @@ static void wake_waiters(struct eng_shard *s)
                 bool pending = false;
 
                 for (uint32_t i = 0; i < s->n_tablets && !s->error; i++)
-                        if (s->tablets[i].n_imm && s->tablets[i].imm[0].sealed_seq <= w->upto_seq)
+                        if (s->tablets[i]->n_imm && s->tablets[i]->imm[0].sealed_seq <= w->upto_seq)
                                 pending = true;
                 if (pending) {
                         pp = &w->next;
@@ -387,9 +392,10 @@ static struct eng_tablet *pick_flush(struct eng_shard *s)
         struct eng_tablet *best = NULL;
 
         for (uint32_t i = 0; i < s->n_tablets; i++) {
-                struct eng_tablet *t = &s->tablets[i];
+                struct eng_tablet *t = s->tablets[i];
 
-                if (t->n_imm && (!best || t->imm[0].sealed_seq < best->imm[0].sealed_seq))
+                if (t->n_imm && !t->dropped &&
+                    (!best || t->imm[0].sealed_seq < best->imm[0].sealed_seq))
                         best = t;
         }
         return best;
@@ -450,7 +456,7 @@ static void seal_log_holders(struct eng_shard *s)
         if (cur <= keep)
                 return;
         for (uint32_t i = 0; i < s->n_tablets; i++) {
-                struct eng_tablet *t = &s->tablets[i];
+                struct eng_tablet *t = s->tablets[i];
 
                 if (t->active_first_segment && t->active_first_segment <= cur - keep &&
                     t->n_imm < SHARD_MAX_IMM) {
@@ -467,9 +473,9 @@ void shard_maybe_flush(struct eng_shard *s)
                 struct eng_tablet *big = NULL;
 
                 for (uint32_t i = 0; i < s->n_tablets; i++)
-                        if (s->tablets[i].n_imm < SHARD_MAX_IMM &&
-                            (!big || s->tablets[i].active_bytes > big->active_bytes))
-                                big = &s->tablets[i];
+                        if (s->tablets[i]->n_imm < SHARD_MAX_IMM && !s->tablets[i]->dropped &&
+                            (!big || s->tablets[i]->active_bytes > big->active_bytes))
+                                big = s->tablets[i];
                 if (!big || !big->active_first_segment)
                         break;
                 shard_seal(s, big);
@@ -489,7 +495,7 @@ int eng_shard_flush(struct eng_shard *s, void (*done)(void *arg, int res), void 
                 return -ENOMEM;
         shard_apply_pending(s);
         for (uint32_t i = 0; i < s->n_tablets; i++)
-                shard_seal(s, &s->tablets[i]);
+                shard_seal(s, s->tablets[i]);
         w->upto_seq = s->last_seq;
         w->done = done;
         w->arg = arg;

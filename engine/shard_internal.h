@@ -40,8 +40,23 @@ struct eng_imm {
         size_t bytes;
 };
 
+/*
+ * A tablet this shard owns: a key range [start, end) of one table of the
+ * catalog (engine/catalog.h), with its memtables and SSTables. Created
+ * when the shard opens or when a catalog that gives it to the shard is
+ * installed (shard_tablets.c); a tablet of a dropped table is emptied in
+ * the background and then freed.
+ */
 struct eng_tablet {
-        uint32_t id;                    /* local */
+        uint32_t id;                    /* the catalog's tablet id; the manifest's too */
+        uint32_t table;                 /* the catalog's table id */
+        uint8_t *start, *end;           /* internal keys; one allocation (start) */
+        uint32_t start_len, end_len;
+        /* Its table is gone from the catalog: no route leads to it, and
+         * once no flush or compaction of it runs it is emptied and freed
+         * (shard_drop_step). Reads and scans re-route after every wait,
+         * so none holds it. */
+        bool dropped;
         struct eng_memtable *active;
         uint64_t active_first_segment;  /* 0 while active is empty */
         size_t active_bytes;
@@ -77,9 +92,16 @@ struct eng_shard {
         char *dir;
         int dir_fd;                     /* fsynced after a new file is written */
         struct eng_fs_op dir_op;
-        struct eng_tablet_map map;
-        uint32_t n_tablets;
-        struct eng_tablet *tablets;
+        /* The catalog this shard routes by (a reference), and per live
+         * table the shard's tablets in the table's tablet order (routes,
+         * sorted by table id): shard_tablets.c. */
+        struct eng_catalog *cat;
+        struct shard_route *routes;
+        uint32_t n_routes;
+        /* Every tablet the shard holds, live and dropped, in no order. */
+        uint32_t n_tablets, cap_tablets;
+        struct eng_tablet **tablets;
+        bool dropping;                  /* a dropped tablet is being emptied */
         struct eng_block_cache *cache;
         struct eng_wal *wal;
         struct eng_manifest *man;
@@ -159,6 +181,13 @@ struct eng_shard {
         uint64_t log_bytes_counted;     /* of the log's written_bytes, in stats already */
 };
 
+/* One live table's tablets as this shard sees them. */
+struct shard_route {
+        uint32_t table;
+        const struct eng_catalog_table *ct;     /* borrowed from s->cat */
+        struct eng_tablet **tab;                /* [ct->n_tablets]: this shard's, else NULL */
+};
+
 /* A caller of eng_shard_flush waiting for every sealed memtable to flush. */
 struct shard_waiter {
         struct shard_waiter *next;
@@ -167,10 +196,10 @@ struct shard_waiter {
         void *arg;
 };
 
-/* A table and user-key length the shard accepts. */
-static inline bool shard_key_ok(enum eng_table t, uint32_t key_len)
+/* A user-key length the shard accepts. */
+static inline bool shard_key_ok(uint32_t key_len)
 {
-        return (unsigned)t < ENG_TABLE_MAX && key_len <= ENG_MAX_USER_KEY_BYTES;
+        return key_len <= ENG_MAX_USER_KEY_BYTES;
 }
 
 static inline bool shard_stalled(const struct eng_shard *s)
@@ -183,6 +212,34 @@ static inline bool shard_stalled(const struct eng_shard *s)
 struct eng_tset *shard_tset_new(uint32_t n);
 void shard_tset_ref(struct eng_tset *ts);
 void shard_tset_unref(struct eng_tset *ts);
+
+/* shard_tablets.c */
+/* Makes the tablets cat gives this shard and routes by it (open only:
+ * s->cat NULL). 0 or -ENOMEM. */
+int shard_tablets_init(struct eng_shard *s, struct eng_catalog *cat);
+/* Frees every tablet and route (close and failed opens). */
+void shard_tablets_fini(struct eng_shard *s);
+/* The shard's tablet with catalog id, live or dropped, or NULL. */
+struct eng_tablet *shard_tablet_by_id(const struct eng_shard *s, uint32_t id);
+/* The live table id's route, or NULL. */
+const struct shard_route *shard_route_of(const struct eng_shard *s, uint32_t table);
+/* The tablet of this shard that holds internal key ikey, or NULL (another
+ * shard's key, or no live table). REQUIRES: len >= ENG_TABLE_ID_BYTES. */
+struct eng_tablet *shard_tablet_of_ikey(const struct eng_shard *s, const uint8_t *ikey,
+                                        uint32_t len);
+/* Whether table id was a table of the catalog that has been dropped (or
+ * is no table of this shard's catalog at all but below its next id):
+ * entries of it found in the commit log are skipped, not corrupt. */
+bool shard_table_gone(const struct eng_shard *s, uint32_t table);
+/* Encodes the internal key of (table, key) into buf (cap bytes) or a
+ * malloc'd buffer if it does not fit: 0 with *ret and *ret_len (free it
+ * when *ret != buf), -SCREE_ENOTFOUND (no such live table), -EINVAL (a
+ * hashed key without its hash parts), -ENOMEM. */
+int shard_ikey(const struct eng_shard *s, uint32_t table, const void *key, uint32_t len,
+               uint8_t *buf, size_t cap, uint8_t **ret, uint32_t *ret_len);
+/* Starts emptying a dropped tablet that nothing uses, if none is being
+ * emptied: flushes and compactions call it as they end. */
+void shard_drop_step(struct eng_shard *s);
 
 /* shard.c */
 /* Inserts a decoded batch (entries from first_seq on) into the memtables,
@@ -224,6 +281,8 @@ void shard_order_fail_all(struct eng_shard *s);
 /* shard_flush.c */
 /* Seals the tablet's active memtable (if not empty) into its queue. */
 void shard_seal(struct eng_shard *s, struct eng_tablet *t);
+/* Whether the flush in progress is t's. */
+bool shard_flushing(const struct eng_shard *s, const struct eng_tablet *t);
 /* Hands commit-log segments below s->log_cut to the log for reuse (wal.h,
  * eng_wal_recycle: a few, of this log's size) and deletes the rest, one at
  * a time, in the background. REQUIRES: the manifest edit that moved log_cut

@@ -24,6 +24,7 @@
 
 #include "base/endian.h"
 #include "base/log.h"
+#include "engine/catalog.h"
 #include "engine/shard_internal.h"
 #include "engine/wal_replay.h"
 
@@ -65,15 +66,7 @@ static void shard_free(struct eng_shard *s)
 {
         if (!s)
                 return;
-        for (uint32_t i = 0; s->tablets && i < s->n_tablets; i++) {
-                struct eng_tablet *t = &s->tablets[i];
-
-                eng_memtable_unref(t->active);
-                for (uint32_t k = 0; k < t->n_imm; k++)
-                        eng_memtable_unref(t->imm[k].mt);
-                shard_tset_unref(t->tset);
-        }
-        free(s->tablets);
+        shard_tablets_fini(s);
         shard_pool_fini(s);
         if (s->dir_fd >= 0)
                 close(s->dir_fd);       /* the fs has no op in flight on it any more */
@@ -90,6 +83,7 @@ static int shard_alloc(struct rx_loop *loop, struct eng_fs *fs, const struct eng
                        struct eng_shard **ret)
 {
         struct eng_shard *s = calloc(1, sizeof(*s));
+        struct eng_catalog *cat = NULL;
 
         if (!s)
                 return -ENOMEM;
@@ -102,28 +96,31 @@ static int shard_alloc(struct rx_loop *loop, struct eng_fs *fs, const struct eng
         eng_batch_init(&s->group);
         eng_batch_init(&s->unapplied);
         eng_keyq_init(&s->keyq);
-        if (eng_tablet_map_init(&s->map, s->o.n_shards, s->o.tablets_per_shard) < 0 ||
-            s->o.shard >= s->o.n_shards || (unsigned)s->o.sync >= ENG_WAL_SYNC_MAX) {
+        if (s->o.shard >= s->o.n_shards || s->o.n_shards > ENG_CATALOG_MAX_SHARDS ||
+            (unsigned)s->o.sync >= ENG_WAL_SYNC_MAX ||
+            (o->catalog && eng_catalog_n_shards(o->catalog) != s->o.n_shards)) {
                 free(s);
                 return -EINVAL;
         }
         s->o.dir = NULL;
+        s->o.catalog = NULL;
         s->dir = strdup(o->dir);
-        s->n_tablets = eng_tablet_map_per_shard(&s->map);
-        s->tablets = calloc(s->n_tablets, sizeof(*s->tablets));
-        if (!s->dir || !s->tablets || eng_block_cache_new(s->o.cache_bytes, &s->cache) < 0 ||
-            shard_pool_init(s) < 0)
-                goto nomem;
-        eng_block_cache_set_rows(s->cache, s->o.row_cache);
-        for (uint32_t i = 0; i < s->n_tablets; i++) {
-                s->tablets[i].id = i;
-                s->tablets[i].active = eng_memtable_new(s->pool);
-                if (!s->tablets[i].active)
-                        goto nomem;
+        if (o->catalog) {
+                cat = eng_catalog_ref(o->catalog);
+        } else if (eng_catalog_initial(s->o.n_shards, s->o.tablets_per_shard, &cat) < 0) {
+                free(s->dir);
+                free(s);
+                return -EINVAL;
         }
+        if (!s->dir || eng_block_cache_new(s->o.cache_bytes, &s->cache) < 0 ||
+            shard_pool_init(s) < 0 || shard_tablets_init(s, cat) < 0)
+                goto nomem;
+        eng_catalog_unref(cat);
+        eng_block_cache_set_rows(s->cache, s->o.row_cache);
         *ret = s;
         return 0;
 nomem:
+        eng_catalog_unref(cat);
         shard_free(s);
         return -ENOMEM;
 }
@@ -202,14 +199,14 @@ static void manifest_created(void *arg, int res)
                 return;
         }
         for (uint32_t i = 0; i < op->s->n_tablets; i++)
-                for (uint32_t k = 0; op->s->tablets[i].tset && k < op->s->tablets[i].tset->n; k++)
-                        shard_track_table(op->s, op->s->tablets[i].tset->e[k].t);
+                for (uint32_t k = 0; op->s->tablets[i]->tset && k < op->s->tablets[i]->tset->n; k++)
+                        shard_track_table(op->s, op->s->tablets[i]->tset->e[k].t);
         /* What the log replayed goes to SSTables in the background, as
          * RocksDB does at recovery: reads stop searching big memtables
          * and the next start-up replays less. */
         op->s->applied_seq = op->s->last_seq;  /* replayed, or flushed before */
         for (uint32_t i = 0; op->s->stats.replayed_records && i < op->s->n_tablets; i++)
-                shard_seal(op->s, &op->s->tablets[i]);
+                shard_seal(op->s, op->s->tablets[i]);
         shard_maybe_flush(op->s);
         shard_maybe_compact(op->s);
         shard_release_log(op->s);
@@ -372,11 +369,12 @@ static void tables_ready(struct shard_open *op)
         struct eng_shard *s = op->s;
         int r;
 
-        for (uint32_t t = 0; t < s->n_tablets; t++) {
+        for (uint32_t k = 0; k < s->n_tablets; k++) {
+                struct eng_tablet *t = s->tablets[k];
                 uint32_t n = 0;
 
                 for (size_t i = 0; i < op->st.n_tables; i++)
-                        n += op->st.tables[i].tablet == t;
+                        n += op->st.tables[i].tablet == t->id;
                 if (!n)
                         continue;
                 struct eng_tset *ts = shard_tset_new(n);
@@ -387,16 +385,14 @@ static void tables_ready(struct shard_open *op)
                 }
                 n = 0;
                 for (size_t i = 0; i < op->st.n_tables; i++) {
-                        if (op->st.tables[i].tablet != t)
+                        if (op->st.tables[i].tablet != t->id)
                                 continue;
                         ts->e[n].t = op->opened[i];
                         ts->e[n++].meta = op->st.tables[i];
                         op->opened[i] = NULL;
                 }
                 qsort(ts->e, n, sizeof(ts->e[0]), cmp_newest_first);
-                s->tablets[t].tset = ts;
-                if (ts->e[0].meta.max_seq > s->last_seq)
-                        s->last_seq = ts->e[0].meta.max_seq;
+                t->tset = ts;
         }
         op->ro = (struct eng_wal_replay_opts){
                 .dir = s->dir, .shard = s->o.shard, .from_segment = op->st.log_segment,
@@ -452,12 +448,6 @@ static void open_tables(struct shard_open *op)
                 const struct eng_manifest_table *mt = &op->st.tables[i];
                 int r;
 
-                if (mt->tablet >= s->n_tablets) {
-                        log_error("shard %u: manifest names tablet %u, the shard has %u",
-                                  s->o.shard, mt->tablet, s->n_tablets);
-                        op->err = -SCREE_ECORRUPT;
-                        break;
-                }
                 op->slots[i] = (struct table_slot){ .op = op, .i = i };
                 snprintf(path, sizeof(path), "%s/%016" PRIx64 ".sst", s->dir, mt->file_id);
                 r = eng_sst_table_open(s->fs, s->cache, path, mt->file_id, mt->file_size,
@@ -471,6 +461,54 @@ static void open_tables(struct shard_open *op)
         table_open_ended(op);
 }
 
+/*
+ * Leaves out of op->st (and so out of the manifest the open writes, and
+ * off the disk: remove_leftovers) the SSTables and entries of tablets the
+ * catalog does not give this shard: those of dropped tables, whose
+ * removal a crash or a stop interrupted. Seqs stay counted: s->last_seq
+ * takes their highest first, so no seq is given twice. Returns 0, or
+ * -SCREE_ECORRUPT for a tablet the catalog never made or gives to
+ * another shard (a catalog and manifest that do not belong together).
+ */
+static int keep_live_tablets(struct shard_open *op)
+{
+        struct eng_shard *s = op->s;
+        struct eng_manifest_state *st = &op->st;
+        uint32_t next_id = eng_catalog_next_tablet_id(s->cat), n = 0;
+        size_t m = 0;
+
+        for (uint32_t i = 0; i < st->n_tablets; i++)
+                if (st->tablets[i].flushed_seq > s->last_seq)
+                        s->last_seq = st->tablets[i].flushed_seq;
+        for (size_t i = 0; i < st->n_tables; i++)
+                if (st->tables[i].max_seq > s->last_seq)
+                        s->last_seq = st->tables[i].max_seq;
+        for (uint32_t i = 0; i < st->n_tablets; i++) {
+                uint32_t id = st->tablets[i].id;
+                const struct eng_catalog_table *ct;
+                uint32_t at;
+
+                if (shard_tablet_by_id(s, id)) {
+                        st->tablets[n++] = st->tablets[i];
+                        continue;
+                }
+                if (id >= next_id ||
+                    eng_catalog_tablet_by_id(s->cat, id, &ct, &at) == 0) {
+                        log_error("shard %u: the manifest in %s names tablet %u, which the "
+                                  "catalog %s", s->o.shard, s->dir, id,
+                                  id >= next_id ? "never made" : "gives to another shard");
+                        return -SCREE_ECORRUPT;
+                }
+                log_info("shard %u: removing tablet %u of a dropped table", s->o.shard, id);
+        }
+        st->n_tablets = n;
+        for (size_t i = 0; i < st->n_tables; i++)
+                if (shard_tablet_by_id(s, st->tables[i].tablet))
+                        st->tables[m++] = st->tables[i];
+        st->n_tables = m;
+        return 0;
+}
+
 static void manifest_loaded(void *arg, int res, const struct eng_manifest_state *st)
 {
         struct shard_open *op = arg;
@@ -481,11 +519,11 @@ static void manifest_loaded(void *arg, int res, const struct eng_manifest_state 
         };
 
         if (res == -SCREE_ENOTFOUND) {
-                res = eng_manifest_state_init(&op->st, &want, s->n_tablets);
+                eng_manifest_state_init(&op->st, &want);
+                res = 0;
         } else if (res == 0) {
                 res = eng_manifest_state_copy(&op->st, st);
-                if (res == 0 &&
-                    (memcmp(&st->layout, &want, sizeof(want)) || st->n_tablets != s->n_tablets)) {
+                if (res == 0 && memcmp(&st->layout, &want, sizeof(want))) {
                         log_error("shard %u: %s was made as shard %u of %u with %u tablets per "
                                   "shard; refusing to open it as shard %u of %u with %u",
                                   s->o.shard, s->dir, st->layout.shard, st->layout.n_shards,
@@ -497,16 +535,15 @@ static void manifest_loaded(void *arg, int res, const struct eng_manifest_state 
                 log_error("shard %u: reading the manifest in %s failed: %s", s->o.shard, s->dir,
                           res == -SCREE_ECORRUPT ? "corrupt" : strerror(-res));
         }
+        if (res == 0)
+                res = keep_live_tablets(op);
         if (res < 0) {
                 open_finish(op, res);
                 return;
         }
         s->next_file_id = op->st.next_file_id ? op->st.next_file_id : 1;
-        for (uint32_t i = 0; i < s->n_tablets; i++) {
-                s->tablets[i].flushed_seq = op->st.flushed_seq[i];
-                if (op->st.flushed_seq[i] > s->last_seq)
-                        s->last_seq = op->st.flushed_seq[i];
-        }
+        for (uint32_t i = 0; i < s->n_tablets; i++)
+                s->tablets[i]->flushed_seq = eng_manifest_flushed_seq(&op->st, s->tablets[i]->id);
         op->opened = calloc(op->st.n_tables + 1, sizeof(*op->opened));
         op->slots = calloc(op->st.n_tables + 1, sizeof(*op->slots));
         if (!op->opened || !op->slots) {
@@ -601,8 +638,8 @@ static void close_step(struct rx_loop *loop, struct rx_task *task)
         if (!s->tables_dropped) {
                 s->tables_dropped = true;
                 for (uint32_t i = 0; i < s->n_tablets; i++) {
-                        shard_tset_unref(s->tablets[i].tset);
-                        s->tablets[i].tset = NULL;
+                        shard_tset_unref(s->tablets[i]->tset);
+                        s->tablets[i]->tset = NULL;
                 }
         }
         if (s->live_tables)
@@ -659,6 +696,7 @@ void shard_track_table(struct eng_shard *s, struct eng_sst_table *t)
 void shard_job_done(struct eng_shard *s)
 {
         s->busy--;
+        shard_drop_step(s);     /* a dropped tablet's flush or compaction may have ended */
         if (s->closing && !s->busy)
                 post_close_step(s);
 }

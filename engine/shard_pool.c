@@ -123,9 +123,11 @@ static void refill(struct arena_pool *pool, void *ctx)
 
 int shard_pool_init(struct eng_shard *s)
 {
-        /* The budget's worth, plus a partly used block per tablet, plus
-         * the block cache's pages (eng_block_cache_use_pool). */
-        size_t cap = s->o.memtable_budget / ARENA_HUGE_BYTES + s->n_tablets +
+        /* The budget's worth, plus a partly used block per tablet of the
+         * Redis keyspace and the ordered table (tablet.h's layout; tables
+         * with more take blocks from malloc past the region), plus the
+         * block cache's pages (eng_block_cache_use_pool). */
+        size_t cap = s->o.memtable_budget / ARENA_HUGE_BYTES + 2 * s->o.tablets_per_shard +
                      eng_block_cache_pool_bytes(s->cache) / ARENA_HUGE_BYTES;
         size_t ahead = (s->o.memtable_budget + eng_block_cache_capacity(s->cache)) /
                        ARENA_HUGE_BYTES;

@@ -18,6 +18,7 @@
 
 #include "base/check.h"
 #include "base/compiler.h"
+#include "base/endian.h"
 #include "base/time.h"
 #include "engine/shard_internal.h"
 
@@ -133,31 +134,25 @@ static void sst_done(struct eng_sst_get *sg, int res)
         g->done(g, res);
 }
 
-/* Encodes (table, key) into g. Returns 0, -EINVAL or -ENOMEM. */
-static int get_prepare(struct eng_shard *s, enum eng_table table, const void *key,
-                       uint32_t key_len, struct eng_get *g)
+/* Encodes (table, key) into g. Returns 0, -EINVAL, -SCREE_ENOTFOUND (no
+ * such table) or -ENOMEM. */
+static int get_prepare(struct eng_shard *s, uint32_t table, const void *key, uint32_t key_len,
+                       struct eng_get *g)
 {
-        struct eng_tablet_loc loc;
+        int r;
 
-        if (!shard_key_ok(table, key_len))
+        if (!shard_key_ok(key_len))
                 return -EINVAL;
         g->s = s;
         g->mt = NULL;
         g->block = NULL;
         g->tset = NULL;
         g->value = NULL;
-        g->ikey_len = (uint32_t)eng_ikey_size(table, key_len);
-        g->ikey = g->ikey_len <= sizeof(g->ikey_small) ? g->ikey_small : malloc(g->ikey_len);
-        if (!g->ikey)
-                return -ENOMEM;
-        eng_ikey_encode(table, key, key_len, g->ikey);
-        loc = eng_tablet_of_ikey(&s->map, g->ikey, g->ikey_len);
-        if (loc.shard != s->o.shard) {
-                get_cleanup(g);
-                return -EINVAL;
-        }
-        g->tablet = &s->tablets[loc.local];
-        return 0;
+        r = shard_ikey(s, table, key, key_len, g->ikey_small, sizeof(g->ikey_small), &g->ikey,
+                       &g->ikey_len);
+        if (r < 0)
+                g->ikey = NULL;
+        return r;       /* routed by get_issue */
 }
 
 /* Looks g's key up: the memtables now, the tables they point at later.
@@ -171,6 +166,16 @@ static int get_issue(struct eng_get *g)
         shard_apply_pending(s);         /* see every write submitted before */
         g->now_ms = time_wall_ns() / 1000000;
         s->stats.gets++;
+        /* Routed now, not when called: the table may have been dropped
+         * while the get waited behind an earlier operation. */
+        g->tablet = shard_tablet_of_ikey(s, g->ikey, g->ikey_len);
+        if (!g->tablet) {
+                /* Another shard's key, or a table dropped meanwhile. */
+                bool live = shard_route_of(s, be32_get(g->ikey)) != NULL;
+
+                get_cleanup(g);
+                return live ? -EINVAL : -SCREE_ENOTFOUND;
+        }
         if (shard_memtables_get(g->tablet, g->ikey, g->ikey_len, &e, &mt) == 0) {
                 s->stats.get_memtable_hits++;
                 eng_memtable_ref(mt);
@@ -204,7 +209,7 @@ static void get_woken(struct eng_keyq_op *op)
                 g->done(g, r);
 }
 
-int eng_shard_get(struct eng_shard *s, enum eng_table table, const void *key, uint32_t key_len,
+int eng_shard_get(struct eng_shard *s, uint32_t table, const void *key, uint32_t key_len,
                   struct eng_get *g)
 {
         int r = get_prepare(s, table, key, key_len, g);
@@ -359,7 +364,7 @@ static void rmw_woken(struct eng_keyq_op *op)
         rmw_finish(r, -SCREE_ESHUTDOWN);
 }
 
-int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
+int eng_shard_rmw(struct eng_shard *s, uint32_t t, const void *key, uint32_t key_len,
                   eng_rmw_fn fn, void *fn_arg, struct eng_rmw *r)
 {
         int res;
@@ -368,7 +373,7 @@ int eng_shard_rmw(struct eng_shard *s, enum eng_table t, const void *key, uint32
                 return -EINVAL;
         res = get_prepare(s, t, key, key_len, &r->g);
         if (res < 0)
-                return res == -ENOMEM ? res : -EINVAL;
+                return res;
         r->fn = fn;
         r->fn_arg = fn_arg;
         r->table = t;
@@ -428,7 +433,7 @@ static void expire_done(struct eng_rmw *r, int res)
         x->done(x, res);
 }
 
-int eng_shard_expire(struct eng_shard *s, enum eng_table t, const void *key, uint32_t key_len,
+int eng_shard_expire(struct eng_shard *s, uint32_t t, const void *key, uint32_t key_len,
                      uint64_t expiry_ms, struct eng_expire *x)
 {
         x->expiry_ms = expiry_ms;

@@ -24,6 +24,7 @@
 #include "base/compiler.h"
 #include "base/endian.h"
 #include "base/time.h"
+#include "engine/catalog.h"
 #include "engine/key.h"
 #include "engine/shard_internal.h"
 
@@ -34,16 +35,19 @@
 #define SCAN_NO_TABLET 3
 static_assert(SCAN_NO_TABLET != ENG_SST_PENDING && SCAN_NO_TABLET > 1, "scan results overlap");
 
-uint32_t eng_shard_scan_pos(enum eng_table t, const void *key, uint32_t key_len, uint8_t *dst)
+long eng_shard_scan_pos(const struct eng_shard *s, uint32_t t, const void *key, uint32_t key_len,
+                        uint8_t *dst)
 {
-        uint32_t off = 0;
+        uint8_t small[256], *ik;
+        uint32_t len;
+        int r = shard_ikey(s, t, key, key_len, small, sizeof(small), &ik, &len);
 
-        if (eng_table_hashed(t)) {
-                be64_put(dst, eng_key_hash(key, key_len));
-                off = ENG_HASH_BYTES;
-        }
-        memcpy(dst + off, key, key_len);
-        return off + key_len;
+        if (r < 0)
+                return r;
+        memcpy(dst, ik + ENG_TABLE_ID_BYTES, len - ENG_TABLE_ID_BYTES);
+        if (ik != small)
+                free(ik);
+        return len - ENG_TABLE_ID_BYTES;
 }
 
 void eng_scan_release(struct eng_scan *sc)
@@ -95,7 +99,7 @@ static int scan_set_resume(struct eng_scan *sc, const uint8_t *ikey, size_t len)
 
 static int scan_deliver(struct eng_scan *sc, const struct eng_entry *e)
 {
-        uint32_t skip = eng_table_hashed(sc->table) ? ENG_HASH_BYTES : 0;
+        uint32_t skip = sc->hashed ? ENG_HASH_BYTES : 0;
         struct eng_scan_item it = {
                 .pos = e->key + ENG_TABLE_ID_BYTES,
                 .pos_len = e->key_len - ENG_TABLE_ID_BYTES,
@@ -149,28 +153,30 @@ static int scan_open_tablet(struct eng_scan *sc)
 {
         struct eng_shard *s = sc->s;
         const uint8_t *start = sc->bounds, *end = sc->bounds + sc->start_len;
-        uint8_t tstart[ENG_IKEY_OVERHEAD], tend[ENG_IKEY_OVERHEAD];
-        size_t tslen, telen;
+        /* Looked up at every step: the table may be dropped meanwhile. */
+        const struct shard_route *rt = shard_route_of(s, sc->table);
 
-        for (; sc->tablet < s->n_tablets; sc->tablet++) {
+        if (!rt)
+                return sc->tablet ? -SCREE_ENOTFOUND : SCAN_NO_TABLET;
+        for (; sc->tablet < rt->ct->n_tablets; sc->tablet++) {
+                struct eng_tablet *t = rt->tab[sc->tablet];
                 const uint8_t *lo = start, *hi = end;
                 size_t lo_len = sc->start_len, hi_len = sc->end_len;
                 int r;
 
-                if (eng_tablet_table(&s->map, sc->tablet) != sc->table)
-                        continue;
-                eng_tablet_range(&s->map, s->o.shard, sc->tablet, tstart, &tslen, tend, &telen);
-                if (bytes_cmp(tstart, tslen, lo, lo_len) > 0) {
-                        lo = tstart;
-                        lo_len = tslen;
+                if (!t)
+                        continue;       /* another shard's */
+                if (bytes_cmp(t->start, t->start_len, lo, lo_len) > 0) {
+                        lo = t->start;
+                        lo_len = t->start_len;
                 }
-                if (bytes_cmp(tend, telen, hi, hi_len) < 0) {
-                        hi = tend;
-                        hi_len = telen;
+                if (bytes_cmp(t->end, t->end_len, hi, hi_len) < 0) {
+                        hi = t->end;
+                        hi_len = t->end_len;
                 }
                 if (bytes_cmp(lo, lo_len, hi, hi_len) >= 0)
                         continue;
-                r = scan_merge_new(sc, &s->tablets[sc->tablet], hi, hi_len, &sc->m);
+                r = scan_merge_new(sc, t, hi, hi_len, &sc->m);
                 if (r < 0)
                         return r;
                 return eng_merge_iter_seek(sc->m, lo, lo_len, scan_moved, sc);
@@ -241,31 +247,32 @@ static int scan_bounds(struct eng_scan *sc, const void *start, uint32_t start_le
         b = malloc((size_t)sc->start_len + sc->end_len);
         if (!b)
                 return -ENOMEM;
-        eng_ikey_table_start(sc->table, b);
+        be32_put(b, sc->table);
         if (start_len)
                 memcpy(b + ENG_TABLE_ID_BYTES, start, start_len);
-        if (end) {
-                eng_ikey_table_start(sc->table, b + sc->start_len);
-                if (end_len)
-                        memcpy(b + sc->start_len + ENG_TABLE_ID_BYTES, end, end_len);
-        } else {
-                eng_ikey_table_start((enum eng_table)(sc->table + 1), b + sc->start_len);
-        }
+        /* Table ids stop below UINT32_MAX (catalog.c): id + 1 is the next table. */
+        be32_put(b + sc->start_len, end ? sc->table : sc->table + 1);
+        if (end && end_len)
+                memcpy(b + sc->start_len + ENG_TABLE_ID_BYTES, end, end_len);
         sc->bounds = b;
         return 0;
 }
 
-int eng_shard_scan(struct eng_shard *s, enum eng_table t, const void *start, uint32_t start_len,
+int eng_shard_scan(struct eng_shard *s, uint32_t t, const void *start, uint32_t start_len,
                    const void *end, uint32_t end_len, uint32_t limit, struct eng_scan *sc)
 {
+        const struct shard_route *rt = shard_route_of(s, t);
         uint8_t *prev = sc->resume;
         int r;
 
-        if ((unsigned)t >= ENG_TABLE_MAX || limit == 0 || !sc->item || start_len > SCAN_MAX_POS ||
+        if (limit == 0 || !sc->item || start_len > SCAN_MAX_POS ||
             (end && end_len > SCAN_MAX_POS) || (start_len && !start))
                 return -EINVAL;
+        if (!rt)
+                return -SCREE_ENOTFOUND;
         sc->s = s;
         sc->table = t;
+        sc->hashed = rt->ct->mode == ENG_CATALOG_HASHED;
         r = scan_bounds(sc, start, start_len, end, end_len);
         if (r < 0)
                 return r;

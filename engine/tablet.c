@@ -5,6 +5,7 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/check.h"
 #include "base/checksum.h"
 #include "base/endian.h"
 #include "engine/tablet.h"
@@ -156,4 +157,25 @@ void eng_tablet_range(const struct eng_tablet_map *m, uint32_t shard, uint32_t l
 
         *start_len = tablet_start(t, g, n, start_buf);
         *end_len = tablet_start(t, g + 1, n, end_buf);
+}
+
+uint32_t eng_tablet_static_id(const struct eng_tablet_map *m, uint32_t shard, uint32_t local)
+{
+        uint32_t tps = m->tablets_per_shard;
+
+        SCREE_ASSERT(shard < m->n_shards && local < eng_tablet_map_per_shard(m));
+        return (local / tps) * eng_tablet_map_per_table(m) + (local % tps) * m->n_shards + shard;
+}
+
+int eng_tablet_static_local(const struct eng_tablet_map *m, uint32_t id, uint32_t *ret_shard,
+                            uint32_t *ret_local)
+{
+        uint32_t per_table = eng_tablet_map_per_table(m);
+        uint32_t g = id % per_table;
+
+        if (id / per_table >= ENG_TABLE_MAX)
+                return -EINVAL;
+        *ret_shard = g % m->n_shards;
+        *ret_local = (id / per_table) * m->tablets_per_shard + g / m->n_shards;
+        return 0;
 }

@@ -20,7 +20,9 @@
  * Global tablet i of a table goes to shard i % n_shards, where it is that
  * shard's local tablet (i / n_shards) for the default table and
  * tablets_per_shard + i / n_shards for the ordered one. A shard therefore
- * owns 2 * tablets_per_shard tablets, numbered 0.. locally.
+ * owns 2 * tablets_per_shard tablets, numbered 0.. locally. Each also has
+ * a catalog tablet id (eng_tablet_static_id; engine/catalog.h), which is
+ * what the manifest records.
  *
  * Pure; any thread.
  */
@@ -106,6 +108,24 @@ struct eng_tablet_loc eng_tablet_of_key(const struct eng_tablet_map *m, enum eng
 
 /* The table of a shard's local tablet. REQUIRES: local < per_shard. */
 enum eng_table eng_tablet_table(const struct eng_tablet_map *m, uint32_t local);
+
+/*
+ * The catalog tablet id of shard's local tablet (eng_catalog_initial gives
+ * the static map's tablets these ids): global tablet g of table t is id
+ * t * per_table + g, so local tablet l of shard s is
+ * (l / tps) * n_shards * tps + (l % tps) * n_shards + s, below
+ * ENG_TABLE_MAX * per_table. Increasing in local for a given shard.
+ * REQUIRES: shard < n_shards, local < per_shard.
+ */
+uint32_t eng_tablet_static_id(const struct eng_tablet_map *m, uint32_t shard, uint32_t local);
+
+/*
+ * The inverse: the shard and local tablet whose static id is id. Returns 0,
+ * or -EINVAL (outputs untouched) when id is no static tablet id of m (at or
+ * past ENG_TABLE_MAX * per_table).
+ */
+int eng_tablet_static_local(const struct eng_tablet_map *m, uint32_t id, uint32_t *ret_shard,
+                            uint32_t *ret_local);
 
 /*
  * The internal-key range [start, end) of a shard's local tablet, written

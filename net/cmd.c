@@ -113,6 +113,24 @@ static const struct net_cmd_def table[] = {
          * run on its shard; without one (MEMORY STATS), on the origin. */
         { "memory", -2, R, 2, 2, 1, net_cmd_memory, memory_sub },
         { "object", -2, R, 2, 2, 1, net_cmd_object, object_sub },
+        /* Tables (docs/tables.md): on the origin, which sends the work to
+         * the shards owning the rows; not inside MULTI (ROW.WRITE is the
+         * atomic write of several rows). */
+        { "row.get", -3, R | LC | NM, 0, 0, 0, net_cmd_row_get, NULL },
+        { "row.put", -4, W | LC | NM, 0, 0, 0, net_cmd_row_put, NULL },
+        { "row.del", -3, W | LC | NM, 0, 0, 0, net_cmd_row_del, NULL },
+        { "row.write", -4, W | LC | NM, 0, 0, 0, net_cmd_row_write, NULL },
+        { "row.range", -2, R | LC | NM, 0, 0, 0, net_cmd_row_range, NULL },
+        { "row.count", -2, R | LC | NM, 0, 0, 0, net_cmd_row_count, NULL },
+        { "row.delrange", -2, W | LC | NM, 0, 0, 0, net_cmd_row_delrange, NULL },
+        { "dir.create", 2, W | LC | NM, 0, 0, 0, net_cmd_dir_create, NULL },
+        { "dir.drop", 2, W | LC | NM, 0, 0, 0, net_cmd_dir_drop, NULL },
+        { "dir.list", -1, R | LC | NM, 0, 0, 0, net_cmd_dir_list, NULL },
+        { "table.create", -4, W | LC | NM, 0, 0, 0, net_cmd_table_create, NULL },
+        { "table.drop", 2, W | LC | NM, 0, 0, 0, net_cmd_table_drop, NULL },
+        { "table.alter", -4, W | LC | NM, 0, 0, 0, net_cmd_table_alter, NULL },
+        { "table.list", -1, R | LC | NM, 0, 0, 0, net_cmd_table_list, NULL },
+        { "table.describe", 2, R | LC | NM, 0, 0, 0, net_cmd_table_describe, NULL },
 };
 
 /* Internal per-key and per-shard steps of the fan-out commands. */
@@ -485,7 +503,7 @@ int net_req_get(struct net_req *req, const void *key, size_t len, net_req_then_f
         memset(&req->u.g, 0, sizeof(req->u.g));
         req->u.g.done = get_cb;
         req->u.g.ctx = req;
-        r = eng_shard_get(req->exec->eng, ENG_TABLE_DEFAULT, key, (uint32_t)len, &req->u.g);
+        r = eng_shard_get(req->exec->eng, req->table, key, (uint32_t)len, &req->u.g);
         if (r == 1)
                 return NET_CMD_PENDING;
         count_read(req, r);
@@ -540,7 +558,7 @@ int net_req_rmw(struct net_req *req, const void *key, size_t len, eng_rmw_fn fn,
         memset(&req->u.rmw, 0, sizeof(req->u.rmw));
         req->u.rmw.done = rmw_cb;
         req->u.rmw.ctx = req;
-        r = eng_shard_rmw(req->exec->eng, ENG_TABLE_DEFAULT, key, (uint32_t)len, fn, req,
+        r = eng_shard_rmw(req->exec->eng, req->table, key, (uint32_t)len, fn, req,
                           &req->u.rmw);
         if (r == 0)
                 return NET_CMD_PENDING;

@@ -93,6 +93,9 @@ struct net_req {
         struct net_resp_out *out;       /* where the reply goes */
         struct net_resp_out own;
         int target;                     /* shard to run on; -1: by key */
+        /* The catalog table the engine calls below (net_req_get, write,
+         * rmw) address: 0, the Redis keyspace, unless the handler sets it. */
+        uint32_t table;
         bool done, remote;
         bool rejected;                  /* refused as it started (-LOADING): INFO rejected_calls */
         uint32_t err_mark;              /* out's error count at the start (INFO failed_calls) */
@@ -255,6 +258,25 @@ int net_cmd_shutdown(struct net_req *req);             /* cmd_shutdown.c */
 int net_cmd_save(struct net_req *req);
 int net_cmd_bgsave(struct net_req *req);
 int net_cmd_lastsave(struct net_req *req);
+
+int net_cmd_dir_create(struct net_req *req);           /* cmd_table.c */
+int net_cmd_dir_drop(struct net_req *req);
+int net_cmd_dir_list(struct net_req *req);
+int net_cmd_table_create(struct net_req *req);
+int net_cmd_table_drop(struct net_req *req);
+int net_cmd_table_alter(struct net_req *req);
+int net_cmd_table_list(struct net_req *req);
+int net_cmd_table_describe(struct net_req *req);
+int net_cmd_row_get(struct net_req *req);              /* cmd_row.c */
+int net_cmd_row_put(struct net_req *req);
+int net_cmd_row_del(struct net_req *req);
+int net_cmd_row_write(struct net_req *req);
+int net_cmd_row_range(struct net_req *req);
+int net_cmd_row_count(struct net_req *req);
+int net_cmd_row_delrange(struct net_req *req);
+
+/* COMMAND DOCS [name ...]: writes the reply (cmd_docs.c). */
+void net_cmd_docs(struct net_req *req);
 
 int net_cmd_multi(struct net_req *req);
 int net_cmd_exec(struct net_req *req);

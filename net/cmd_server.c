@@ -703,7 +703,7 @@ int net_cmd_command(struct net_req *req)
         } else if (net_arg_is(sub, "count") && argc == 2) {
                 net_resp_add_int(req->out, (int64_t)n);
         } else if (net_arg_is(sub, "docs")) {
-                net_resp_add_map(req->out, 0);
+                net_cmd_docs(req);
         } else if (net_arg_is(sub, "info")) {
                 net_resp_add_array(req->out, argc - 2);
                 for (size_t a = 2; a < argc; a++) {

@@ -19,6 +19,7 @@
 #include <scree/scree_errors.h>
 
 #include "base/compiler.h"
+#include "base/log.h"
 #include "base/time.h"
 #include "engine/datadir.h"
 #include "engine/fs.h"
@@ -332,6 +333,9 @@ int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_serve
         r = layout_check(srv, err, err_len);
         if (r < 0)
                 goto fail;
+        r = net_cat_load(srv, err, err_len);
+        if (r < 0)
+                goto fail;
         r = shards_new(srv, err, err_len);
         if (r < 0)
                 goto fail;
@@ -374,6 +378,7 @@ void net_server_undo(struct net_server *srv)
                         sh->made_dir = false;
                 }
         }
+        net_cat_undo(srv);
         eng_datadir_unlock(&srv->lock, true);
 }
 
@@ -401,6 +406,7 @@ void net_server_free(struct net_server *srv)
         if (srv->metrics_fd >= 0)
                 close(srv->metrics_fd);
         eng_datadir_unlock(&srv->lock, false);
+        eng_catalog_unref(srv->cat.head);
         free(srv->shards);
         free(srv);
 }
@@ -457,6 +463,8 @@ static void shard_tick(struct rx_loop *loop, struct rx_timer *t)
         sh->tick_in_bytes = sh->net_in_bytes;
         sh->tick_out_bytes = sh->net_out_bytes;
         net_info_tick(sh);
+        if (sh->id == 0)
+                net_cat_svc_tick(sh);
         if (!sh->stopping)
                 rx_timer_arm_after(loop, &sh->tick, NS_PER_SEC);
 }
@@ -626,11 +634,15 @@ static void engine_open(struct net_shard *sh)
                 .prefault_memtables = cfg->prefault != 0,
                 .salvage = cfg->salvage != 0,
                 .salvage_hint = "--salvage (config file: salvage yes)",
+                /* Shard 0 changes it only once every shard is open. */
+                .catalog = sh->srv->cat.head,
         };
         int r;
 
         sh->fs = eng_fs_direct_new(sh->loop);
         r = sh->fs ? eng_shard_open(sh->loop, sh->fs, &o, engine_opened, sh) : -ENOMEM;
+        if (r == 0 && sh->id == 0)
+                r = net_cat_svc_start(sh);
         if (r < 0) {
                 atomic_store(&sh->open_err, r);
                 atomic_store(&sh->state, NET_SHARD_FAILED);
@@ -706,12 +718,33 @@ static void engine_closed(void *arg, int res)
                 rx_alien_complete(req, res);
 }
 
+static void close_engine(struct net_shard *sh);
+
+/* Shard 0's catalog store is closed: its engine's turn. */
+static void catalog_closed(void *arg, int res)
+{
+        struct net_shard *sh = arg;
+
+        if (res < 0)
+                log_warn("closing the catalog: %s", scree_strerror(res));
+        close_engine(sh);
+}
+
 static void close_engine_run(struct rx_loop *loop, struct rx_alien_req *req)
 {
         struct net_shard *sh = net_shard_of(loop);
-        int state = atomic_load(&sh->state);
 
         sh->stop_req = req;
+        /* The store writes through the engine's fs: it closes first. */
+        if (sh->id == 0 && net_cat_svc_stop(sh, catalog_closed, sh) == 0)
+                return;
+        close_engine(sh);
+}
+
+static void close_engine(struct net_shard *sh)
+{
+        int state = atomic_load(&sh->state);
+
         if (state == NET_SHARD_READY)
                 sh->engine_wrote = eng_shard_stats(sh->eng)->writes > 0;
         if (state == NET_SHARD_LOADING) {

@@ -37,6 +37,7 @@
 #include "engine/tablet.h"
 #include "reactor/io.h"
 #include "reactor/timer.h"
+#include "net/catalog_svc.h"
 #include "net/config.h"
 #include "net/intent.h"
 #include "net/latency.h"
@@ -80,6 +81,11 @@ struct net_server {
         struct net_bind binds[CFG_BIND_MAX];    /* cfg->bind's addresses, in order */
         unsigned n_binds;
         struct eng_tablet_map map;
+        /* Tables and directories: the newest snapshot and the changes in
+         * flight. Set by main at start (net_cat_load), then shard 0's
+         * alone (catalog_svc.h). */
+        struct net_cat_svc cat;
+        bool cat_made;                  /* this start wrote the first CATALOG */
         unsigned n_shards;
         struct net_shard **shards;      /* [n_shards] */
         struct rx_smp *smp;             /* set by main once the group runs */

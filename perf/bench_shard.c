@@ -176,7 +176,7 @@ static void on_scan(struct eng_scan *sc, int res)
 static int issue_scan(struct bench_shard *b, struct bench_op *op, const struct bench_op_desc *d)
 {
         uint8_t pos[BENCH_MAX_KEY_BYTES + ENG_HASH_BYTES];
-        uint32_t len = eng_shard_scan_pos(b->o->k.table, d->key, d->key_len, pos);
+        uint32_t len = (uint32_t)eng_shard_scan_pos(b->sh, b->o->k.table, d->key, d->key_len, pos);
         int r;
 
         op->u.sc.item = scan_item;

@@ -45,6 +45,8 @@ static void print_edit(const struct eng_manifest_edit *e)
         for (uint32_t i = 0; i < e->n_flushed; i++)
                 printf("    tablet %u flushed to seq %" PRIu64 "\n", e->flushed_tablets[i],
                        e->flushed_seqs[i]);
+        for (uint32_t i = 0; i < e->n_dropped; i++)
+                printf("    drop tablet %u\n", e->dropped_tablets[i]);
         if (e->next_file_id)
                 printf("    next file id %#" PRIx64 "\n", e->next_file_id);
         if (e->log_segment)
@@ -61,9 +63,11 @@ static void print_state(const struct eng_manifest_state *s)
                l->shard, l->n_shards, l->tablets_per_shard, s->next_file_id, s->log_segment,
                s->n_tables, s->n_tablets);
         for (uint32_t t = 0; t < s->n_tablets; t++) {
-                printf("  tablet %u: flushed seq %" PRIu64 "\n", t, s->flushed_seq[t]);
+                uint32_t id = s->tablets[t].id;
+
+                printf("  tablet %u: flushed seq %" PRIu64 "\n", id, s->tablets[t].flushed_seq);
                 for (size_t i = 0; i < s->n_tables; i++)
-                        if (s->tables[i].tablet == t)
+                        if (s->tables[i].tablet == id)
                                 printf("    table %#" PRIx64 ": %" PRIu64 " bytes, seq %" PRIu64 "..%"
                                        PRIu64 "\n", s->tables[i].file_id, s->tables[i].file_size,
                                        s->tables[i].min_seq, s->tables[i].max_seq);
@@ -90,7 +94,9 @@ static int read_file(struct man *m)
         if (r < 0)
                 return tool_corrupt(m->rep, 0, "header: bad magic, checksum or version (not a manifest?)");
         if (m->o->print)
-                printf("manifest %s: %" PRIu64 " bytes, salt %#" PRIx64 "\n", m->rep->path, size,
+                printf("manifest %s: %" PRIu64 " bytes, version %u%s, salt %#" PRIx64 "\n",
+                       m->rep->path, size, m->r.version,
+                       m->r.version < ENG_MANIFEST_VERSION ? " (tablets read as catalog ids)" : "",
                        m->r.salt);
         return 0;
 }
@@ -101,7 +107,7 @@ static int on_snapshot(struct man *m, const struct eng_manifest_record *rec)
 
         if (m->has_snapshot)
                 return tool_corrupt(m->rep, rec->offset, "a second snapshot record");
-        r = eng_manifest_snapshot_decode(rec->payload, rec->len, &m->st);
+        r = eng_manifest_snapshot_decode(rec->payload, rec->len, m->r.version, &m->st);
         if (r == -ENOMEM)
                 return tool_fail(m->rep, rec->offset, r, "no memory for the snapshot");
         if (r < 0)
@@ -122,7 +128,7 @@ static int on_edit(struct man *m, const struct eng_manifest_record *rec)
 
         if (!m->has_snapshot)
                 return tool_corrupt(m->rep, rec->offset, "the first record is not a snapshot");
-        r = eng_manifest_edit_decode(rec->payload, rec->len, &e, &mem);
+        r = eng_manifest_edit_decode(rec->payload, rec->len, m->r.version, &m->st.layout, &e, &mem);
         if (r == 0) {
                 if (m->o->print) {
                         printf("record at %zu: edit, length %u, synced_upto %" PRIu64 "\n",

@@ -189,7 +189,7 @@ static inline void on_get(struct eng_get *g, int res)
 
 /* Looks (t, k) up, waiting for the disk if it has to. Returns 0 (x->g
  * holds the value: eng_get_release it), -SCREE_ENOTFOUND or an error. */
-static inline int get_wait(enum eng_table t, const void *k, uint32_t len, struct rd *x)
+static inline int get_wait(uint32_t t, const void *k, uint32_t len, struct rd *x)
 {
         int r;
 

@@ -8,7 +8,9 @@
  * corruption and every truncation refused, a newer version unsupported.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -474,17 +476,16 @@ static void initial_key_check(const struct eng_catalog *c, const struct eng_tabl
 {
         const struct eng_catalog_table *t, *t2;
         struct eng_tablet_loc want = eng_tablet_of_key(m, tt, key, len);
-        uint32_t per = eng_tablet_map_per_table(m), tablet, tablet2, g, local;
+        uint32_t tablet, tablet2, shard, local;
         uint8_t ik[64], ik2[64];
         size_t ilen = eng_ikey_encode(tt, key, len, ik);
 
         cr_assert(eq(int, eng_catalog_table_by_id(c, tt, &t), 0));
         cr_assert(eq(int, eng_catalog_route_key(t, key, len, &tablet), 0));
         /* tablet id -> (shard, local), as eng_catalog_initial documents */
-        g = t->tablets[tablet].id - tt * per;
-        local = (g / m->n_shards) + (tt == ENG_TABLE_ORDERED ? m->tablets_per_shard : 0);
+        cr_assert(eq(int, eng_tablet_static_local(m, t->tablets[tablet].id, &shard, &local), 0));
         cr_assert(eq(u32, t->tablets[tablet].shard, want.shard), "table %d key len %zu", tt, len);
-        cr_assert(eq(u32, g % m->n_shards, want.shard));
+        cr_assert(eq(u32, shard, want.shard));
         cr_assert(eq(u32, local, want.local), "table %d, n_shards %u tps %u, key[0] %d", tt,
                   m->n_shards, m->tablets_per_shard, len ? key[0] : -1);
         cr_assert(eq(int, eng_catalog_route(c, ik, ilen, &t2, &tablet2), 0));
@@ -531,6 +532,69 @@ Test(catalog, initial_catalog_routes_like_the_static_map)
         cr_expect(eq(int, eng_catalog_initial(0, 1, &(struct eng_catalog *){ NULL }), -EINVAL));
         cr_expect(eq(int, eng_catalog_initial(1, ENG_MAX_TABLETS_PER_SHARD + 1,
                                               &(struct eng_catalog *){ NULL }), -EINVAL));
+}
+
+/* Every catalog tablet of the initial catalog is the static tablet
+ * (shard, local) that eng_tablet_static_local names: that shard, that
+ * range; and every local tablet of every shard is a catalog tablet, but
+ * for the ordered tablets that hold no key (empty ranges, left out). */
+static void initial_table_check(const struct eng_catalog *c, const struct eng_tablet_map *m,
+                                enum eng_table tt, bool *seen)
+{
+        const struct eng_catalog_table *t;
+        uint8_t s[ENG_IKEY_OVERHEAD], e[ENG_IKEY_OVERHEAD], next[ENG_TABLE_ID_BYTES];
+        size_t sl, el, nl = eng_ikey_table_start((enum eng_table)(tt + 1), next);
+
+        cr_assert(eq(int, eng_catalog_table_by_id(c, tt, &t), 0));
+        for (uint32_t i = 0; i < t->n_tablets; i++) {
+                const struct eng_catalog_tablet *b = &t->tablets[i];
+                const uint8_t *end = i + 1 < t->n_tablets ? eng_catalog_tablet_start(t, i + 1) : next;
+                size_t end_len = i + 1 < t->n_tablets ? t->tablets[i + 1].start_len : nl;
+                uint32_t shard, local;
+
+                cr_assert(eq(int, eng_tablet_static_local(m, b->id, &shard, &local), 0), "id %u", b->id);
+                cr_assert(eq(u32, eng_tablet_static_id(m, shard, local), b->id));
+                cr_assert(eq(u32, b->shard, shard), "id %u", b->id);
+                cr_assert(eq(int, (int)eng_tablet_table(m, local), (int)tt));
+                eng_tablet_range(m, shard, local, s, &sl, e, &el);
+                /* The first tablet starts at the table id alone; tablet.h
+                 * adds a hashed table's zero hash: no key lies between. */
+                if (i == 0)
+                        sl = eng_ikey_table_start(tt, s);
+                cr_assert(eq(int, eng_key_cmp(s, sl, eng_catalog_tablet_start(t, i), b->start_len), 0),
+                          "id %u: start", b->id);
+                cr_assert(eq(int, eng_key_cmp(e, el, end, end_len), 0), "id %u: end", b->id);
+                seen[b->id] = true;
+        }
+}
+
+Test(catalog, initial_catalog_tablet_ids_are_the_static_ids)
+{
+        static const uint32_t layouts[][2] = { { 1, 1 }, { 2, 4 }, { 3, 5 }, { 7, 37 },
+                                               { 256, 1 }, { 256, 64 } };
+        static bool seen[2 * ENG_MAX_SHARDS * ENG_MAX_TABLETS_PER_SHARD];
+
+        for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++) {
+                struct eng_tablet_map m;
+                struct eng_catalog *c = NULL;
+                uint8_t s[ENG_IKEY_OVERHEAD], e[ENG_IKEY_OVERHEAD];
+                size_t sl, el;
+
+                cr_assert(eq(int, eng_tablet_map_init(&m, layouts[l][0], layouts[l][1]), 0));
+                cr_assert(eq(int, eng_catalog_initial(layouts[l][0], layouts[l][1], &c), 0));
+                memset(seen, 0, sizeof(seen));
+                initial_table_check(c, &m, ENG_TABLE_DEFAULT, seen);
+                initial_table_check(c, &m, ENG_TABLE_ORDERED, seen);
+                for (uint32_t shard = 0; shard < m.n_shards; shard++)
+                        for (uint32_t local = 0; local < eng_tablet_map_per_shard(&m); local++) {
+                                uint32_t id = eng_tablet_static_id(&m, shard, local);
+
+                                eng_tablet_range(&m, shard, local, s, &sl, e, &el);
+                                cr_assert(eq(int, seen[id], eng_key_cmp(s, sl, e, el) < 0),
+                                          "layout %zu shard %u local %u id %u", l, shard, local, id);
+                        }
+                eng_catalog_unref(c);
+        }
 }
 
 /* ---- encoding ---- */
@@ -759,7 +823,7 @@ Test(catalog, raw_key_tables_route_like_the_static_map)
         static const enum eng_tuple_type bytes[] = { ENG_TUPLE_BYTES };
         struct eng_catalog *c = NULL, *n = NULL;
         struct eng_catalog_table_spec s = {
-                .path = "/redis/db1", .key_format = ENG_CATALOG_KEYS_RAW, .mode = ENG_CATALOG_HASHED,
+                .path = "/redis/raw", .key_format = ENG_CATALOG_KEYS_RAW, .mode = ENG_CATALOG_HASHED,
                 .n_parts = 1, .parts = bytes, .hash_parts = 1,
                 .options = eng_catalog_options_default(), .n_tablets = 8,
         };
@@ -781,7 +845,7 @@ Test(catalog, raw_key_tables_route_like_the_static_map)
         s.splits = sp;
         s.n_splits = 2;
         create_ok(&c, &s);
-        cr_assert(eq(int, eng_catalog_lookup(c, "/redis/db1", &h), 0));
+        cr_assert(eq(int, eng_catalog_lookup(c, "/redis/raw", &h), 0));
         cr_assert(eq(int, eng_catalog_lookup(c, "/scree/o", &o), 0));
         cr_assert(eq(int, eng_catalog_lookup(c, "/scree/e", &e), 0));
         for (int i = 0; i < 5000; i++) {
@@ -801,5 +865,50 @@ Test(catalog, raw_key_tables_route_like_the_static_map)
                 cr_assert(eq(u32, te, eng_key_cmp(key, len, "g", 1) < 0 ? 0 :
                                       eng_key_cmp(key, len, "p\0", 2) < 0 ? 1 : 2));
         }
+        eng_catalog_unref(c);
+}
+
+Test(catalog, the_redis_databases_route_alike_and_swap_by_name)
+{
+        struct eng_catalog *c = NULL, *n = NULL;
+        const struct eng_catalog_table *db[ENG_CATALOG_REDIS_DBS], *t;
+        char path[32];
+
+        cr_assert(eq(int, eng_catalog_initial(2, 4, &c), 0));
+        cr_expect(eq(u32, eng_catalog_next_table_id(c), ENG_CATALOG_INITIAL_TABLES));
+        for (uint32_t i = 0; i < ENG_CATALOG_REDIS_DBS; i++) {
+                snprintf(path, sizeof(path), "/redis/db%u", i);
+                cr_assert(eq(int, eng_catalog_lookup(c, path, &db[i]), 0), "%s", path);
+                cr_expect(eq(u32, db[i]->id, i ? i + 1 : 0));
+                cr_expect(eq(int, db[i]->mode, ENG_CATALOG_HASHED));
+                cr_expect(eq(int, db[i]->key_format, ENG_CATALOG_KEYS_RAW));
+        }
+        /* Every database sends a key to the same shard. */
+        for (int i = 0; i < 2000; i++) {
+                uint8_t key[12];
+                size_t len = next() % sizeof(key);
+                uint32_t t0, ti;
+
+                for (size_t j = 0; j < len; j++)
+                        key[j] = (uint8_t)next();
+                cr_assert(eq(int, eng_catalog_route_key(db[0], key, len, &t0), 0));
+                for (uint32_t d = 1; d < ENG_CATALOG_REDIS_DBS; d++) {
+                        cr_assert(eq(int, eng_catalog_route_key(db[d], key, len, &ti), 0));
+                        cr_assert(eq(u32, db[d]->tablets[ti].shard, db[0]->tablets[t0].shard));
+                }
+        }
+        cr_assert(eq(int, eng_catalog_check(c), 0));
+        /* SWAPDB: the names trade places; ids and tablets stay. */
+        take(&c, eng_catalog_swap_tables(c, "/redis/db0", "/redis/db3", &n, err, sizeof(err)), &n);
+        cr_assert(eq(int, eng_catalog_lookup(c, "/redis/db0", &t), 0));
+        cr_expect(eq(u32, t->id, 4));
+        cr_expect(eq(str, (char *)t->name, "db0"));
+        cr_assert(eq(int, eng_catalog_lookup(c, "/redis/db3", &t), 0));
+        cr_expect(eq(u32, t->id, 0));
+        cr_assert(eq(int, eng_catalog_check(c), 0));
+        expect_fail(eng_catalog_swap_tables(c, "/redis/db0", "/redis/nope", &n, err, sizeof(err)),
+                    &n, -SCREE_ENOTFOUND, "nope");
+        expect_fail(eng_catalog_swap_tables(c, "/redis", "/redis/db1", &n, err, sizeof(err)), &n,
+                    -EINVAL, "directory");
         eng_catalog_unref(c);
 }

@@ -7,7 +7,8 @@
  * every acknowledged edit and never reads back as corruption; a failed
  * fdatasync, write, rename or directory fsync stops the manifest; a
  * missing MANIFEST is ENOTFOUND, a leftover MANIFEST.tmp is ignored, a
- * damaged one is corrupt, and create cuts a torn tail.
+ * damaged one is corrupt, and create cuts a torn tail; a version 1 file
+ * loads and create rewrites it as version 2.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -145,7 +146,7 @@ static void empty_state(struct eng_manifest_state *s)
         struct eng_manifest_layout layout = { .shard = 1, .n_shards = 2,
                                               .tablets_per_shard = N_TABLETS };
 
-        cr_assert(eq(int, eng_manifest_state_init(s, &layout, N_TABLETS), 0));
+        eng_manifest_state_init(s, &layout);
         s->next_file_id = 1;
         s->log_segment = 1;
 }
@@ -188,8 +189,9 @@ static uint64_t next_rand(uint64_t *s)
  * file grows; now and then the ids move on. */
 static const struct eng_manifest_edit *gen_edit(struct gen *g, const struct eng_manifest_state *s)
 {
-        uint32_t t = (uint32_t)(next_rand(&g->rng) % N_TABLETS);
-        uint64_t min = s->flushed_seq[t] + 1;
+        /* Sparse ids, as catalog ids are; the first table of one adds its entry. */
+        uint32_t t = 3 + 7 * (uint32_t)(next_rand(&g->rng) % N_TABLETS);
+        uint64_t min = eng_manifest_flushed_seq(s, t) + 1;
 
         g->added[0] = (struct eng_manifest_table){ .tablet = t, .file_id = s->next_file_id,
                                                    .file_size = 4096 * (1 + next_rand(&g->rng) % 64),
@@ -336,6 +338,49 @@ Test(manifest, create_then_load_gives_the_same_state)
                      (int64_t)eng_manifest_stats(m)->snapshot_bytes));
         cr_expect(eq(i64, (int64_t)file_size("MANIFEST.tmp"), -1));
         close_and_expect(m, &s);
+}
+
+/* A directory written before version 2: its manifest loads with catalog
+ * ids, and the fresh file create writes at every start is version 2 and
+ * loads back the same; edits keyed by catalog id go on from there. */
+Test(manifest, a_version_1_file_loads_and_create_rewrites_it_as_version_2)
+{
+        static uint8_t buf[4096];
+        static const uint32_t t7[] = { 7 };
+        static const struct eng_manifest_table t7_tables[] = { { .tablet = 7, .file_id = 4 } };
+        const struct eng_manifest_edit drop = { .removed = t7_tables, .n_removed = 1,
+                                                .dropped_tablets = t7, .n_dropped = 1 };
+        struct eng_manifest_state got, want;
+        struct eng_manifest *m;
+        uint8_t h[ENG_MANIFEST_HEADER_BYTES];
+        char path[PATH_MAX + 32];
+        FILE *f;
+
+        write_file("MANIFEST", buf, manifest_v1_sample_file(buf, sizeof(buf), 0x1234), 0);
+        cr_assert(eq(int, load_from(fs, dir, &got), 0));
+        manifest_v1_sample_want(&want);
+        cr_expect(manifest_state_is_equal(&got, &want));
+        m = create_on(fs, dir, &got, 0);
+        snprintf(path, sizeof(path), "%s/MANIFEST", dir);
+        f = fopen(path, "rb");
+        cr_assert(not(eq(ptr, f, NULL)));
+        cr_assert(eq(sz, fread(h, 1, sizeof(h), f), sizeof(h)));
+        fclose(f);
+        cr_expect(eq(u32, h[8] | (uint32_t)h[9] << 8, 2), "rewritten as version 2");
+        memset(reqs, 0, sizeof(reqs));
+        n_acked_in_order = 0;
+        reqs[0].w.done = req_done;
+        cr_assert(eq(int, eng_manifest_apply(m, &drop, &reqs[0].w), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &reqs[0].done), 0));
+        cr_assert(eq(int, reqs[0].res, 0));
+        cr_assert(eq(int, eng_manifest_state_apply(&want, &drop), 0));
+        cr_assert(eq(int, close_manifest(m), 0));
+        eng_manifest_state_fini(&got);
+        cr_assert(eq(int, load_from(fs, dir, &got), 0));
+        cr_expect(manifest_state_is_equal(&got, &want));
+        cr_expect(eq(u64, eng_manifest_flushed_seq(&got, 7), 0));
+        eng_manifest_state_fini(&got);
+        eng_manifest_state_fini(&want);
 }
 
 Test(manifest, edits_are_acknowledged_once_durable_share_syncs_and_load_back)

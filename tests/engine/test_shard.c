@@ -6,7 +6,9 @@
  * recovery after close and after power cuts (every acknowledged write
  * survives; a batch is all or nothing), flushes under a small memory
  * budget (writes stall instead of failing), commit-log truncation, disk
- * full, and the start-up errors (missing or corrupt SSTable, other layout).
+ * full, and the start-up errors (missing or corrupt SSTable, other layout,
+ * a table in another shard's tablet); a directory whose manifest is
+ * version 1 opens with its data and is rewritten as version 2.
  */
 #include <errno.h>
 #include <limits.h>
@@ -22,8 +24,11 @@
 #include <scree/scree_errors.h>
 
 #include "base/time.h"
+#include "engine/manifest_format.h"
 #include "engine/shard.h"
+#include "engine/tablet.h"
 #include "tests/engine/helpers.h"
+#include "tests/engine/manifest_helpers.h"
 #include "tests/tmpdir.h"
 
 #include "tests/engine/shard_helpers.h"
@@ -57,8 +62,8 @@ Test(shard, bad_input_is_refused)
         m.kind = (enum eng_mut_kind)7;
         cr_expect(eq(int, write_async(&x, &m, 1), -EINVAL));
         m = put_m("k", "v", 0);
-        m.table = ENG_TABLE_MAX;
-        cr_expect(eq(int, write_async(&x, &m, 1), -EINVAL));
+        m.table = 1000;                 /* no such table */
+        cr_expect(eq(int, write_async(&x, &m, 1), -SCREE_ENOTFOUND));
         m = put_m("k", "v", 0);
         m.key_len = ENG_MAX_USER_KEY_BYTES + 1;
         cr_expect(eq(int, write_async(&x, &m, 1), -EINVAL));
@@ -296,8 +301,9 @@ Test(shard, expire_sets_and_clears_a_keys_expiry_and_keeps_its_value)
         cr_assert(eq(int, expire_sync("k", now - 1), 1));       /* in the past: gone */
         expect_value("k", NULL);
         cr_assert(eq(int, expire_sync("k", later), 0));
-        cr_assert(eq(int, eng_shard_expire(sh, ENG_TABLE_MAX, "k", 1, 0,
-                                           &(struct eng_expire){ .done = on_expire }), -EINVAL));
+        cr_assert(eq(int, eng_shard_expire(sh, 1000, "k", 1, 0,
+                                           &(struct eng_expire){ .done = on_expire }),
+                     -SCREE_ENOTFOUND));        /* no such table */
 }
 
 Test(shard, concurrent_increments_lose_nothing)
@@ -726,6 +732,207 @@ Test(shard, another_layout_is_refused)
         shard_close_sync();
         opts.tablets_per_shard = 8;
         cr_expect(eq(int, shard_open_sync(), -EINVAL));
+}
+
+/* ---- manifest versions ---- */
+
+static uint8_t man_buf[1 << 16];
+
+/* Reads <dir>/MANIFEST into man_buf; returns its length. */
+static size_t manifest_file_read(void)
+{
+        char path[PATH_MAX + 32];
+        FILE *f;
+        size_t n;
+
+        snprintf(path, sizeof(path), "%s/MANIFEST", dir);
+        f = fopen(path, "rb");
+        cr_assert(not(eq(ptr, f, NULL)));
+        n = fread(man_buf, 1, sizeof(man_buf), f);
+        fclose(f);
+        cr_assert(lt(sz, n, sizeof(man_buf)));
+        return n;
+}
+
+static void manifest_file_write(const uint8_t *p, size_t n)
+{
+        char path[PATH_MAX + 32];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/MANIFEST", dir);
+        f = fopen(path, "wb");
+        cr_assert(not(eq(ptr, f, NULL)));
+        cr_assert(eq(sz, fwrite(p, 1, n, f), n));
+        fclose(f);
+}
+
+/* The state <dir>/MANIFEST reads as (fini it after); *ret_version its version. */
+static void manifest_file_state(struct eng_manifest_state *ret, uint32_t *ret_version)
+{
+        struct eng_manifest_reader r;
+
+        cr_assert(eq(int, eng_manifest_read(&r, man_buf, manifest_file_read(), ret), 0));
+        *ret_version = r.version;
+}
+
+/* Shard 1 of 2 puts n keys of its own ("<prefix><i>" = "v<i>") and flushes. */
+static void put_own_keys(const struct eng_tablet_map *m, const char *prefix, int n)
+{
+        char k[32], v[32];
+
+        for (int i = 0, put = 0; put < n; i++) {
+                int len = snprintf(k, sizeof(k), "%s%d", prefix, i);
+
+                if (eng_tablet_of_key(m, ENG_TABLE_DEFAULT, k, (size_t)len).shard != opts.shard)
+                        continue;
+                snprintf(v, sizeof(v), "v%d", i);
+                cr_assert(eq(int, put_sync(k, v), 0));
+                put++;
+        }
+        cr_assert(eq(int, flush_sync(), 0));
+}
+
+static void expect_own_keys(const struct eng_tablet_map *m, const char *prefix, int n)
+{
+        char k[32], v[32];
+
+        for (int i = 0, got = 0; got < n; i++) {
+                int len = snprintf(k, sizeof(k), "%s%d", prefix, i);
+
+                if (eng_tablet_of_key(m, ENG_TABLE_DEFAULT, k, (size_t)len).shard != opts.shard)
+                        continue;
+                snprintf(v, sizeof(v), "v%d", i);
+                expect_value(k, v);
+                got++;
+        }
+}
+
+/*
+ * Writes st as the version 1 file the engine wrote before tablets were
+ * catalog ids: local tablet numbers, a slot per local tablet, the last
+ * table and its flushed seq in an edit after the snapshot.
+ */
+static void manifest_file_write_v1(const struct eng_tablet_map *m, const struct eng_manifest_state *st)
+{
+        static struct eng_manifest_table tables[64];
+        uint64_t seqs[2 * ENG_MAX_TABLETS_PER_SHARD];
+        uint32_t n_slots = eng_tablet_map_per_shard(m), shard, local;
+        static uint8_t buf[1 << 16], p[1 << 14];
+        size_t off = ENG_MANIFEST_HEADER_BYTES, len;
+        struct eng_manifest_edit e = { .n_added = 1, .n_flushed = 1 };
+        uint64_t last_seq;
+
+        cr_assert(le(sz, st->n_tables, 64));
+        cr_assert(ge(sz, st->n_tables, 2));
+        for (uint32_t l = 0; l < n_slots; l++)
+                seqs[l] = eng_manifest_flushed_seq(st, eng_tablet_static_id(m, opts.shard, l));
+        for (size_t i = 0; i < st->n_tables; i++) {
+                tables[i] = st->tables[i];
+                cr_assert(eq(int, eng_tablet_static_local(m, st->tables[i].tablet, &shard, &local), 0));
+                cr_assert(eq(u32, shard, opts.shard));
+                tables[i].tablet = local;
+        }
+        local = tables[st->n_tables - 1].tablet;
+        last_seq = seqs[local];
+        e.added = &tables[st->n_tables - 1];
+        e.flushed_tablets = &local;
+        e.flushed_seqs = &last_seq;
+        manifest_v1_header_encode(buf, 77);
+        len = manifest_v1_snapshot_encode(p, &st->layout, st->next_file_id, st->log_segment, seqs,
+                                          n_slots, tables, (uint32_t)st->n_tables - 1);
+        manifest_v1_record(buf, sizeof(buf), &off, 77, ENG_MANIFEST_RECORD_SNAPSHOT, p, len);
+        len = manifest_v1_edit_encode(p, &e);
+        manifest_v1_record(buf, sizeof(buf), &off, 77, ENG_MANIFEST_RECORD_EDIT, p, len);
+        manifest_file_write(buf, off);
+}
+
+/* A shard directory written before manifest version 2 (tablets by local
+ * number) opens with its data, and start-up rewrites its manifest as
+ * version 2 with the same tablets and tables, by catalog id. */
+Test(shard, a_directory_with_a_version_1_manifest_opens_with_its_data)
+{
+        struct eng_manifest_state before, after;
+        struct eng_tablet_map m;
+        uint32_t version;
+
+        opts.n_shards = 2;
+        opts.shard = 1;
+        cr_assert(eq(int, eng_tablet_map_init(&m, 2, 4), 0));
+        cr_assert(eq(int, shard_open_sync(), 0));
+        put_own_keys(&m, "a", 40);
+        put_own_keys(&m, "b", 40);
+        shard_close_sync();
+        manifest_file_state(&before, &version);
+        cr_assert(eq(u32, version, 2));
+        manifest_file_write_v1(&m, &before);
+        manifest_file_state(&after, &version);
+        cr_assert(eq(u32, version, 1), "the directory now looks as the old code left it");
+        eng_manifest_state_fini(&after);
+
+        cr_assert(eq(int, shard_open_sync(), 0));
+        expect_own_keys(&m, "a", 40);
+        expect_own_keys(&m, "b", 40);
+        manifest_file_state(&after, &version);
+        cr_expect(eq(u32, version, 2), "rewritten as version 2 at start-up");
+        cr_assert(eq(u32, after.n_tablets, before.n_tablets));
+        for (uint32_t i = 0; i < after.n_tablets; i++) {
+                cr_expect(eq(u32, after.tablets[i].id, before.tablets[i].id));
+                cr_expect(eq(u64, after.tablets[i].flushed_seq, before.tablets[i].flushed_seq));
+        }
+        cr_assert(eq(sz, after.n_tables, before.n_tables));
+        for (size_t i = 0; i < after.n_tables; i++)
+                cr_expect(manifest_table_is_equal(&after.tables[i], &before.tables[i]), "table %zu", i);
+        eng_manifest_state_fini(&after);
+        eng_manifest_state_fini(&before);
+        /* And it goes on: more writes, a flush, a reopen. */
+        put_own_keys(&m, "c", 10);
+        cr_assert(eq(int, reopen(), 0));
+        expect_own_keys(&m, "a", 40);
+        expect_own_keys(&m, "c", 10);
+}
+
+/* The manifest names tables by catalog tablet id: one of another shard's
+ * tablets, or an id that is no static tablet, refuses the open. */
+Test(shard, a_table_in_a_tablet_not_of_this_shard_is_refused_at_start_up)
+{
+        static const uint32_t bad_ids[] = { 0, 2, 16, 1000 };   /* shard 0's; past the static ids */
+        struct eng_manifest_state st;
+        struct eng_tablet_map m;
+        uint32_t version;
+
+        opts.n_shards = 2;
+        opts.shard = 1;
+        cr_assert(eq(int, eng_tablet_map_init(&m, 2, 4), 0));
+        cr_assert(eq(int, shard_open_sync(), 0));
+        put_own_keys(&m, "a", 10);
+        shard_close_sync();
+        manifest_file_state(&st, &version);
+        cr_assert(ge(sz, st.n_tables, 1));
+        for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {
+                const struct eng_manifest_table moved = { .tablet = bad_ids[i],
+                                                          .file_id = st.tables[0].file_id,
+                                                          .file_size = st.tables[0].file_size,
+                                                          .min_seq = st.tables[0].min_seq,
+                                                          .max_seq = st.tables[0].max_seq };
+                const struct eng_manifest_edit out = { .removed = &st.tables[0], .n_removed = 1 };
+                const struct eng_manifest_edit in = { .added = &moved, .n_added = 1 };
+                struct eng_manifest_state bad;
+                uint8_t p[4096];
+                size_t off = ENG_MANIFEST_HEADER_BYTES;
+
+                cr_assert(eq(int, eng_manifest_state_copy(&bad, &st), 0));
+                cr_assert(eq(int, eng_manifest_state_apply(&bad, &out), 0));
+                cr_assert(eq(int, eng_manifest_state_apply(&bad, &in), 0));
+                cr_assert(le(sz, eng_manifest_snapshot_size(&bad), sizeof(p)));
+                eng_manifest_snapshot_encode(p, &bad);
+                eng_manifest_header_encode(man_buf, 5);
+                off += eng_manifest_record_encode(man_buf + off, 5, ENG_MANIFEST_RECORD_SNAPSHOT, 0, p,
+                                                  eng_manifest_snapshot_size(&bad));
+                manifest_file_write(man_buf, off);
+                cr_expect(eq(int, shard_open_sync(), -SCREE_ECORRUPT), "tablet id %u", bad_ids[i]);
+                eng_manifest_state_fini(&bad);
+        }
+        eng_manifest_state_fini(&st);
 }
 
 Test(shard, leftover_files_are_removed_at_start_up)

@@ -3,8 +3,10 @@
  * Internal keys and the static tablet map (engine/tablet.h): encode/decode
  * round trips and bad input; every key falls inside the range of the tablet
  * the map gives it; tablets of a table tile its key space in order without
- * gaps; hashed keys spread evenly over shards and tablets.
+ * gaps; hashed keys spread evenly over shards and tablets; the static
+ * tablet ids and their inverse.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <errno.h>
 #include <string.h>
@@ -144,6 +146,63 @@ Test(tablet, tablets_tile_each_table)
                         memcpy(prev_end, e, el);
                         pl = el;
                 }
+        }
+}
+
+/* The static ids are the catalog's numbering (engine/catalog.h): shard 1
+ * of 2 with 4 tablets per shard owns ids 1, 3, 5, 7 of the default table
+ * and 9, 11, 13, 15 of the ordered one. */
+Test(tablet, static_ids_of_a_small_layout)
+{
+        static const uint32_t want[] = { 1, 3, 5, 7, 9, 11, 13, 15 };
+        struct eng_tablet_map m;
+        uint32_t shard = 99, local = 99;
+
+        cr_assert(eq(int, eng_tablet_map_init(&m, 2, 4), 0));
+        for (uint32_t l = 0; l < 8; l++) {
+                cr_expect(eq(u32, eng_tablet_static_id(&m, 1, l), want[l]), "local %u", l);
+                cr_expect(eq(u32, eng_tablet_static_id(&m, 0, l), want[l] - 1), "local %u", l);
+        }
+        cr_expect(eq(int, eng_tablet_static_local(&m, 16, &shard, &local), -EINVAL));
+        cr_expect(eq(int, eng_tablet_static_local(&m, UINT32_MAX, &shard, &local), -EINVAL));
+        cr_expect(eq(u32, shard, 99), "written only on success");
+        cr_expect(eq(u32, local, 99));
+        cr_assert(eq(int, eng_tablet_static_local(&m, 13, &shard, &local), 0));
+        cr_expect(eq(u32, shard, 1));
+        cr_expect(eq(u32, local, 6));
+}
+
+/* Every (shard, local) has its own id below 2 * per_table, ids increase
+ * with local, and eng_tablet_static_local inverts eng_tablet_static_id. */
+Test(tablet, static_ids_are_a_bijection)
+{
+        static const uint32_t layouts[][2] = { { 1, 1 }, { 1, 64 }, { 2, 4 }, { 3, 5 },
+                                               { 7, 37 }, { 256, 1 }, { 256, 64 } };
+        static bool seen[2 * ENG_MAX_SHARDS * ENG_MAX_TABLETS_PER_SHARD];
+
+        for (size_t li = 0; li < sizeof(layouts) / sizeof(layouts[0]); li++) {
+                struct eng_tablet_map m;
+                uint32_t n_ids;
+
+                cr_assert(eq(int, eng_tablet_map_init(&m, layouts[li][0], layouts[li][1]), 0));
+                n_ids = ENG_TABLE_MAX * eng_tablet_map_per_table(&m);
+                memset(seen, 0, sizeof(seen));
+                for (uint32_t s = 0; s < m.n_shards; s++) {
+                        for (uint32_t l = 0; l < eng_tablet_map_per_shard(&m); l++) {
+                                uint32_t id = eng_tablet_static_id(&m, s, l), gs, gl;
+
+                                cr_assert(lt(u32, id, n_ids));
+                                cr_assert(not(seen[id]), "layout %zu: id %u twice", li, id);
+                                seen[id] = true;
+                                if (l)
+                                        cr_assert(gt(u32, id, eng_tablet_static_id(&m, s, l - 1)));
+                                cr_assert(eq(int, eng_tablet_static_local(&m, id, &gs, &gl), 0));
+                                cr_assert(eq(u32, gs, s));
+                                cr_assert(eq(u32, gl, l));
+                        }
+                }
+                cr_expect(eq(int, eng_tablet_static_local(&m, n_ids, &(uint32_t){ 0 },
+                                                          &(uint32_t){ 0 }), -EINVAL));
         }
 }
 

@@ -302,7 +302,7 @@ static void write_segment(const char *dir, bool marked)
 /* ---- the manifest ---- */
 
 #define MANIFEST_SALT 0x5eedu
-#define MANIFEST_N_TABLETS 8u
+#define MANIFEST_N_TABLETS 8u          /* tablets per shard of the layout */
 
 /* Appends one record of an edit at *off in buf, synced_upto its own offset. */
 static void put_edit(uint8_t *buf, size_t *off, const struct eng_manifest_edit *e)
@@ -328,12 +328,17 @@ static void write_manifest(const char *dir, uint64_t table_size, bool bad_edit, 
         const struct eng_manifest_table ghost = { .tablet = 3, .file_id = 0x99 };
         const uint32_t tablets[] = { 2, 0 };
         const uint64_t seqs[] = { 50, 60 };
+        /* Tablets 0 and 2 known from the start, 7 added by its first table. */
+        struct eng_manifest_tablet known[] = { { .id = 0 }, { .id = 2 } };
         struct eng_manifest_state st;
         uint8_t *buf = calloc(1, 4096), *snap;
         size_t off = ENG_MANIFEST_HEADER_BYTES, len;
 
-        if (!buf || eng_manifest_state_init(&st, &layout, MANIFEST_N_TABLETS) < 0)
+        if (!buf)
                 die("manifest");
+        eng_manifest_state_init(&st, &layout);
+        st.tablets = known;
+        st.n_tablets = 2;
         st.next_file_id = 0xa0;
         st.log_segment = 1;
         len = eng_manifest_snapshot_size(&st);
@@ -361,7 +366,6 @@ static void write_manifest(const char *dir, uint64_t table_size, bool bad_edit, 
         }
         printf(", \"size\": %zu, \"table_size\": %llu}", off, (unsigned long long)table_size);
         write_file(dir, "MANIFEST", buf, off);
-        eng_manifest_state_fini(&st);
         free(snap);
         free(buf);
 }

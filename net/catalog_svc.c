@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Catalog changes over the server; see catalog_svc.h. On shard 0 a queue
+ * of changes: the head is made, saved, and installed on every shard, then
+ * answered; the next one starts.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/log.h"
+#include "engine/shard.h"
+#include "net/catalog_svc.h"
+#include "net/server.h"
+
+/* Installing a snapshot on one shard. */
+struct net_cat_install {
+        struct rx_msg msg;
+        struct net_cat_change *ch;
+        struct rx_timer retry;
+};
+
+static void svc_next(struct net_shard *sh0);
+
+static struct net_cat_svc *svc_of(struct net_shard *sh0)
+{
+        return &sh0->srv->cat;
+}
+
+/* ---- on the origin ---- */
+
+static void change_answered(struct rx_loop *src, struct rx_msg *m)
+{
+        struct net_cat_change *ch = container_of(m, struct net_cat_change, msg);
+
+        (void)src;
+        ch->done(ch);
+}
+
+static int change_arrived(struct rx_loop *dst, struct rx_msg *m);
+
+void net_cat_submit(struct net_shard *origin, struct net_cat_change *ch)
+{
+        ch->srv = origin->srv;
+        ch->res = 0;
+        ch->err[0] = 0;
+        ch->snap = NULL;
+        ch->inst = NULL;
+        ch->msg = (struct rx_msg){ .run = change_arrived, .done = change_answered,
+                                   .name = "catalog change" };
+        rx_smp_submit(origin->loop, 0, &ch->msg);
+}
+
+/* ---- on shard 0 ---- */
+
+/* The head change is over: answer it, start the next. */
+static void change_end(struct net_shard *sh0, struct net_cat_change *ch, int res)
+{
+        struct net_cat_svc *svc = svc_of(sh0);
+
+        ch->res = res;
+        if (res < 0 && !ch->err[0])
+                snprintf(ch->err, sizeof(ch->err), "%s", scree_strerror(res));
+        eng_catalog_unref(ch->snap);
+        ch->snap = NULL;
+        free(ch->inst);
+        ch->inst = NULL;
+        svc->q_head = ch->next;
+        if (!svc->q_head)
+                svc->q_tail = NULL;
+        svc->busy = false;
+        rx_smp_reply(sh0->loop, &ch->msg);
+        svc_next(sh0);
+}
+
+static void install_done(struct rx_loop *src, struct rx_msg *m)
+{
+        struct net_cat_install *in = container_of(m, struct net_cat_install, msg);
+        struct net_cat_change *ch = in->ch;
+
+        if (--ch->left)
+                return;
+        change_end(net_shard_of(src), ch, 0);
+}
+
+static int install_try(struct net_shard *sh, struct net_cat_install *in)
+{
+        int r = 0;
+
+        if (sh->eng)
+                r = eng_shard_set_catalog(sh->eng, in->ch->snap);
+        return r;
+}
+
+static void install_retry(struct rx_loop *loop, struct rx_timer *t)
+{
+        struct net_cat_install *in = container_of(t, struct net_cat_install, retry);
+        struct net_shard *sh = net_shard_of(loop);
+
+        if (install_try(sh, in) == 0) {
+                rx_smp_reply(loop, &in->msg);
+                return;
+        }
+        rx_timer_arm_after(loop, &in->retry, 10 * 1000 * 1000);
+}
+
+/* On every shard: route by the new snapshot. The catalog is durable with
+ * it already, so a shard that lacks the memory now tries again until it
+ * can: the change is answered only once every shard has it. */
+static int install_run(struct rx_loop *dst, struct rx_msg *m)
+{
+        struct net_cat_install *in = container_of(m, struct net_cat_install, msg);
+        struct net_shard *sh = net_shard_of(dst);
+        int r = install_try(sh, in);
+
+        if (r == 0)
+                return 0;
+        log_warn("shard %u: installing catalog version %llu failed (%s); retrying", sh->id,
+                 (unsigned long long)eng_catalog_version(in->ch->snap), scree_strerror(r));
+        rx_timer_init(&in->retry, install_retry, "net:catalog install retry");
+        rx_timer_arm_after(dst, &in->retry, 10 * 1000 * 1000);
+        return RX_MSG_DEFERRED;
+}
+
+static void change_saved(struct eng_catalog_save *w, int res)
+{
+        struct net_cat_change *ch = w->ctx;
+        struct net_shard *sh0 = ch->srv->shards[0];
+        struct net_cat_svc *svc = svc_of(sh0);
+        unsigned n = ch->srv->n_shards;
+
+        if (res < 0) {
+                log_error("writing the catalog (version %llu) failed: %s",
+                          (unsigned long long)eng_catalog_version(ch->snap), scree_strerror(res));
+                snprintf(ch->err, sizeof(ch->err), "writing the catalog failed: %s",
+                         scree_strerror(res));
+                change_end(sh0, ch, res);
+                return;
+        }
+        eng_catalog_unref(svc->head);
+        svc->head = eng_catalog_ref(ch->snap);
+        ch->version = eng_catalog_version(ch->snap);
+        ch->inst = calloc(n, sizeof(*ch->inst));
+        if (!ch->inst) {
+                /* Durable but not installed: only a restart would show
+                 * it. Should memory be this short, stop routing changes. */
+                log_error("catalog version %llu is written but no memory is left to install it",
+                          (unsigned long long)ch->version);
+                change_end(sh0, ch, -ENOMEM);
+                return;
+        }
+        ch->left = n;
+        for (unsigned i = 0; i < n; i++) {
+                ch->inst[i] = (struct net_cat_install){ .ch = ch };
+                ch->inst[i].msg = (struct rx_msg){ .run = install_run, .done = install_done,
+                                                   .name = "catalog install" };
+                rx_smp_submit(sh0->loop, i, &ch->inst[i].msg);
+        }
+}
+
+/* Makes and saves the head change. */
+static void svc_next(struct net_shard *sh0)
+{
+        struct net_cat_svc *svc = svc_of(sh0);
+        struct net_cat_change *ch = svc->q_head;
+        int r;
+
+        if (svc->busy || !ch)
+                return;
+        svc->busy = true;
+        if (!svc->store) {
+                change_end(sh0, ch, -SCREE_ESHUTDOWN);
+                return;
+        }
+        r = ch->fn(ch, svc->head, &ch->snap);
+        if (r < 0) {
+                change_end(sh0, ch, r);
+                return;
+        }
+        ch->save = (struct eng_catalog_save){ .done = change_saved, .ctx = ch };
+        r = eng_catalog_store_save(svc->store, ch->snap, &ch->save);
+        if (r != 0)
+                change_saved(&ch->save, r > 0 ? 0 : r);
+}
+
+static int change_arrived(struct rx_loop *dst, struct rx_msg *m)
+{
+        struct net_cat_change *ch = container_of(m, struct net_cat_change, msg);
+        struct net_shard *sh0 = net_shard_of(dst);
+        struct net_cat_svc *svc = svc_of(sh0);
+
+        ch->next = NULL;
+        if (svc->q_tail)
+                svc->q_tail->next = ch;
+        else
+                svc->q_head = ch;
+        svc->q_tail = ch;
+        svc_next(sh0);
+        return RX_MSG_DEFERRED;
+}
+
+int net_cat_svc_start(struct net_shard *sh0)
+{
+        return eng_catalog_store_new(sh0->loop, sh0->fs, sh0->srv->cfg->dir, &svc_of(sh0)->store);
+}
+
+int net_cat_svc_stop(struct net_shard *sh0, void (*done)(void *arg, int res), void *arg)
+{
+        struct net_cat_svc *svc = svc_of(sh0);
+        struct eng_catalog_store *st = svc->store;
+
+        svc->store = NULL;
+        if (!st)
+                return -EALREADY;
+        return eng_catalog_store_close(st, done, arg);
+}
+
+/* ---- start-up and stop (main thread) ---- */
+
+int net_cat_load(struct net_server *srv, char *err, size_t err_len)
+{
+        const char *dir = srv->cfg->dir;
+        struct eng_catalog *c = NULL;
+        char why[512];
+        int r = eng_catalog_store_read(dir, &c, why, sizeof(why));
+
+        if (r == -SCREE_ENOTFOUND) {
+                /* A new directory, or one from before catalogs: its first
+                 * catalog is the static map its manifests were made with. */
+                r = eng_catalog_initial(srv->n_shards, ENG_SHARD_DEFAULT_TABLETS, &c);
+                if (r == 0)
+                        r = eng_catalog_store_write_sync(dir, c, why, sizeof(why));
+                if (r < 0) {
+                        snprintf(err, err_len, "cannot write the first catalog in %s: %s", dir,
+                                 r == -ENOMEM ? "out of memory" : why);
+                        eng_catalog_unref(c);
+                        return r;
+                }
+                srv->cat_made = true;
+        } else if (r < 0) {
+                snprintf(err, err_len, "%s; the catalog of tables cannot be read, so the data "
+                         "cannot be routed: restore %s/CATALOG from a backup", why, dir);
+                return r;
+        } else if (eng_catalog_n_shards(c) != srv->n_shards) {
+                snprintf(err, err_len, "%s/CATALOG was made for %u shards, not %u: start with "
+                         "--smp %u, or use another --dir", dir, eng_catalog_n_shards(c),
+                         srv->n_shards, eng_catalog_n_shards(c));
+                eng_catalog_unref(c);
+                return -EINVAL;
+        }
+        srv->cat.head = c;
+        return 0;
+}
+
+void net_cat_undo(struct net_server *srv)
+{
+        char path[4096];
+
+        for (unsigned i = 0; i < srv->n_shards; i++)
+                if (srv->shards && srv->shards[i] && srv->shards[i]->engine_wrote)
+                        return;         /* the data needs its catalog */
+        if (!srv->cat_made)
+                return;
+        snprintf(path, sizeof(path), "%s/%s", srv->cfg->dir, ENG_CATALOG_STORE_NAME);
+        (void)unlink(path);
+        srv->cat_made = false;
+}
+
+/* ---- forgetting dropped tables ---- */
+
+/* A sweep: which dropped ids some shard still holds data of. */
+struct forget_sweep {
+        struct net_shard *sh0;
+        struct eng_catalog *snap;       /* the head when it started */
+        uint32_t n_ids;
+        const uint32_t *ids;            /* snap's dropped list */
+        bool *held;                     /* [n_ids] */
+        unsigned left;
+        struct net_cat_change ch;
+        struct forget_probe {
+                struct rx_msg msg;
+                struct forget_sweep *fs;
+                bool *held;             /* [n_ids]: this shard's answer */
+        } *probes;
+};
+
+static void sweep_free(struct forget_sweep *fs)
+{
+        for (unsigned i = 0; fs->probes && i < fs->sh0->srv->n_shards; i++)
+                free(fs->probes[i].held);
+        free(fs->probes);
+        free(fs->held);
+        eng_catalog_unref(fs->snap);
+        svc_of(fs->sh0)->forgetting = false;
+        free(fs);
+}
+
+static int forget_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
+                     struct eng_catalog **ret)
+{
+        struct forget_sweep *fs = ch->ctx;
+        struct eng_catalog *c = NULL, *n;
+
+        for (uint32_t i = 0; i < fs->n_ids; i++) {
+                if (fs->held[i] || eng_catalog_forget_dropped(c ? c : cur, fs->ids[i], &n, ch->err,
+                                                              sizeof(ch->err)) < 0)
+                        continue;       /* still held, or forgotten meanwhile */
+                eng_catalog_unref(c);
+                c = n;
+        }
+        if (!c)
+                return -SCREE_ENOTFOUND;        /* nothing to forget */
+        *ret = c;
+        return 0;
+}
+
+static void forget_done(struct net_cat_change *ch)
+{
+        sweep_free(ch->ctx);
+}
+
+static void probe_done(struct rx_loop *src, struct rx_msg *m)
+{
+        struct forget_probe *p = container_of(m, struct forget_probe, msg);
+        struct forget_sweep *fs = p->fs;
+        bool any = false;
+
+        (void)src;
+        for (uint32_t i = 0; i < fs->n_ids; i++)
+                fs->held[i] |= p->held[i];
+        if (--fs->left)
+                return;
+        for (uint32_t i = 0; i < fs->n_ids; i++)
+                any |= !fs->held[i];
+        if (!any) {
+                sweep_free(fs);
+                return;
+        }
+        fs->ch = (struct net_cat_change){ .fn = forget_fn, .done = forget_done, .ctx = fs };
+        net_cat_submit(fs->sh0, &fs->ch);
+}
+
+static int probe_run(struct rx_loop *dst, struct rx_msg *m)
+{
+        struct forget_probe *p = container_of(m, struct forget_probe, msg);
+        struct net_shard *sh = net_shard_of(dst);
+
+        for (uint32_t i = 0; i < p->fs->n_ids; i++)
+                p->held[i] = !sh->eng || eng_shard_holds_table(sh->eng, p->fs->ids[i]);
+        return 0;
+}
+
+void net_cat_svc_tick(struct net_shard *sh0)
+{
+        struct net_cat_svc *svc = svc_of(sh0);
+        unsigned n = sh0->srv->n_shards;
+        struct forget_sweep *fs;
+        uint32_t n_ids = 0;
+        const uint32_t *ids;
+
+        if (!svc->head || svc->busy || svc->forgetting || !svc->store || !sh0->all_ready)
+                return;
+        ids = eng_catalog_dropped(svc->head, &n_ids);
+        if (!n_ids)
+                return;
+        fs = calloc(1, sizeof(*fs));
+        if (!fs)
+                return;
+        svc->forgetting = true;
+        fs->sh0 = sh0;
+        fs->snap = eng_catalog_ref(svc->head);
+        fs->ids = ids;
+        fs->n_ids = n_ids;
+        fs->held = calloc(n_ids, sizeof(bool));
+        fs->probes = calloc(n, sizeof(*fs->probes));
+        if (!fs->held || !fs->probes) {
+                sweep_free(fs);
+                return;
+        }
+        for (unsigned i = 0; i < n; i++) {
+                fs->probes[i].held = calloc(n_ids, sizeof(bool));
+                if (!fs->probes[i].held) {
+                        sweep_free(fs);
+                        return;
+                }
+        }
+        fs->left = n;
+        for (unsigned i = 0; i < n; i++) {
+                fs->probes[i].fs = fs;
+                fs->probes[i].msg = (struct rx_msg){ .run = probe_run, .done = probe_done,
+                                                     .name = "catalog forget probe" };
+                rx_smp_submit(sh0->loop, i, &fs->probes[i].msg);
+        }
+}

@@ -1,0 +1,691 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ROW.*: rows of catalog tables over the protocol (docs/tables.md).
+ *
+ * Each command runs on the origin: it finds the table in the origin's
+ * snapshot (held, with the plan, in the request's info until the reply),
+ * parses its arguments against the table's key schema (tbl_args.h), and
+ * sends the engine work to the shards owning the rows as child requests.
+ * A point operation is one child. A range walks the table's tablets in key
+ * order, one hop per run of neighbouring tablets on one shard, each hop a
+ * shard scan clipped to the run: rows come back in key order whatever the
+ * tablets' shards, and the cursor is a key position, so it stays right
+ * however the tablets are laid out by the next page.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/endian.h"
+#include "engine/catalog.h"
+#include "engine/key.h"
+#include "net/cmd.h"
+#include "net/server.h"
+#include "net/tbl_args.h"
+
+/* Rows a ROW.COUNT or ROW.DELRANGE hop walks at most before it yields. */
+#define ROW_HOP_ROWS 4096u
+
+/* The plan of a row command: the parent request's info. */
+struct row_cmd {
+        struct eng_catalog *snap;       /* held until the reply */
+        const struct eng_catalog_table *t;
+        uint64_t now_ms;
+        struct net_tbl_ops ops;         /* PUT, DEL, WRITE, GET (one op, its key) */
+        /* ranges */
+        struct net_tbl_range range;     /* COUNT and DELRANGE: only range.b */
+        uint8_t *pos;                   /* where the walk goes on (heap) */
+        size_t pos_len;
+        const uint8_t *hop_end;         /* the hop's end position: range end or a tablet's */
+        size_t hop_end_len;
+        bool hop_open, last_hop;        /* no end: the table's end; the hop ends the range */
+        uint32_t hop_shard;
+        uint64_t n;                     /* rows given, counted or deleted */
+        struct net_resp_out rows;       /* RANGE: the rows so far */
+        bool rows_init;
+        uint8_t *next;                  /* RANGE: the next row's position, once the page is full */
+        size_t next_len;
+};
+
+/* Frees what rc holds (rc itself goes with the request's info); twice is
+ * harmless. */
+static void row_cmd_free(struct row_cmd *rc)
+{
+        if (!rc)
+                return;
+        eng_catalog_unref(rc->snap);
+        net_tbl_ops_fini(&rc->ops);
+        net_tbl_bounds_fini(&rc->range.b);
+        free(rc->pos);
+        free(rc->next);
+        if (rc->rows_init)
+                net_resp_out_fini(&rc->rows);
+        memset(rc, 0, sizeof(*rc));
+}
+
+static int reply_err(struct net_req *req, const char *msg)
+{
+        net_resp_add_errorf(req->out, "ERR %s", msg);
+        return NET_CMD_DONE;
+}
+
+static struct net_tbl_limits limits(const struct net_req *req)
+{
+        const struct net_server *srv = req->origin->srv;
+
+        return (struct net_tbl_limits){ .max_key_bytes = srv->max_key_bytes,
+                                        .max_value_bytes = srv->max_value_bytes };
+}
+
+/* Sets up req->info for the table named by argv[1]. 0, or a reply written. */
+static int row_cmd_new(struct net_req *req)
+{
+        struct eng_catalog *c = eng_shard_catalog(req->origin->eng);
+        char path[ENG_CATALOG_MAX_PATH + 1], err[NET_TBL_ERR_MAX];
+        const struct eng_catalog_table *t;
+        struct row_cmd *rc;
+
+        if (net_tbl_path(&req->argv[1], path, sizeof(path), err, sizeof(err)) < 0)
+                return reply_err(req, err), -1;
+        if (eng_catalog_lookup(c, path, &t) < 0) {
+                net_resp_add_errorf(req->out, "ERR no table %s", path);
+                return -1;
+        }
+        if (t->key_format != ENG_CATALOG_KEYS_TUPLE) {
+                net_resp_add_errorf(req->out, "ERR table %s holds the Redis keyspace: use the "
+                                    "Redis commands on it", path);
+                return -1;
+        }
+        rc = calloc(1, sizeof(*rc));
+        if (!rc)
+                return reply_err(req, "out of memory"), -1;
+        rc->snap = eng_catalog_ref(c);
+        rc->t = t;
+        rc->now_ms = net_now_ms();
+        req->info = rc;
+        req->table = t->id;
+        return 0;
+}
+
+/* The shard owning the row with tuple key (key, len). */
+static unsigned owner(const struct eng_catalog_table *t, const uint8_t *key, size_t len)
+{
+        uint32_t i = 0;
+
+        (void)eng_catalog_route_key(t, key, len, &i);   /* parsed keys hold their hash parts */
+        return t->tablets[i].shard;
+}
+
+/* Frees the last round's children. */
+static void children_drop(struct net_req *req)
+{
+        for (uint32_t i = 0; i < req->n_children; i++)
+                net_req_free(req->children[i]);
+        free(req->children);
+        req->children = NULL;
+        req->n_children = 0;
+}
+
+/* Starts one child running def on shard with info (heap, the child's from
+ * now on; may be NULL), gathered by gather. Returns what the handler
+ * returns (a reply written on ENOMEM). */
+static int one_child(struct net_req *req, const struct net_cmd_def *def, unsigned shard,
+                     void *info, void (*gather)(struct net_req *req))
+{
+        struct net_req *c;
+
+        children_drop(req);
+        req->children = calloc(1, sizeof(*req->children));
+        c = req->children ? net_req_child(req, def, req->argv, req->argc, (int)shard) : NULL;
+        if (!c) {
+                free(info);
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                return NET_CMD_DONE;
+        }
+        c->table = req->table;
+        c->info = info;
+        req->children[0] = c;
+        req->n_children = 1;
+        return net_req_fan_out(req, gather);
+}
+
+/* The reply of the one child is the reply. */
+static void child_reply_gather(struct net_req *req)
+{
+        net_out_move(req->out, &req->children[0]->own);
+        row_cmd_free(req->info);
+}
+
+/* ---- point operations, on the owning shard ---- */
+
+static const struct row_cmd *plan(const struct net_req *child)
+{
+        return child->parent->info;
+}
+
+static void then_ok(struct net_req *req, int res)
+{
+        if (res < 0)
+                net_reply_engine_err(req, res);
+        else
+                net_resp_add_simple(req->out, "OK", 2);
+}
+
+/* The engine mutation of op. */
+static struct eng_mutation mutation(const struct row_cmd *rc, const struct net_tbl_op *op)
+{
+        return (struct eng_mutation){
+                .kind = op->kind == NET_TBL_OP_PUT ? ENG_MUT_PUT : ENG_MUT_DEL,
+                .table = rc->t->id, .key = op->key, .key_len = op->key_len,
+                .value = op->value, .value_len = op->value_len,
+                .expiry_ms = op->ttl_ms ? rc->now_ms + op->ttl_ms : 0,
+        };
+}
+
+static int exec_write(struct net_req *req)
+{
+        const struct row_cmd *rc = plan(req);
+        struct eng_mutation *m = calloc(rc->ops.n, sizeof(*m));
+        int r;
+
+        if (!m)
+                return reply_err(req, "out of memory");
+        for (uint32_t i = 0; i < rc->ops.n; i++)
+                m[i] = mutation(rc, &rc->ops.ops[i]);
+        r = net_req_write(req, m, rc->ops.n, then_ok);
+        free(m);                        /* the engine copied the keys and values */
+        return r;
+}
+
+static void then_get(struct net_req *req, int res)
+{
+        if (res == -SCREE_ENOTFOUND)
+                net_resp_add_null(req->out);
+        else if (res < 0)
+                net_reply_engine_err(req, res);
+        else
+                net_resp_add_bulk(req->out, req->u.g.value, req->u.g.value_len);
+}
+
+static int exec_get(struct net_req *req)
+{
+        const struct net_tbl_op *op = &plan(req)->ops.ops[0];
+
+        return net_req_get(req, op->key, op->key_len, then_get);
+}
+
+/* ROW.DEL: deletes the row if it is live, and says whether it was. */
+static int del_fn(void *arg, const struct eng_get *cur, struct eng_mutation *out)
+{
+        struct net_req *req = arg;
+
+        req->ival = cur != NULL;
+        if (!cur)
+                return 0;
+        out->kind = ENG_MUT_DEL;
+        return 1;
+}
+
+static int exec_del(struct net_req *req)
+{
+        const struct net_tbl_op *op = &plan(req)->ops.ops[0];
+
+        req->ival = 0;
+        return net_req_rmw(req, op->key, op->key_len, del_fn, net_then_int_ival);
+}
+
+static const struct net_cmd_def def_exec_write = { "row.write", -2, NET_CMD_WRITE, 0, 0, 0,
+                                                   exec_write, NULL };
+static const struct net_cmd_def def_exec_get = { "row.get", -2, NET_CMD_READONLY, 0, 0, 0,
+                                                 exec_get, NULL };
+static const struct net_cmd_def def_exec_del = { "row.del", -2, NET_CMD_WRITE, 0, 0, 0,
+                                                 exec_del, NULL };
+
+/* Sends the parsed ops' work to the owner of the first op's row. */
+static int point_start(struct net_req *req, const struct net_cmd_def *def)
+{
+        const struct row_cmd *rc = req->info;
+        const struct net_tbl_op *op = &rc->ops.ops[0];
+        int r = one_child(req, def, owner(rc->t, op->key, op->key_len), NULL, child_reply_gather);
+
+        if (r == NET_CMD_DONE)
+                row_cmd_free(req->info);
+        return r;
+}
+
+/* Parses a key (argv[2..]) into a one-op plan of kind. 0 or a reply written. */
+static int key_op(struct net_req *req, enum net_tbl_op_kind kind)
+{
+        struct row_cmd *rc = req->info;
+        struct net_tbl_limits lim = limits(req);
+        char err[NET_TBL_ERR_MAX];
+        size_t len;
+        int r;
+
+        rc->ops.ops = calloc(1, sizeof(*rc->ops.ops));
+        rc->ops.keys = malloc(lim.max_key_bytes);
+        if (!rc->ops.ops || !rc->ops.keys)
+                return reply_err(req, "out of memory"), -1;
+        r = net_tbl_key_parse(rc->t, req->argv + 2, req->argc - 2, &lim, rc->ops.keys,
+                              lim.max_key_bytes, &len, err, sizeof(err));
+        if (r < 0)
+                return reply_err(req, err), -1;
+        rc->ops.n = 1;
+        rc->ops.ops[0] = (struct net_tbl_op){ .kind = kind, .key = rc->ops.keys,
+                                              .key_len = (uint32_t)len };
+        return 0;
+}
+
+int net_cmd_row_get(struct net_req *req)
+{
+        if (row_cmd_new(req) < 0)
+                return NET_CMD_DONE;
+        if (key_op(req, NET_TBL_OP_KIND_INVALID) < 0) {       /* a read: no write kind */
+                row_cmd_free(req->info);
+                return NET_CMD_DONE;
+        }
+        return point_start(req, &def_exec_get);
+}
+
+int net_cmd_row_del(struct net_req *req)
+{
+        if (row_cmd_new(req) < 0)
+                return NET_CMD_DONE;
+        if (key_op(req, NET_TBL_OP_DEL) < 0) {
+                row_cmd_free(req->info);
+                return NET_CMD_DONE;
+        }
+        return point_start(req, &def_exec_del);
+}
+
+/* ROW.PUT and ROW.WRITE: parsed with parse, then written on their shard. */
+static int write_cmd(struct net_req *req,
+                     int (*parse)(const struct eng_catalog_table *, const struct net_arg *, size_t,
+                                  const struct net_tbl_limits *, struct net_tbl_ops *, char *,
+                                  size_t))
+{
+        struct net_tbl_limits lim = limits(req);
+        char err[NET_TBL_ERR_MAX];
+        struct row_cmd *rc;
+        unsigned shard;
+
+        if (row_cmd_new(req) < 0)
+                return NET_CMD_DONE;
+        rc = req->info;
+        if (parse(rc->t, req->argv + 2, req->argc - 2, &lim, &rc->ops, err, sizeof(err)) < 0) {
+                row_cmd_free(rc);
+                return reply_err(req, err);
+        }
+        shard = owner(rc->t, rc->ops.ops[0].key, rc->ops.ops[0].key_len);
+        for (uint32_t i = 1; i < rc->ops.n; i++) {
+                if (owner(rc->t, rc->ops.ops[i].key, rc->ops.ops[i].key_len) == shard)
+                        continue;
+                row_cmd_free(rc);
+                return reply_err(req, "the rows of one ROW.WRITE must lie on one shard for now "
+                                      "(cross-shard atomic writes are being built)");
+        }
+        return point_start(req, &def_exec_write);
+}
+
+int net_cmd_row_put(struct net_req *req)
+{
+        return write_cmd(req, net_tbl_put_parse);
+}
+
+int net_cmd_row_write(struct net_req *req)
+{
+        return write_cmd(req, net_tbl_write_parse);
+}
+
+/* ---- ranges ---- */
+
+enum hop_kind {
+        HOP_RANGE,
+        HOP_COUNT,
+        HOP_DELRANGE,
+};
+
+/* Plans the hop from rc->pos: the run of tablets on the shard owning pos,
+ * up to the first tablet of another shard or the range's end. 0 or
+ * -ENOMEM. */
+static int hop_plan(struct row_cmd *rc)
+{
+        const struct eng_catalog_table *t = rc->t;
+        const struct net_tbl_bounds *b = &rc->range.b;
+        uint8_t small[256], *ik = small;
+        size_t len = ENG_TABLE_ID_BYTES + rc->pos_len;
+        uint32_t i, j;
+
+        if (len > sizeof(small) && !(ik = malloc(len)))
+                return -ENOMEM;
+        be32_put(ik, t->id);
+        if (rc->pos_len)
+                memcpy(ik + ENG_TABLE_ID_BYTES, rc->pos, rc->pos_len);
+        i = eng_catalog_route_ikey(t, ik, len);
+        if (ik != small)
+                free(ik);
+        rc->hop_shard = t->tablets[i].shard;
+        for (j = i + 1; j < t->n_tablets && t->tablets[j].shard == rc->hop_shard; j++)
+                ;
+        rc->hop_open = j == t->n_tablets;
+        if (!rc->hop_open) {
+                rc->hop_end = eng_catalog_tablet_start(t, j) + ENG_TABLE_ID_BYTES;
+                rc->hop_end_len = t->tablets[j].start_len - ENG_TABLE_ID_BYTES;
+        }
+        rc->last_hop = true;
+        if (b->end_open)
+                rc->last_hop = rc->hop_open;
+        else if (rc->hop_open || eng_key_cmp(b->end, b->end_len, rc->hop_end, rc->hop_end_len) <= 0)
+                rc->hop_end = b->end, rc->hop_end_len = b->end_len, rc->hop_open = false;
+        else
+                rc->last_hop = false;
+        return 0;
+}
+
+/* A hop's scan state: the child's info. */
+struct hop {
+        const struct row_cmd *rc;
+        enum hop_kind kind;
+        uint32_t limit;
+        uint64_t n;
+        int res;
+        bool more;
+        uint8_t *resume;                /* heap, the child's */
+        size_t resume_len;
+        uint8_t *dels;                  /* DELRANGE: len-prefixed keys */
+        size_t dels_len, dels_cap;
+        uint32_t n_dels;
+};
+
+static int hop_item(struct eng_scan *sc, const struct eng_scan_item *it)
+{
+        struct net_req *req = sc->ctx;
+        struct hop *h = req->info;
+
+        h->n++;
+        if (h->kind == HOP_RANGE)
+                return net_tbl_row_write(req->out, h->rc->t, it->pos, it->pos_len, it->value,
+                                         it->value_len) < 0 ? -ENOMEM : 0;
+        if (h->kind == HOP_DELRANGE) {
+                size_t need = 4 + it->key_len;
+
+                if (h->dels_len + need > h->dels_cap) {
+                        size_t cap = (h->dels_cap + need) * 2;
+                        uint8_t *d = realloc(h->dels, cap);
+
+                        if (!d)
+                                return -ENOMEM;
+                        h->dels = d;
+                        h->dels_cap = cap;
+                }
+                memcpy(h->dels + h->dels_len, &it->key_len, 4);
+                memcpy(h->dels + h->dels_len + 4, it->key, it->key_len);
+                h->dels_len += need;
+                h->n_dels++;
+        }
+        return 0;
+}
+
+static void hop_del_done(struct net_req *req, int res)
+{
+        struct hop *h = req->info;
+
+        if (res < 0)
+                h->res = res;
+}
+
+/* The scan ended with res: keep its resume; DELRANGE deletes what it saw. */
+static int hop_scanned(struct net_req *req, int res)
+{
+        struct hop *h = req->info;
+        struct eng_mutation *m;
+        size_t at = 0;
+        int r;
+
+        h->res = res;
+        if (res == 0 && req->sc.more) {
+                h->more = true;
+                h->resume = malloc(req->sc.resume_len ? req->sc.resume_len : 1);
+                if (h->resume) {
+                        memcpy(h->resume, req->sc.resume, req->sc.resume_len);
+                        h->resume_len = req->sc.resume_len;
+                } else {
+                        h->res = -ENOMEM;
+                }
+        }
+        eng_scan_release(&req->sc);
+        if (h->res < 0 || h->kind != HOP_DELRANGE || !h->n_dels)
+                return NET_CMD_DONE;
+        m = calloc(h->n_dels, sizeof(*m));
+        if (!m) {
+                h->res = -ENOMEM;
+                return NET_CMD_DONE;
+        }
+        for (uint32_t i = 0; i < h->n_dels; i++) {
+                uint32_t len;
+
+                memcpy(&len, h->dels + at, 4);
+                m[i] = (struct eng_mutation){ .kind = ENG_MUT_DEL, .table = h->rc->t->id,
+                                              .key = h->dels + at + 4, .key_len = len };
+                at += 4 + len;
+        }
+        r = net_req_write(req, m, h->n_dels, hop_del_done);
+        free(m);
+        return r;
+}
+
+static void hop_scan_cb(struct eng_scan *sc, int res)
+{
+        struct net_req *req = sc->ctx;
+
+        if (hop_scanned(req, res) == NET_CMD_DONE)
+                net_req_complete(req);
+}
+
+static int exec_hop(struct net_req *req)
+{
+        struct hop *h = req->info;
+        const struct row_cmd *rc = h->rc;
+        int r;
+
+        memset(&req->sc, 0, sizeof(req->sc));
+        req->sc.item = hop_item;
+        req->sc.done = hop_scan_cb;
+        req->sc.ctx = req;
+        r = eng_shard_scan(req->exec->eng, rc->t->id, rc->pos, (uint32_t)rc->pos_len,
+                           rc->hop_open ? NULL : rc->hop_end, (uint32_t)rc->hop_end_len, h->limit,
+                           &req->sc);
+        if (r == 1)
+                return NET_CMD_PENDING;
+        return hop_scanned(req, r);
+}
+
+static const struct net_cmd_def def_exec_hop = { "row.range", -2, NET_CMD_READONLY, 0, 0, 0,
+                                                 exec_hop, NULL };
+
+static void hop_gather(struct net_req *req);
+
+/* Starts the hop from rc->pos. Returns what the handler returns. */
+static int hop_start(struct net_req *req, enum hop_kind kind)
+{
+        struct row_cmd *rc = req->info;
+        struct hop *h = calloc(1, sizeof(*h));
+
+        if (!h || hop_plan(rc) < 0) {
+                free(h);
+                return reply_err(req, "out of memory");
+        }
+        h->rc = rc;
+        h->kind = kind;
+        h->limit = kind == HOP_RANGE ? (uint32_t)(rc->range.limit - rc->n) : ROW_HOP_ROWS;
+        return one_child(req, &def_exec_hop, rc->hop_shard, h, hop_gather);
+}
+
+/* Moves the walk to pos (len bytes, copied). 0 or -ENOMEM. */
+static int walk_to(struct row_cmd *rc, const uint8_t *pos, size_t len)
+{
+        uint8_t *p = malloc(len ? len : 1);
+
+        if (!p)
+                return -ENOMEM;
+        memcpy(p, pos, len);
+        free(rc->pos);
+        rc->pos = p;
+        rc->pos_len = len;
+        return 0;
+}
+
+static void range_reply(struct net_req *req)
+{
+        struct row_cmd *rc = req->info;
+        char *cur = NULL;
+        size_t len = 1;
+
+        if (rc->next) {
+                cur = malloc(NET_TBL_CURSOR_SIZE(rc->next_len));
+                if (!cur) {
+                        net_resp_add_error(req->out, "ERR out of memory", 17);
+                        return;
+                }
+                len = net_tbl_cursor_format(rc->next, rc->next_len, rc->range.rev, cur,
+                                            NET_TBL_CURSOR_SIZE(rc->next_len));
+        }
+        net_resp_add_array(req->out, 2);
+        net_resp_add_bulk(req->out, cur ? cur : NET_TBL_CURSOR_START, len);
+        net_resp_add_array(req->out, rc->n);
+        net_out_move(req->out, &rc->rows);
+        free(cur);
+}
+
+/* A hop is back: take its rows, then go on, or reply. */
+static void hop_gather(struct net_req *req)
+{
+        struct row_cmd *rc = req->info;
+        struct net_req *c = req->children[0];
+        struct hop *h = c->info;
+        enum hop_kind kind = h->kind;
+        int r = 0;
+
+        /* A child refused (-LOADING) replied its error; a hop's engine
+         * error is in h->res. */
+        if (net_child_error(req, c) || h->res < 0) {
+                if (h->res < 0)
+                        net_reply_engine_err(req, h->res);
+                free(h->resume);
+                free(h->dels);
+                row_cmd_free(rc);
+                return;
+        }
+        rc->n += kind == HOP_DELRANGE ? h->n_dels : h->n;
+        if (kind == HOP_RANGE)
+                net_out_move(&rc->rows, &c->own);
+        if (h->more) {
+                /* RANGE: the page is full and the next row is known. */
+                r = kind == HOP_RANGE ? 0 : walk_to(rc, h->resume, h->resume_len);
+                if (kind == HOP_RANGE && (rc->next = h->resume)) {
+                        rc->next_len = h->resume_len;
+                        h->resume = NULL;
+                }
+        } else if (rc->last_hop) {
+                goto reply;
+        } else {
+                r = walk_to(rc, rc->hop_end, rc->hop_end_len);
+                if (r == 0 && kind == HOP_RANGE && rc->n == rc->range.limit) {
+                        /* Full at a hop's end: the cursor is the next tablet's start. */
+                        rc->next = rc->pos;
+                        rc->next_len = rc->pos_len;
+                        rc->pos = NULL;
+                }
+        }
+        free(h->resume);
+        free(h->dels);
+        if (r < 0) {
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                row_cmd_free(rc);
+                return;
+        }
+        if (kind == HOP_RANGE && rc->next)
+                goto reply;
+        if (hop_start(req, kind) == NET_CMD_DONE)
+                row_cmd_free(rc);       /* it replied: out of memory */
+        return;
+reply:
+        if (kind == HOP_RANGE)
+                range_reply(req);
+        else
+                net_resp_add_int(req->out, (int64_t)rc->n);
+        row_cmd_free(rc);
+}
+
+/* Starts a walk of the range parsed into rc->range from its start. */
+static int walk_start(struct net_req *req, enum hop_kind kind)
+{
+        struct row_cmd *rc = req->info;
+        int r;
+
+        if (walk_to(rc, rc->range.b.start, rc->range.b.start_len) < 0) {
+                row_cmd_free(rc);
+                return reply_err(req, "out of memory");
+        }
+        if (kind == HOP_RANGE) {
+                net_resp_out_init(&rc->rows, 4096);
+                net_resp_out_set_proto(&rc->rows, req->proto);
+                rc->rows_init = true;
+        }
+        r = hop_start(req, kind);
+        if (r == NET_CMD_DONE)
+                row_cmd_free(rc);
+        return r;
+}
+
+int net_cmd_row_range(struct net_req *req)
+{
+        struct net_tbl_limits lim = limits(req);
+        char err[NET_TBL_ERR_MAX];
+        struct row_cmd *rc;
+
+        if (row_cmd_new(req) < 0)
+                return NET_CMD_DONE;
+        rc = req->info;
+        if (net_tbl_range_parse(rc->t, req->argv + 2, req->argc - 2, &lim, &rc->range, err,
+                                sizeof(err)) < 0) {
+                row_cmd_free(rc);
+                return reply_err(req, err);
+        }
+        if (rc->range.rev) {
+                row_cmd_free(rc);
+                return reply_err(req, "REV is not supported yet");
+        }
+        return walk_start(req, HOP_RANGE);
+}
+
+/* ROW.COUNT and ROW.DELRANGE. */
+static int bounds_walk(struct net_req *req, enum hop_kind kind)
+{
+        struct net_tbl_limits lim = limits(req);
+        char err[NET_TBL_ERR_MAX];
+        struct row_cmd *rc;
+
+        if (row_cmd_new(req) < 0)
+                return NET_CMD_DONE;
+        rc = req->info;
+        if (net_tbl_bounds_parse(rc->t, req->argv + 2, req->argc - 2, &lim, &rc->range.b, err,
+                                 sizeof(err)) < 0) {
+                row_cmd_free(rc);
+                return reply_err(req, err);
+        }
+        return walk_start(req, kind);
+}
+
+int net_cmd_row_count(struct net_req *req)
+{
+        return bounds_walk(req, HOP_COUNT);
+}
+
+int net_cmd_row_delrange(struct net_req *req)
+{
+        return bounds_walk(req, HOP_DELRANGE);
+}

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Replies of the table commands (see tbl_args.h): keys as arrays of typed
+ * parts, ROW.RANGE rows, tablet boundaries and TABLE.DESCRIBE. Every
+ * writer decodes and checks what it is given before writing a byte, so a
+ * malformed key (-EINVAL) leaves the reply stream untouched; after that
+ * only the writer itself can fail (-ENOMEM, for good).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/endian.h"
+#include "engine/tablet.h"
+#include "net/resp_write.h"
+#include "net/tbl_args.h"
+#include "net/tbl_int.h"
+
+/* A decoded key or boundary: the hash in front (hashed tables), then
+ * either typed parts or raw bytes. */
+struct decoded {
+        bool has_hash;
+        uint64_t hash;
+        bool raw;
+        const uint8_t *raw_p;
+        size_t raw_len;
+        int n;                                  /* parts */
+        struct eng_tuple_part parts[ENG_CATALOG_MAX_PARTS];
+        uint8_t *scratch;                       /* heap: the parts' bytes */
+};
+
+static int str(struct net_resp_out *o, const char *s)
+{
+        return net_resp_add_bulk(o, s, strlen(s));
+}
+
+/* Decodes a position of t (after the table id): whole, a row's key; else
+ * a tablet boundary (a prefix of a key, or the hash alone). */
+static int decode(const struct eng_catalog_table *t, const uint8_t *pos, size_t len, bool whole,
+                  struct decoded *d)
+{
+        size_t h = t->mode == ENG_CATALOG_HASHED ? ENG_HASH_BYTES : 0;
+
+        memset(d, 0, sizeof(*d));
+        if (len < h || (whole && len == h))
+                return -EINVAL;
+        if (h) {
+                d->has_hash = true;
+                d->hash = be64_get(pos);
+        }
+        pos += h;
+        len -= h;
+        if (t->key_format == ENG_CATALOG_KEYS_RAW) {
+                d->raw = len > 0;
+                d->raw_p = pos;
+                d->raw_len = len;
+                return 0;
+        }
+        if (len == 0)
+                return whole ? -EINVAL : 0;
+        d->scratch = malloc(len);
+        if (!d->scratch)
+                return -ENOMEM;
+        d->n = net_tbl_tuple_decode(t, pos, len, whole, d->parts, d->scratch);
+        if (d->n < 0) {
+                free(d->scratch);
+                d->scratch = NULL;
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int part_write(struct net_resp_out *o, const struct eng_tuple_part *p)
+{
+        char buf[24];
+
+        switch (p->type) {
+        case ENG_TUPLE_I64:
+                return net_resp_add_int(o, p->v.i64);
+        case ENG_TUPLE_U64:
+                if (p->v.u64 <= INT64_MAX)
+                        return net_resp_add_int(o, (int64_t)p->v.u64);
+                return net_resp_add_bignum(o, buf,
+                                           (size_t)snprintf(buf, sizeof(buf), "%llu",
+                                                            (unsigned long long)p->v.u64));
+        case ENG_TUPLE_BYTES:
+                return net_resp_add_bulk(o, p->v.bytes.p, p->v.bytes.len);
+        case ENG_TUPLE_NULL:
+                break;
+        }
+        return net_resp_add_null(o);
+}
+
+/* Writes d's parts (or raw bytes), after its hash when with_hash. */
+static int decoded_write(struct net_resp_out *o, const struct decoded *d, bool with_hash)
+{
+        bool hash = with_hash && d->has_hash;
+        char hx[17];
+        int r = net_resp_add_array(o, (uint64_t)hash + (d->raw ? 1 : (uint64_t)d->n));
+
+        if (r == 0 && hash) {
+                snprintf(hx, sizeof(hx), "%016llx", (unsigned long long)d->hash);
+                r = net_resp_add_bulk(o, hx, 16);
+        }
+        if (r == 0 && d->raw)
+                r = net_resp_add_bulk(o, d->raw_p, d->raw_len);
+        for (int i = 0; r == 0 && i < d->n; i++)
+                r = part_write(o, &d->parts[i]);
+        return r;
+}
+
+int net_tbl_key_write(struct net_resp_out *o, const struct eng_catalog_table *t,
+                      const uint8_t *pos, size_t len)
+{
+        struct decoded d;
+        int r = decode(t, pos, len, true, &d);
+
+        if (r < 0)
+                return r;
+        r = decoded_write(o, &d, false);
+        free(d.scratch);
+        return r;
+}
+
+int net_tbl_row_write(struct net_resp_out *o, const struct eng_catalog_table *t,
+                      const uint8_t *pos, size_t len, const void *value, size_t value_len)
+{
+        struct decoded d;
+        int r = decode(t, pos, len, true, &d);
+
+        if (r < 0)
+                return r;
+        r = net_resp_add_array(o, 2);
+        if (r == 0)
+                r = decoded_write(o, &d, false);
+        if (r == 0)
+                r = net_resp_add_bulk(o, value, value_len);
+        free(d.scratch);
+        return r;
+}
+
+/* Decodes boundary ikey of t (NULL: infinite) into d; is_inf set for
+ * the table's own start (its id alone) and for NULL. */
+static int boundary_decode(const struct eng_catalog_table *t, const uint8_t *ikey, size_t len,
+                           struct decoded *d, bool *is_inf)
+{
+        uint8_t id[ENG_TABLE_ID_BYTES];
+
+        *is_inf = !ikey || len == ENG_TABLE_ID_BYTES;
+        memset(d, 0, sizeof(*d));
+        if (!ikey)
+                return 0;
+        be32_put(id, t->id);
+        if (len < ENG_TABLE_ID_BYTES || memcmp(ikey, id, sizeof(id)) != 0)
+                return -EINVAL;
+        if (*is_inf)
+                return 0;
+        return decode(t, ikey + ENG_TABLE_ID_BYTES, len - ENG_TABLE_ID_BYTES, false, d);
+}
+
+int net_tbl_boundary_write(struct net_resp_out *o, const struct eng_catalog_table *t,
+                           const uint8_t *ikey, size_t len, bool is_end)
+{
+        struct decoded d;
+        bool inf;
+        int r = boundary_decode(t, ikey, len, &d, &inf);
+
+        if (r < 0)
+                return r;
+        if (inf)
+                return str(o, is_end ? "+inf" : "-inf");
+        r = decoded_write(o, &d, true);
+        free(d.scratch);
+        return r;
+}
+
+/* Whether tablet i's start and end decode. */
+static bool tablet_ok(const struct eng_catalog_table *t, uint32_t i)
+{
+        struct decoded d;
+        bool inf;
+        int r = boundary_decode(t, eng_catalog_tablet_start(t, i), t->tablets[i].start_len, &d,
+                                &inf);
+
+        free(d.scratch);
+        return r == 0;
+}
+
+static int tablet_map(struct net_resp_out *o, const struct eng_catalog_table *t, uint32_t i,
+                      const struct net_tbl_tablet_stats *st)
+{
+        const struct eng_catalog_tablet *b = &t->tablets[i];
+        bool last = i + 1 == t->n_tablets;
+        int r = net_resp_add_map(o, 6);
+
+        r = r ? r : str(o, "id");
+        r = r ? r : net_resp_add_int(o, b->id);
+        r = r ? r : str(o, "shard");
+        r = r ? r : net_resp_add_int(o, b->shard);
+        r = r ? r : str(o, "start");
+        r = r ? r : net_tbl_boundary_write(o, t, i ? eng_catalog_tablet_start(t, i) : NULL,
+                                           b->start_len, false);
+        r = r ? r : str(o, "end");
+        r = r ? r : net_tbl_boundary_write(o, t, last ? NULL : eng_catalog_tablet_start(t, i + 1),
+                                           last ? 0 : t->tablets[i + 1].start_len, true);
+        r = r ? r : str(o, "bytes");
+        r = r ? r : net_resp_add_int(o, st && st->bytes <= INT64_MAX ? (int64_t)st->bytes : 0);
+        r = r ? r : str(o, "rows");
+        r = r ? r : net_resp_add_int(o, st && st->rows <= INT64_MAX ? (int64_t)st->rows : 0);
+        return r;
+}
+
+int net_tbl_tablet_write(struct net_resp_out *o, const struct eng_catalog_table *t, uint32_t i,
+                         const struct net_tbl_tablet_stats *st)
+{
+        if (i >= t->n_tablets || !tablet_ok(t, i) || (i + 1 < t->n_tablets && !tablet_ok(t, i + 1)))
+                return -EINVAL;
+        return tablet_map(o, t, i, st);
+}
+
+int net_tbl_options_write(struct net_resp_out *o, const struct eng_catalog_options *opts)
+{
+        int r = net_resp_add_map(o, 8);
+
+        r = r ? r : str(o, "auto-split-size");
+        r = r ? r : str(o, opts->split_by_size ? "on" : "off");
+        r = r ? r : str(o, "auto-split-load");
+        r = r ? r : str(o, opts->split_by_load ? "on" : "off");
+        r = r ? r : str(o, "split-size");
+        r = r ? r : net_resp_add_int(o, (int64_t)opts->split_size_bytes);
+        r = r ? r : str(o, "split-load-percent");
+        r = r ? r : net_resp_add_int(o, opts->split_load_percent);
+        r = r ? r : str(o, "min-tablets");
+        r = r ? r : net_resp_add_int(o, opts->min_tablets);
+        r = r ? r : str(o, "max-tablets");
+        r = r ? r : net_resp_add_int(o, opts->max_tablets);
+        r = r ? r : str(o, "default-ttl");
+        r = r ? r : net_resp_add_int(o, (int64_t)(opts->default_ttl_ms / 1000));
+        r = r ? r : str(o, "compaction");
+        r = r ? r : str(o, opts->compaction == ENG_CATALOG_COMPACTION_SIZE_TIERED ? "size-tiered"
+                                                                                  : "unknown");
+        return r;
+}
+
+static int key_types_write(struct net_resp_out *o, const struct eng_catalog_table *t)
+{
+        int r = net_resp_add_array(o, t->n_parts);
+
+        for (uint32_t i = 0; r == 0 && i < t->n_parts; i++)
+                r = str(o, net_tbl_type_name(t->parts[i]));
+        return r;
+}
+
+int net_tbl_describe_write(struct net_resp_out *o, const struct eng_catalog_table *t,
+                           const struct net_tbl_tablet_stats *stats)
+{
+        int r;
+
+        for (uint32_t i = 0; i < t->n_tablets; i++)
+                if (!tablet_ok(t, i))
+                        return -EINVAL;
+        r = net_resp_add_map(o, 7);
+        r = r ? r : str(o, "path");
+        r = r ? r : str(o, t->path);
+        r = r ? r : str(o, "id");
+        r = r ? r : net_resp_add_int(o, t->id);
+        r = r ? r : str(o, "key");
+        r = r ? r : key_types_write(o, t);
+        r = r ? r : str(o, "mode");
+        r = r ? r : str(o, t->mode == ENG_CATALOG_HASHED ? "hashed" : "ordered");
+        r = r ? r : str(o, "hash-prefix");
+        r = r ? r : net_resp_add_int(o, t->hash_parts);
+        r = r ? r : str(o, "options");
+        r = r ? r : net_tbl_options_write(o, &t->options);
+        r = r ? r : str(o, "tablets");
+        r = r ? r : net_resp_add_array(o, t->n_tablets);
+        for (uint32_t i = 0; r == 0 && i < t->n_tablets; i++)
+                r = tablet_map(o, t, i, stats ? &stats[i] : NULL);
+        return r;
+}
+
+int net_tbl_dir_list_write(struct net_resp_out *o, const struct eng_catalog_entry *e, size_t n)
+{
+        int r = net_resp_add_map(o, n);
+
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                r = str(o, e[i].name);
+                r = r ? r : str(o, e[i].is_table ? "table" : "directory");
+        }
+        return r;
+}

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * TABLE.CREATE and TABLE.ALTER arguments (see tbl_args.h): the key's
+ * types, key mode, pre-split and options, into the catalog's spec and
+ * options. Syntax and each option's own range are judged here so that
+ * errors name the words the user typed; what depends on the catalog (the
+ * path's names, the uniform pre-split of a bytes first part) is left to
+ * eng_catalog_create_table, and eng_catalog_options_check has the last
+ * word on options.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "engine/key.h"
+#include "net/args.h"
+#include "net/tbl_args.h"
+#include "net/tbl_int.h"
+
+#define TTL_MAX_S ((UINT64_C(1) << 62) / 1000 - 1)
+
+enum opt {
+        OPT_AUTO_SPLIT_SIZE,
+        OPT_AUTO_SPLIT_LOAD,
+        OPT_SPLIT_SIZE,
+        OPT_SPLIT_LOAD_PERCENT,
+        OPT_MIN_TABLETS,
+        OPT_MAX_TABLETS,
+        OPT_DEFAULT_TTL,
+        OPT_COMPACTION,
+        OPT_MAX,
+};
+
+static const char *const opt_name[OPT_MAX] = {
+        "AUTO-SPLIT-SIZE", "AUTO-SPLIT-LOAD", "SPLIT-SIZE", "SPLIT-LOAD-PERCENT",
+        "MIN-TABLETS", "MAX-TABLETS", "DEFAULT-TTL", "COMPACTION",
+};
+
+static int opt_find(const struct net_arg *w)
+{
+        for (int k = 0; k < OPT_MAX; k++)
+                if (net_arg_is(w, opt_name[k]))
+                        return k;
+        return -1;
+}
+
+/* An integer from lo to hi for option k. */
+static int opt_int(const struct net_arg *v, int k, uint64_t lo, uint64_t hi, uint64_t *ret,
+                   char *err, size_t err_len)
+{
+        if (net_tbl_u64(v, ret) < 0 || *ret < lo || *ret > hi)
+                return net_tbl_fail(err, err_len, "%s must be an integer from %llu to %llu",
+                                    opt_name[k], (unsigned long long)lo, (unsigned long long)hi);
+        return 0;
+}
+
+/* bytes[kb|mb|gb|tb] (powers of 1024, suffix without case), as redis.conf's
+ * memory values. */
+static int size_parse(const struct net_arg *v, uint64_t *ret, char *err, size_t err_len)
+{
+        static const char *const sfx[] = { "kb", "mb", "gb", "tb" };
+        struct net_arg num = *v, unit;
+        unsigned shift = 0;
+        uint64_t n;
+
+        while (num.len && (num.ptr[num.len - 1] < '0' || num.ptr[num.len - 1] > '9'))
+                num.len--;
+        unit = (struct net_arg){ v->ptr + num.len, v->len - num.len };
+        for (unsigned i = 0; i < 4 && unit.len; i++)
+                if (net_arg_is(&unit, sfx[i]))
+                        shift = 10 * (i + 1);
+        if (net_tbl_u64(&num, &n) < 0 || (unit.len && !shift))
+                return net_tbl_fail(err, err_len,
+                                    "SPLIT-SIZE must be a number of bytes, optionally with kb, mb, gb "
+                                    "or tb, got '%.*s'", (int)(v->len > 40 ? 40 : v->len), v->ptr);
+        if (shift && n > UINT64_MAX >> shift)
+                return net_tbl_fail(err, err_len, "SPLIT-SIZE %.*s is too large",
+                                    (int)(v->len > 40 ? 40 : v->len), v->ptr);
+        *ret = n << shift;
+        return 0;
+}
+
+static int opt_switch(const struct net_arg *v, int k, bool *ret, char *err, size_t err_len)
+{
+        if (net_arg_is(v, "on"))
+                *ret = true;
+        else if (net_arg_is(v, "off"))
+                *ret = false;
+        else
+                return net_tbl_fail(err, err_len, "%s must be on or off", opt_name[k]);
+        return 0;
+}
+
+/* Sets option k of o to v. */
+static int opt_apply(struct eng_catalog_options *o, int k, const struct net_arg *v, char *err,
+                     size_t err_len)
+{
+        uint64_t n = 0;
+        int r = 0;
+
+        switch ((enum opt)k) {
+        case OPT_AUTO_SPLIT_SIZE:
+                return opt_switch(v, k, &o->split_by_size, err, err_len);
+        case OPT_AUTO_SPLIT_LOAD:
+                return opt_switch(v, k, &o->split_by_load, err, err_len);
+        case OPT_SPLIT_SIZE:
+                return size_parse(v, &o->split_size_bytes, err, err_len);
+        case OPT_SPLIT_LOAD_PERCENT:
+                r = opt_int(v, k, 1, 100, &n, err, err_len);
+                o->split_load_percent = (uint32_t)n;
+                break;
+        case OPT_MIN_TABLETS:
+        case OPT_MAX_TABLETS:
+                r = opt_int(v, k, 1, ENG_CATALOG_MAX_TABLETS, &n, err, err_len);
+                *(k == OPT_MIN_TABLETS ? &o->min_tablets : &o->max_tablets) = (uint32_t)n;
+                break;
+        case OPT_DEFAULT_TTL:
+                r = opt_int(v, k, 0, TTL_MAX_S, &n, err, err_len);
+                o->default_ttl_ms = n * 1000;
+                break;
+        case OPT_COMPACTION:
+                if (!net_arg_is(v, "size-tiered"))
+                        return net_tbl_fail(err, err_len,
+                                            "COMPACTION must be size-tiered (the only strategy so far)");
+                o->compaction = ENG_CATALOG_COMPACTION_SIZE_TIERED;
+                break;
+        case OPT_MAX:
+                break;
+        }
+        return r;
+}
+
+/* Option word w at argv[*i] with its value: applied to o, noted in *seen. */
+static int opt_take(struct eng_catalog_options *o, uint32_t *seen, int k,
+                    const struct net_arg *argv, size_t argc, size_t *i, char *err, size_t err_len)
+{
+        if (*seen & (1u << k))
+                return net_tbl_fail(err, err_len, "option %s is given twice", opt_name[k]);
+        if (argc - *i < 2)
+                return net_tbl_fail(err, err_len, "option %s needs a value", opt_name[k]);
+        *seen |= 1u << k;
+        *i += 2;
+        return opt_apply(o, k, &argv[*i - 1], err, err_len);
+}
+
+/* The checks across options, then the catalog's. */
+static int opts_check(const struct eng_catalog_options *o, char *err, size_t err_len)
+{
+        if (o->min_tablets > o->max_tablets)
+                return net_tbl_fail(err, err_len, "MIN-TABLETS %u is above MAX-TABLETS %u",
+                                    o->min_tablets, o->max_tablets);
+        return eng_catalog_options_check(o, err, err_len) < 0 ? -EINVAL : 0;
+}
+
+static int unknown_option(const struct net_arg *w, const char *also, char *err, size_t err_len)
+{
+        return net_tbl_fail(err, err_len,
+                            "unknown %soption '%.*s' (options: AUTO-SPLIT-SIZE, AUTO-SPLIT-LOAD, "
+                            "SPLIT-SIZE, SPLIT-LOAD-PERCENT, MIN-TABLETS, MAX-TABLETS, DEFAULT-TTL, "
+                            "COMPACTION)", also, (int)(w->len > 40 ? 40 : w->len), w->ptr);
+}
+
+int net_tbl_options_parse(const struct eng_catalog_options *cur, const struct net_arg *argv,
+                          size_t argc, struct eng_catalog_options *ret, char *err, size_t err_len)
+{
+        struct eng_catalog_options o = *cur;
+        uint32_t seen = 0;
+        int r = 0;
+
+        if (argc == 0)
+                return net_tbl_fail(err, err_len, "give at least one option and its value");
+        for (size_t i = 0; r == 0 && i < argc;) {
+                int k = opt_find(&argv[i]);
+
+                r = k < 0 ? unknown_option(&argv[i], "", err, err_len)
+                          : opt_take(&o, &seen, k, argv, argc, &i, err, err_len);
+        }
+        if (r == 0)
+                r = opts_check(&o, err, err_len);
+        if (r == 0)
+                *ret = o;
+        return r;
+}
+
+/* ---- TABLE.CREATE ---- */
+
+struct create_build {
+        struct net_tbl_create c;
+        uint32_t seen;                  /* options given */
+        bool mode_given, prefix_given, tablets_given;
+        size_t keys_len, keys_cap;
+};
+
+static bool type_parse(const struct net_arg *w, enum eng_tuple_type *ret)
+{
+        if (net_arg_is(w, "i64"))
+                *ret = ENG_TUPLE_I64;
+        else if (net_arg_is(w, "u64"))
+                *ret = ENG_TUPLE_U64;
+        else if (net_arg_is(w, "bytes"))
+                *ret = ENG_TUPLE_BYTES;
+        else
+                return false;
+        return true;
+}
+
+/* "KEY type [type ...]" at argv[*i..argc). */
+static int key_types(struct create_build *b, const struct net_arg *argv, size_t argc, size_t *i,
+                     char *err, size_t err_len)
+{
+        struct eng_catalog_table_spec *s = &b->c.spec;
+
+        if (*i >= argc || !net_arg_is(&argv[*i], "key"))
+                return net_tbl_fail(err, err_len,
+                                    "expected KEY after the path, then the key's types (i64, u64, bytes)");
+        for ((*i)++; *i < argc && type_parse(&argv[*i], &b->c.parts[s->n_parts]); (*i)++)
+                if (++s->n_parts == ENG_CATALOG_MAX_PARTS && *i + 1 < argc &&
+                    type_parse(&argv[*i + 1], &(enum eng_tuple_type){ 0 }))
+                        return net_tbl_fail(err, err_len, "a key has at most %u parts",
+                                            ENG_CATALOG_MAX_PARTS);
+        if (s->n_parts == 0)
+                return net_tbl_fail(err, err_len, "KEY needs at least one type (i64, u64, bytes)%s",
+                                    *i < argc ? ", got an unknown one" : "");
+        return 0;
+}
+
+/* "HASHED [PREFIX n]" or "ORDERED" at argv[*i..argc). */
+static int mode_parse(struct create_build *b, const struct net_arg *argv, size_t argc, size_t *i,
+                      char *err, size_t err_len)
+{
+        struct eng_catalog_table_spec *s = &b->c.spec;
+        uint64_t n;
+
+        if (b->mode_given)
+                return net_tbl_fail(err, err_len, "the key mode (ORDERED or HASHED) is given twice");
+        b->mode_given = true;
+        if (net_arg_is(&argv[(*i)++], "ordered")) {
+                s->mode = ENG_CATALOG_ORDERED;
+                s->hash_parts = 0;
+                return 0;
+        }
+        s->mode = ENG_CATALOG_HASHED;
+        s->hash_parts = s->n_parts;
+        if (*i >= argc || !net_arg_is(&argv[*i], "prefix"))
+                return 0;
+        if (argc - *i < 2 || net_tbl_u64(&argv[*i + 1], &n) < 0 || n < 1 || n > s->n_parts)
+                return net_tbl_fail(err, err_len, "PREFIX must be from 1 to the key's %u part%s",
+                                    s->n_parts, s->n_parts == 1 ? "" : "s");
+        s->hash_parts = (uint32_t)n;
+        *i += 2;
+        return 0;
+}
+
+static int tablets_parse(struct create_build *b, const struct net_arg *argv, size_t argc,
+                         size_t *i, char *err, size_t err_len)
+{
+        uint64_t n;
+
+        if (b->tablets_given)
+                return net_tbl_fail(err, err_len, "TABLETS is given twice");
+        if (argc - *i < 2 || net_tbl_u64(&argv[*i + 1], &n) < 0 || n < 1 ||
+            n > ENG_CATALOG_MAX_TABLETS)
+                return net_tbl_fail(err, err_len, "TABLETS must be an integer from 1 to %u",
+                                    ENG_CATALOG_MAX_TABLETS);
+        b->tablets_given = true;
+        b->c.spec.n_tablets = (uint32_t)n;
+        *i += 2;
+        return 0;
+}
+
+/* Room for one more split point of need bytes. */
+static int split_room(struct create_build *b, size_t need, char *err, size_t err_len)
+{
+        struct net_tbl_create *c = &b->c;
+
+        if (c->spec.n_splits + 1 >= ENG_CATALOG_MAX_TABLETS)
+                return net_tbl_fail(err, err_len, "at most %u SPLIT points",
+                                    ENG_CATALOG_MAX_TABLETS - 1);
+        if ((c->spec.n_splits & (c->spec.n_splits - 1)) == 0) {      /* 0, 1, 2, 4, ...: grow */
+                size_t cap = c->spec.n_splits ? 2 * (size_t)c->spec.n_splits : 1;
+                struct eng_catalog_split *v = realloc(c->splits, cap * sizeof(*v));
+
+                if (!v)
+                        return net_tbl_nomem(err, err_len);
+                c->splits = v;
+        }
+        if (b->keys_len + need > b->keys_cap) {
+                size_t cap = 2 * (b->keys_len + need);
+                uint8_t *k = realloc(c->split_keys, cap);
+
+                if (!k)
+                        return net_tbl_nomem(err, err_len);
+                c->split_keys = k;
+                b->keys_cap = cap;
+        }
+        return 0;
+}
+
+/* "SPLIT n part1..partn" at argv[*i..argc). Keys are stored back to back;
+ * create_finish points the splits at them. */
+static int split_parse(struct create_build *b, const struct net_arg *argv, size_t argc, size_t *i,
+                       char *err, size_t err_len)
+{
+        struct eng_catalog_table_spec *s = &b->c.spec;
+        struct eng_tuple_part parts[ENG_CATALOG_MAX_PARTS];
+        char what[48];
+        uint64_t n;
+        size_t need;
+        int r;
+
+        if (argc - *i < 2 || net_tbl_u64(&argv[*i + 1], &n) < 0 || n < 1 || n > s->n_parts)
+                return net_tbl_fail(err, err_len,
+                                    "SPLIT takes a count of key parts (1 to %u), then the parts",
+                                    s->n_parts);
+        if (argc - *i - 2 < n)
+                return net_tbl_fail(err, err_len, "SPLIT %llu needs %llu key parts, got %zu",
+                                    (unsigned long long)n, (unsigned long long)n, argc - *i - 2);
+        snprintf(what, sizeof(what), "SPLIT point %u, part", s->n_splits + 1);
+        r = net_tbl_parts_parse(b->c.parts, argv + *i + 2, (size_t)n, what, parts, err, err_len);
+        if (r < 0)
+                return r;
+        eng_tuple_encode(parts, (size_t)n, NULL, 0, &need);
+        if (need > ENG_CATALOG_MAX_SPLIT_BYTES)
+                return net_tbl_fail(err, err_len, "SPLIT point %u is %zu bytes encoded, at most %u",
+                                    s->n_splits + 1, need, ENG_CATALOG_MAX_SPLIT_BYTES);
+        r = split_room(b, need, err, err_len);
+        if (r < 0)
+                return r;
+        eng_tuple_encode(parts, (size_t)n, b->c.split_keys + b->keys_len, need, &need);
+        b->c.splits[s->n_splits++] = (struct eng_catalog_split){ .len = need };
+        b->keys_len += need;
+        *i += 2 + (size_t)n;
+        return 0;
+}
+
+/* One word of TABLE.CREATE after the types, with what follows it. */
+static int create_word(struct create_build *b, const struct net_arg *argv, size_t argc, size_t *i,
+                       char *err, size_t err_len)
+{
+        const struct net_arg *w = &argv[*i];
+        int k;
+
+        if (net_arg_is(w, "ordered") || net_arg_is(w, "hashed"))
+                return mode_parse(b, argv, argc, i, err, err_len);
+        if (net_arg_is(w, "tablets"))
+                return tablets_parse(b, argv, argc, i, err, err_len);
+        if (net_arg_is(w, "split"))
+                return split_parse(b, argv, argc, i, err, err_len);
+        k = opt_find(w);
+        if (k < 0)
+                return net_tbl_fail(err, err_len,
+                                    "unknown key type or option '%.*s' (types: i64, u64, bytes; then "
+                                    "ORDERED, HASHED [PREFIX n], TABLETS n, SPLIT n parts.., options)",
+                                    (int)(w->len > 40 ? 40 : w->len), w->ptr);
+        return opt_take(&b->c.spec.options, &b->seen, k, argv, argc, i, err, err_len);
+}
+
+static int split_cmp(const void *x, const void *y)
+{
+        const struct eng_catalog_split *a = x, *b = y;
+
+        return eng_key_cmp(a->key, a->len, b->key, b->len);
+}
+
+/* Points the splits at their keys and sorts them; checks what needs the
+ * whole command. */
+static int create_finish(struct create_build *b, char *err, size_t err_len)
+{
+        struct eng_catalog_table_spec *s = &b->c.spec;
+        size_t off = 0;
+
+        if (s->n_splits && s->mode == ENG_CATALOG_HASHED)
+                return net_tbl_fail(err, err_len,
+                                    "SPLIT is for ordered tables; a hashed table pre-splits with TABLETS n");
+        if (s->n_splits && b->tablets_given)
+                return net_tbl_fail(err, err_len,
+                                    "give TABLETS or SPLIT, not both (SPLIT points make points + 1 tablets)");
+        for (uint32_t j = 0; j < s->n_splits; j++) {
+                b->c.splits[j].key = b->c.split_keys + off;
+                off += b->c.splits[j].len;
+        }
+        if (s->n_splits)
+                qsort(b->c.splits, s->n_splits, sizeof(*b->c.splits), split_cmp);
+        for (uint32_t j = 1; j < s->n_splits; j++)
+                if (split_cmp(&b->c.splits[j - 1], &b->c.splits[j]) == 0)
+                        return net_tbl_fail(err, err_len, "two SPLIT points are equal");
+        s->splits = b->c.splits;
+        return opts_check(&s->options, err, err_len);
+}
+
+int net_tbl_create_parse(const struct net_arg *argv, size_t argc, struct net_tbl_create *ret,
+                         char *err, size_t err_len)
+{
+        struct create_build b = { 0 };
+        struct eng_catalog_table_spec *s = &b.c.spec;
+        size_t i = 1;
+        int r;
+
+        s->key_format = ENG_CATALOG_KEYS_TUPLE;
+        s->mode = ENG_CATALOG_ORDERED;
+        s->options = eng_catalog_options_default();
+        r = argc ? net_tbl_path(&argv[0], b.c.path, sizeof(b.c.path), err, err_len)
+                 : net_tbl_fail(err, err_len, "TABLE.CREATE needs a path");
+        if (r == 0)
+                r = key_types(&b, argv, argc, &i, err, err_len);
+        while (r == 0 && i < argc)
+                r = create_word(&b, argv, argc, &i, err, err_len);
+        if (r == 0)
+                r = create_finish(&b, err, err_len);
+        if (r < 0) {
+                net_tbl_create_fini(&b.c);
+                return r;
+        }
+        *ret = b.c;
+        ret->spec.path = ret->path;
+        ret->spec.parts = ret->parts;
+        return 0;
+}
+
+void net_tbl_create_fini(struct net_tbl_create *c)
+{
+        if (!c)
+                return;
+        free(c->splits);
+        free(c->split_keys);
+        memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,232 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tables over the Redis protocol (docs/tables.md): directories, tables
+with composite keys, rows, paged range reads, counts and range deletes,
+bad input, and the catalog across restarts and kill -9, on a 2-shard
+server driven by redis-py."""
+import signal
+
+import pytest
+import redis
+
+from server_util import Server
+
+
+def err(fn, *args):
+    with pytest.raises(redis.ResponseError) as e:
+        fn(*args)
+    return str(e.value)
+
+
+def pairs(flat):
+    """A RESP2 map (a flat list) as a dict with str keys."""
+    return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+
+
+def num(x):
+    """A u64 part: an integer, or above 2^63-1 a bulk string (RESP2)."""
+    return int(x)
+
+
+def cmd(r, *args):
+    return r.execute_command(*args)
+
+
+def range_all(r, table, *args, limit=None, max_pages=100000):
+    """Every row of a paged ROW.RANGE: (rows, pages)."""
+    rows, cur, pages = [], "0", 0
+    while True:
+        a = list(args) + (["LIMIT", limit] if limit else []) + ["CURSOR", cur]
+        cur, page = cmd(r, "ROW.RANGE", table, *a)
+        cur = cur.decode()
+        rows += page
+        pages += 1
+        assert pages < max_pages
+        if limit:
+            assert len(page) <= limit
+        if cur == "0":
+            return rows, pages
+
+
+def test_directories(r):
+    assert cmd(r, "DIR.CREATE", "/app") == b"OK"
+    assert cmd(r, "DIR.CREATE", "/app/sub") == b"OK"
+    assert "exists" in err(cmd, r, "DIR.CREATE", "/app")
+    assert err(cmd, r, "DIR.CREATE", "/nope/x")
+    assert cmd(r, "TABLE.CREATE", "/app/t", "KEY", "u64") == b"OK"
+    listing = pairs(cmd(r, "DIR.LIST", "/app"))
+    assert listing == {"sub": b"directory", "t": b"table"}
+    assert "redis" in pairs(cmd(r, "DIR.LIST"))
+    assert err(cmd, r, "DIR.DROP", "/app")                  # not empty
+    assert cmd(r, "DIR.DROP", "/app/sub") == b"OK"
+    assert err(cmd, r, "DIR.LIST", "/app/sub")
+    assert cmd(r, "PING") is True                           # still usable
+
+
+def test_rows_of_a_composite_key_table(r):
+    cmd(r, "DIR.CREATE", "/app")
+    assert cmd(r, "TABLE.CREATE", "/app/events", "KEY", "u64", "i64", "bytes",
+               "ORDERED", "TABLETS", 8) == b"OK"
+    assert cmd(r, "ROW.PUT", "/app/events", 42, -5, "a", "v1") == b"OK"
+    assert cmd(r, "ROW.GET", "/app/events", 42, -5, "a") == b"v1"
+    assert cmd(r, "ROW.GET", "/app/events", 42, -5, "b") is None
+    assert cmd(r, "ROW.PUT", "/app/events", 42, -5, "a", "v2", "PX", 100000) == b"OK"
+    assert cmd(r, "ROW.GET", "/app/events", 42, -5, "a") == b"v2"
+    assert cmd(r, "ROW.DEL", "/app/events", 42, -5, "a") == 1
+    assert cmd(r, "ROW.DEL", "/app/events", 42, -5, "a") == 0
+    assert cmd(r, "ROW.GET", "/app/events", 42, -5, "a") is None
+    # NULL sorts before every value; "\NULL" is the string NULL.
+    cmd(r, "ROW.PUT", "/app/events", 1, 0, "NULL", "null")
+    cmd(r, "ROW.PUT", "/app/events", 1, 0, "\\NULL", "string")
+    cmd(r, "ROW.PUT", "/app/events", 1, 0, "", "empty")
+    _, rows = cmd(r, "ROW.RANGE", "/app/events", "GE", 1, 1, "LE", 1, 1)
+    assert [row[0] for row in rows] == [[1, 0, None], [1, 0, b""], [1, 0, b"NULL"]]
+    assert [row[1] for row in rows] == [b"null", b"empty", b"string"]
+
+
+def test_bad_input_names_what_is_wrong(r):
+    cmd(r, "TABLE.CREATE", "/t", "KEY", "u64", "bytes")
+    assert "no table" in err(cmd, r, "ROW.GET", "/nope", 1, "a")
+    assert "2 key parts" in err(cmd, r, "ROW.GET", "/t", 1)
+    assert "u64" in err(cmd, r, "ROW.GET", "/t", -1, "a")
+    assert "u64" in err(cmd, r, "ROW.PUT", "/t", "x", "a", "v")
+    assert err(cmd, r, "ROW.RANGE", "/t", "GE", 1, 9, "LE", 1, 3)   # reversed
+    assert err(cmd, r, "TABLE.CREATE", "/t2", "KEY", "float")
+    assert err(cmd, r, "TABLE.CREATE", "/t2", "KEY", "u64", "SPLIT-SIZE", "lots")
+    assert "exists" in err(cmd, r, "TABLE.CREATE", "/t", "KEY", "u64")
+    assert "Redis keyspace" in err(cmd, r, "ROW.GET", "/redis/db0", "k")
+    big = "k" * 3000
+    assert "2048" in err(cmd, r, "ROW.PUT", "/t", 1, big, "v")
+    assert cmd(r, "ROW.GET", "/t", 1, big[:10]) is None
+    assert cmd(r, "PING") is True
+
+
+def test_paged_ranges_in_key_order_across_tablets_and_shards(r):
+    cmd(r, "TABLE.CREATE", "/t", "KEY", "u64", "TABLETS", 16)
+    tablets = pairs(cmd(r, "TABLE.DESCRIBE", "/t"))["tablets"]
+    assert len(tablets) == 16
+    assert {pairs(t)["shard"] for t in tablets} == {0, 1}
+    step = (1 << 64) // 1000
+    p = r.pipeline(transaction=False)
+    for i in range(1000):
+        p.execute_command("ROW.PUT", "/t", i * step, f"v{i}")
+    p.execute()
+    for limit in (1, 7, 100, 1000):
+        rows, pages = range_all(r, "/t", limit=limit)
+        assert [num(row[0][0]) for row in rows] == [i * step for i in range(1000)]
+        assert [row[1] for row in rows] == [f"v{i}".encode() for i in range(1000)]
+    assert cmd(r, "ROW.COUNT", "/t") == 1000
+    lo, hi = 100 * step, 200 * step
+    assert cmd(r, "ROW.COUNT", "/t", "GE", 1, lo, "LT", 1, hi) == 100
+    assert cmd(r, "ROW.COUNT", "/t", "GT", 1, lo, "LE", 1, hi) == 100
+    assert cmd(r, "ROW.DELRANGE", "/t", "GE", 1, lo, "LT", 1, hi) == 100
+    assert cmd(r, "ROW.COUNT", "/t") == 900
+    assert cmd(r, "ROW.GET", "/t", lo) is None
+    assert cmd(r, "ROW.GET", "/t", hi) == b"v200"
+    rows = pairs(cmd(r, "TABLE.DESCRIBE", "/t"))["tablets"]
+    assert sum(pairs(t)["rows"] for t in rows) >= 900
+
+
+def test_prefix_ranges_of_a_composite_key(r):
+    """All events of user 42 between t1 and t2 are one range read."""
+    cmd(r, "TABLE.CREATE", "/ev", "KEY", "u64", "i64", "TABLETS", 4)
+    p = r.pipeline(transaction=False)
+    for user in (41, 42, 43):
+        for ts in range(-50, 50):
+            p.execute_command("ROW.PUT", "/ev", user, ts, f"{user}:{ts}")
+    p.execute()
+    rows, _ = range_all(r, "/ev", "GE", 2, 42, -10, "LE", 2, 42, 10, limit=6)
+    assert [tuple(row[0]) for row in rows] == [(42, t) for t in range(-10, 11)]
+    rows, _ = range_all(r, "/ev", "GE", 1, 42, "LE", 1, 42)
+    assert len(rows) == 100
+    rows, _ = range_all(r, "/ev", "GT", 1, 41, "LT", 1, 43)
+    assert len(rows) == 100 and rows[0][0] == [42, -50]
+
+
+def test_hashed_tables(r):
+    cmd(r, "TABLE.CREATE", "/h", "KEY", "u64", "u64", "HASHED", "PREFIX", 1, "TABLETS", 8)
+    d = pairs(cmd(r, "TABLE.DESCRIBE", "/h"))
+    assert d["mode"] == b"hashed" and d["hash-prefix"] == 1
+    p = r.pipeline(transaction=False)
+    for user in range(20):
+        for i in range(30):
+            p.execute_command("ROW.PUT", "/h", user, i, f"{user}.{i}")
+    p.execute()
+    # One hash prefix: in key order.
+    rows, _ = range_all(r, "/h", "GE", 1, 7, "LE", 1, 7, limit=4)
+    assert [row[0] for row in rows] == [[7, i] for i in range(30)]
+    # The whole table: every row once, in hash order.
+    rows, _ = range_all(r, "/h", limit=33)
+    assert sorted(tuple(row[0]) for row in rows) == [(u, i) for u in range(20) for i in range(30)]
+    assert "hashed on its first 1" in err(cmd, r, "ROW.RANGE", "/h", "GE", 1, 1, "LE", 1, 2)
+
+
+def test_drop_and_reuse_a_name(r):
+    cmd(r, "TABLE.CREATE", "/t", "KEY", "bytes", "HASHED", "TABLETS", 4)
+    assert "split points" in err(cmd, r, "TABLE.CREATE", "/o", "KEY", "bytes", "TABLETS", 4)
+    for i in range(100):
+        cmd(r, "ROW.PUT", "/t", f"k{i}", "old")
+    assert cmd(r, "TABLE.DROP", "/t") == b"OK"
+    assert "no table" in err(cmd, r, "ROW.GET", "/t", "k1")
+    assert cmd(r, "TABLE.CREATE", "/t", "KEY", "bytes") == b"OK"     # at once
+    assert cmd(r, "ROW.GET", "/t", "k1") is None
+    assert cmd(r, "ROW.COUNT", "/t") == 0
+    assert [p.decode() for p in cmd(r, "TABLE.LIST", "/")].count("/t") == 1
+
+
+def test_alter_changes_options(r):
+    cmd(r, "TABLE.CREATE", "/t", "KEY", "u64", "DEFAULT-TTL", 0)
+    assert cmd(r, "TABLE.ALTER", "/t", "SPLIT-SIZE", "1gb", "AUTO-SPLIT-LOAD", "on") == b"OK"
+    o = pairs(pairs(cmd(r, "TABLE.DESCRIBE", "/t"))["options"])
+    assert o["split-size"] == 1 << 30 and o["auto-split-load"] == b"on"
+    assert err(cmd, r, "TABLE.ALTER", "/t", "MIN-TABLETS", 0)
+    assert err(cmd, r, "TABLE.ALTER", "/nope", "MIN-TABLETS", 2)
+
+
+def test_tables_and_rows_survive_restarts_and_kill9():
+    s = Server().start()
+    r = s.client()
+    cmd(r, "DIR.CREATE", "/app")
+    cmd(r, "TABLE.CREATE", "/app/t", "KEY", "u64", "TABLETS", 8)
+    cmd(r, "TABLE.CREATE", "/app/gone", "KEY", "u64")
+    for i in range(200):
+        cmd(r, "ROW.PUT", "/app/t", i << 56, f"v{i}")
+        cmd(r, "ROW.PUT", "/app/gone", i, "x")
+    cmd(r, "TABLE.DROP", "/app/gone")
+    r.set("plain", "redis")
+    assert s.stop() == 0
+    s.start()
+    r = s.client()
+    assert cmd(r, "ROW.COUNT", "/app/t") == 200
+    assert "no table" in err(cmd, r, "ROW.COUNT", "/app/gone")
+    assert r.get("plain") == b"redis"
+    cmd(r, "TABLE.CREATE", "/app/new", "KEY", "i64")
+    cmd(r, "ROW.PUT", "/app/new", -1, "after")
+    s.stop(sig=signal.SIGKILL)
+    s.start()
+    r = s.client()
+    assert cmd(r, "ROW.GET", "/app/new", -1) == b"after"
+    assert cmd(r, "ROW.COUNT", "/app/t") == 200
+    s.close()
+
+
+def raw_reply(r, *args):
+    """A reply without redis-py's reshaping (it rewrites every COMMAND reply)."""
+    conn = r.connection_pool.get_connection(args[0])
+    try:
+        conn.send_command(*args)
+        return conn.read_response()
+    finally:
+        r.connection_pool.release(conn)
+
+
+def test_command_docs_name_the_table_commands(r):
+    names = ["dir.create", "dir.drop", "dir.list", "table.create", "table.drop", "table.alter",
+             "table.list", "table.describe", "row.put", "row.get", "row.del", "row.write",
+             "row.range", "row.count", "row.delrange"]
+    docs = raw_reply(r, "COMMAND", "DOCS", *names)
+    docs = {docs[i].decode(): pairs(docs[i + 1]) for i in range(0, len(docs), 2)}
+    assert sorted(docs) == sorted(names)
+    assert docs["row.range"]["summary"].startswith(b"Reads a page")
+    args = [pairs(a)["name"] for a in docs["row.range"]["arguments"]]
+    assert b"cursor" in args and b"rev" in args
+    assert raw_reply(r, "COMMAND", "DOCS", "nosuch") == []
