@@ -121,6 +121,18 @@ void eng_memtable_iter_seek_version(struct eng_memtable_iter *it, const void *ke
 void eng_memtable_iter_seek_first(struct eng_memtable_iter *it);
 bool eng_memtable_iter_valid(const struct eng_memtable_iter *it);
 void eng_memtable_iter_next(struct eng_memtable_iter *it);
+/*
+ * The reverse moves, for scans that walk down (merge_iter.h). Each is a
+ * search from the top of the list (no back links): O(log n) a move, prev
+ * included. Versions put meanwhile are seen as by the forward moves.
+ */
+/* Positions at the last version whose key is < key: the oldest version of
+ * the largest such key. Not valid when there is none. */
+void eng_memtable_iter_seek_lt(struct eng_memtable_iter *it, const void *key, uint32_t key_len);
+/* Positions at the last version of all (the oldest of the largest key). */
+void eng_memtable_iter_seek_last(struct eng_memtable_iter *it);
+/* The version before the current one in the list's order. REQUIRES: valid. */
+void eng_memtable_iter_prev(struct eng_memtable_iter *it);
 /* The current version. REQUIRES: valid. */
 void eng_memtable_iter_entry(const struct eng_memtable_iter *it, struct eng_entry *ret);
 
