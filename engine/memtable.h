@@ -102,9 +102,10 @@ uint64_t eng_memtable_dir_pushes(const struct eng_memtable *mt);
  * contain the upper ones. O(n). */
 bool eng_memtable_check(const struct eng_memtable *mt);
 
-/* Forward iterator over every version in order. Valid while the memtable is
- * referenced. Puts may happen meanwhile: nodes are never moved or freed, so
- * the iterator never dangles, and it sees versions inserted ahead of it. */
+/* Iterator over every version in order, forward or (the reverse moves
+ * below) backward. Valid while the memtable is referenced. Puts may happen
+ * meanwhile: nodes are never moved or freed, so the iterator never
+ * dangles, and it sees versions inserted ahead of it. */
 struct eng_memtable_iter {
         const struct eng_memtable *mt;
         const struct eng_mt_node *node;
