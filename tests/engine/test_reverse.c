@@ -9,7 +9,8 @@
  * between keys, exactly at a key and after the last, and prev goes on from
  * there; forward and reverse moves mixed; restart intervals of 1 to 16;
  * SSTables of many blocks, cold and warm; damaged blocks skipped or
- * reported walking down. The merge's reverse mode: test_merge_reverse.c.
+ * reported walking down; reading ahead downwards, and freeing with a
+ * reverse read pending. The merge's reverse mode: test_merge_reverse.c.
  */
 #include <errno.h>
 #include <limits.h>
@@ -558,4 +559,53 @@ Test(reverse, a_damaged_block_is_skipped_or_reported_walking_down)
         eng_sst_table_unref(t);
         free(v);
         free(vis);
+}
+
+static uint64_t misses(void)
+{
+        return eng_block_cache_stats(cache)->misses;
+}
+
+Test(reverse, walking_down_reads_the_block_below_ahead_and_a_pending_free_never_calls_back)
+{
+        size_t n, i;
+        struct mver *v = versions(8, 2000, 0, &n);
+        struct eng_sst_table *t = table_make(1, v, n, 16);
+        const uint32_t nb = n_blocks(t);
+        struct engine_test_move mw = { 0 };
+        struct eng_sst_iter *it;
+        uint64_t m0 = misses();
+
+        cr_assert(eq(int, eng_sst_iter_new(t, &it), 0));
+        engine_test_moves_waited = 0;
+        cr_assert(eq(int, SEEK_LAST(it), 1));
+        cr_expect(eq(u32, engine_test_moves_waited, 1));
+        cr_expect(eq(u64, misses() - m0, 2), "the last block, and the one below ahead");
+        cr_assert(ge(int, engine_test_read_block(loop, t, nb - 2), 0)); /* it has landed */
+        /* Down through the last block into the one below without waiting;
+         * entering it starts the read of the next one down. */
+        engine_test_moves_waited = 0;
+        m0 = misses();
+        for (i = n - 1; misses() == m0; i--) {
+                cr_assert(gt(sz, i, 0), "never left the last block");
+                expect_sst_at(it, v, i);
+                cr_assert(eq(int, PREV(it), 1));
+        }
+        cr_expect(eq(u32, engine_test_moves_waited, 0));
+        cr_expect(eq(u64, misses() - m0, 1), "block %u ahead", nb - 3);
+        cr_assert(ge(int, engine_test_read_block(loop, t, nb - 3), 0));
+        eng_sst_iter_free(it);
+
+        /* Freed while its read is pending: the read completes, the block
+         * goes back, no callback. */
+        eng_block_cache_erase_file(cache, 1);
+        cr_assert(eq(int, eng_sst_iter_new(t, &it), 0));
+        cr_assert(eq(int, eng_sst_iter_seek_last(it, on_move, &mw), ENG_SST_PENDING));
+        eng_sst_iter_free(it);
+        cr_assert(ge(int, engine_test_read_block(loop, t, nb - 1), 0));
+        cr_assert(ge(int, engine_test_read_block(loop, t, nb - 2), 0));
+        cr_expect(eq(int, mw.calls, 0));
+        cr_expect(eq(u64, eng_block_cache_stats(cache)->pins, 0));
+        eng_sst_table_unref(t);
+        free(v);
 }
