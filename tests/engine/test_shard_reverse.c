@@ -36,10 +36,13 @@ static uint32_t key_of(uint32_t i, char *buf)
 
 static uint32_t key_index(const uint8_t *k, uint32_t len)
 {
-        unsigned i;
+        uint32_t i = 0;
 
         cr_assert(eq(u32, len, 6));
-        cr_assert(eq(int, sscanf((const char *)k + 1, "%5u", &i), 1));
+        for (uint32_t j = 1; j < 6; j++) {      /* k is not NUL-terminated */
+                cr_assert(k[j] >= '0' && k[j] <= '9');
+                i = i * 10 + (uint32_t)(k[j] - '0');
+        }
         cr_assert(lt(u32, i, (unsigned)NKEYS));
         cr_assert(eq(u8, k[0], (uint8_t)(i * 256 / NKEYS)));
         return i;
