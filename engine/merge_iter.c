@@ -64,6 +64,7 @@ struct eng_merge_iter {
         uint8_t *cand_value;
         size_t cand_cap;
         bool has_cand;
+        uint64_t gathered_seq;          /* of the version of last gathered last */
         struct eng_merge_stats stats;
         struct eng_sst_damage damage;   /* the first damaged block met, if stats.damaged */
 };
@@ -305,6 +306,8 @@ static int gather(struct eng_merge_iter *m, const struct eng_entry *e)
         int r;
 
         if (m->has_last && eng_key_cmp(e->key, e->key_len, m->last, m->last_len) == 0) {
+                if (e->seq == m->gathered_seq)
+                        return 0;       /* a forward seek found the child at its newest */
                 m->stats.shadowed++;    /* the one taken before */
                 m->skips++;
         } else {
@@ -313,6 +316,7 @@ static int gather(struct eng_merge_iter *m, const struct eng_entry *e)
                 m->skips = 0;
         }
         m->has_cand = false;
+        m->gathered_seq = e->seq;
         if (other_on_key(m, e->key, e->key_len))
                 return 0;
         if (!(v = mem_grow(m->cand_value, &m->cand_cap, e->value_len, 1)))

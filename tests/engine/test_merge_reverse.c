@@ -401,6 +401,30 @@ Test(merge_reverse, a_hot_keys_newest_version_wins_without_stepping_over_every_v
         free(newer);
 }
 
+/* Past ENG_MERGE_MAX_SKIPS versions of one key, each child is sought to
+ * its newest version of it: a child with one version is found where it
+ * stood, and that version is not taken (nor counted) twice. */
+Test(merge_reverse, one_version_in_each_of_many_children_is_counted_once)
+{
+        enum { N = ENG_MERGE_MAX_SKIPS + 4 };
+        static struct mver one[N];
+        struct eng_merge_iter *m;
+        struct eng_entry e;
+
+        cr_assert(eq(int, eng_merge_iter_new(&rviews[1], &m), 0));
+        for (unsigned i = 0; i < N; i++) {
+                one[i] = (struct mver){ .key = 9, .seq = 1 + i, .kind = ENG_ENTRY_VALUE,
+                                        .value_len = i };
+                fake_add(loop, m, &one[i], 1, i % 2 == 0, 0);
+        }
+        cr_assert(eq(int, SEEK_LAST(m), 1));
+        eng_merge_iter_entry(m, &e);
+        expect_mver(&e, &one[N - 1]);
+        cr_expect(eq(u64, eng_merge_iter_stats(m)->shadowed, N - 1));
+        cr_expect(eq(int, PREV(m), 0));
+        eng_merge_iter_free(m);
+}
+
 /* ---- empty children ---- */
 
 Test(merge_reverse, empty_children_walk_down_to_nothing_or_to_the_others)
