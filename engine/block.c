@@ -342,3 +342,60 @@ void eng_block_iter_seek(struct eng_block_iter *it, const void *key, size_t key_
         while (it->valid && eng_key_cmp(it->key, it->key_len, key, key_len) < 0)
                 decode_next(it);
 }
+
+/* ---- reverse moves ---- */
+
+/* The offset of restart point i. */
+static size_t restart_off(const struct eng_block_iter *it, uint32_t i)
+{
+        return le32_get(it->restarts + 4 * i);
+}
+
+/* Positions at the entry that ends right where `off` starts (off: an
+ * entry's offset, or entries_end): decodes forward from the last restart
+ * point before off. Invalid with err 0 when off is the first entry. */
+static void seek_before(struct eng_block_iter *it, size_t off)
+{
+        uint32_t lo = 0, hi = it->n_restarts;
+
+        it->err = 0;
+        it->valid = false;
+        if (it->n_restarts == 0 || restart_off(it, 0) >= off)
+                return;
+        /* The last restart point whose offset is < off. */
+        while (hi - lo > 1) {
+                uint32_t mid = lo + (hi - lo) / 2;
+
+                if (restart_off(it, mid) < off)
+                        lo = mid;
+                else
+                        hi = mid;
+        }
+        seek_restart(it, lo);
+        while (it->valid && it->next_off < off)
+                decode_next(it);
+        if (it->valid && it->next_off != off) {
+                /* off is not where an entry starts: entries overlap. */
+                it->valid = false;
+                it->err = -SCREE_ECORRUPT;
+        }
+}
+
+void eng_block_iter_seek_last(struct eng_block_iter *it)
+{
+        seek_before(it, it->entries_end);
+}
+
+void eng_block_iter_seek_lt(struct eng_block_iter *it, const void *key, size_t key_len)
+{
+        eng_block_iter_seek(it, key, key_len);
+        if (it->err)
+                return;
+        seek_before(it, it->valid ? it->off : it->entries_end);
+}
+
+void eng_block_iter_prev(struct eng_block_iter *it)
+{
+        if (it->valid)
+                seek_before(it, it->off);
+}

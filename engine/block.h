@@ -131,4 +131,19 @@ void eng_block_iter_seek_first(struct eng_block_iter *it);
 void eng_block_iter_seek(struct eng_block_iter *it, const void *key, size_t key_len);
 void eng_block_iter_next(struct eng_block_iter *it);
 
+/*
+ * The reverse moves. Entries are prefix-compressed, so an entry is found
+ * by decoding forward from the last restart point before it: a move costs
+ * up to one restart interval of decoding. Each leaves the iterator
+ * invalid with err 0 when there is no such entry, or with err set when an
+ * entry on the way does not decode.
+ */
+/* Positions at the last entry. */
+void eng_block_iter_seek_last(struct eng_block_iter *it);
+/* Positions at the last entry whose key is < key (the oldest of that
+ * key's versions, as they are stored newest first). */
+void eng_block_iter_seek_lt(struct eng_block_iter *it, const void *key, size_t key_len);
+/* Positions at the entry before the current one. REQUIRES: valid. */
+void eng_block_iter_prev(struct eng_block_iter *it);
+
 #endif

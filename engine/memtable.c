@@ -262,9 +262,9 @@ static int climb(const struct eng_mt_node *x, int l, unsigned *steps)
         return x->height - 1;
 }
 
-/* The first node >= q (gets without the index, and seeks), climbing as
- * climb() says; *climbs counts the climbs. */
-static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const struct probe *q,
+/* The last node < q, or the head (gets without the index, and seeks),
+ * climbing as climb() says; *climbs counts the climbs. */
+static struct eng_mt_node *find_lt(const struct eng_memtable *mt, const struct probe *q,
                                    uint64_t *climbs)
 {
         int l, up;
@@ -287,7 +287,14 @@ static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const struct p
                         }
                 }
         }
-        return x->next[0];
+        return x;
+}
+
+/* The first node >= q. */
+static struct eng_mt_node *find_ge(const struct eng_memtable *mt, const struct probe *q,
+                                   uint64_t *climbs)
+{
+        return find_lt(mt, q, climbs)->next[0];
 }
 
 static unsigned random_height(struct eng_memtable *mt)
@@ -701,4 +708,41 @@ void eng_memtable_iter_next(struct eng_memtable_iter *it)
 void eng_memtable_iter_entry(const struct eng_memtable_iter *it, struct eng_entry *ret)
 {
         node_entry(it->node, ret);
+}
+
+/*
+ * Reverse moves. Nodes have no back links (a put would have to fix up a
+ * fourth pointer per level, and the list's nodes would grow): the node
+ * before another is found with a search from the top for the last node
+ * below it, O(log n) a step, the directory making most of them short.
+ */
+static const struct eng_mt_node *or_null(const struct eng_memtable *mt, const struct eng_mt_node *n)
+{
+        return n == mt->head ? NULL : n;
+}
+
+void eng_memtable_iter_seek_lt(struct eng_memtable_iter *it, const void *key, uint32_t key_len)
+{
+        /* (key, UINT64_MAX) sorts before every real version of key. */
+        struct probe q = probe_of(key, key_len, UINT64_MAX);
+
+        it->node = or_null(it->mt, find_lt(it->mt, &q, &it->climbs));
+}
+
+void eng_memtable_iter_seek_last(struct eng_memtable_iter *it)
+{
+        const struct eng_mt_node *x = it->mt->head;
+
+        for (int l = (int)it->mt->height - 1; l >= 0; l--)
+                while (x->next[l])
+                        x = x->next[l];
+        it->node = or_null(it->mt, x);
+}
+
+void eng_memtable_iter_prev(struct eng_memtable_iter *it)
+{
+        const struct eng_mt_node *n = it->node;
+        struct probe q = probe_of(node_key(n), n->key_len, n->seq);
+
+        it->node = or_null(it->mt, find_lt(it->mt, &q, &it->climbs));
 }

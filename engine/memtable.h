@@ -102,9 +102,10 @@ uint64_t eng_memtable_dir_pushes(const struct eng_memtable *mt);
  * contain the upper ones. O(n). */
 bool eng_memtable_check(const struct eng_memtable *mt);
 
-/* Forward iterator over every version in order. Valid while the memtable is
- * referenced. Puts may happen meanwhile: nodes are never moved or freed, so
- * the iterator never dangles, and it sees versions inserted ahead of it. */
+/* Iterator over every version in order, forward or (the reverse moves
+ * below) backward. Valid while the memtable is referenced. Puts may happen
+ * meanwhile: nodes are never moved or freed, so the iterator never
+ * dangles, and it sees versions inserted ahead of it. */
 struct eng_memtable_iter {
         const struct eng_memtable *mt;
         const struct eng_mt_node *node;
@@ -121,6 +122,18 @@ void eng_memtable_iter_seek_version(struct eng_memtable_iter *it, const void *ke
 void eng_memtable_iter_seek_first(struct eng_memtable_iter *it);
 bool eng_memtable_iter_valid(const struct eng_memtable_iter *it);
 void eng_memtable_iter_next(struct eng_memtable_iter *it);
+/*
+ * The reverse moves, for scans that walk down (merge_iter.h). Each is a
+ * search from the top of the list (no back links): O(log n) a move, prev
+ * included. Versions put meanwhile are seen as by the forward moves.
+ */
+/* Positions at the last version whose key is < key: the oldest version of
+ * the largest such key. Not valid when there is none. */
+void eng_memtable_iter_seek_lt(struct eng_memtable_iter *it, const void *key, uint32_t key_len);
+/* Positions at the last version of all (the oldest of the largest key). */
+void eng_memtable_iter_seek_last(struct eng_memtable_iter *it);
+/* The version before the current one in the list's order. REQUIRES: valid. */
+void eng_memtable_iter_prev(struct eng_memtable_iter *it);
 /* The current version. REQUIRES: valid. */
 void eng_memtable_iter_entry(const struct eng_memtable_iter *it, struct eng_entry *ret);
 

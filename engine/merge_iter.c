@@ -28,21 +28,23 @@
 #include "base/compiler.h"
 #include "base/mem.h"
 #include "engine/key.h"
+#include "engine/merge_int.h"
 #include "engine/merge_iter.h"
-#include "engine/sst_iter.h"
-#include "engine/sst_seq.h"
 
 struct slot {
         struct eng_merge_child *c;
         struct eng_entry e;             /* the child's entry while positioned */
         bool pending;                   /* a move of the child is under way */
         bool in_heap;
-        bool lazy;                      /* e is (c->lo, UINT64_MAX); the seek is put off */
+        bool lazy;                      /* e is (c->lo, UINT64_MAX), or (c->hi, 0) in
+                                         * reverse; the seek is put off */
+        bool at_newest;                 /* reverse: sought to its newest version of last */
 };
 
 struct eng_merge_iter {
         struct eng_merge_opts o;
         uint8_t *end;                   /* o.end_key's copy */
+        uint8_t *start;                 /* o.start_key's copy */
         struct slot *slots;
         size_t n, cap;
         uint32_t *heap;                 /* slot indexes; heap_cap == cap */
@@ -56,6 +58,13 @@ struct eng_merge_iter {
         size_t last_len, last_cap;
         bool has_last;
         uint32_t skips;                 /* versions of last stepped over (USER) */
+        /* Reverse USER: the newest version of last gathered yet, copied
+         * (key: last), once has_cand. */
+        struct eng_entry cand;
+        uint8_t *cand_value;
+        size_t cand_cap;
+        bool has_cand;
+        uint64_t gathered_seq;          /* of the version of last gathered last */
         struct eng_merge_stats stats;
         struct eng_sst_damage damage;   /* the first damaged block met, if stats.damaged */
 };
@@ -67,6 +76,8 @@ static bool before(const struct eng_merge_iter *m, uint32_t a, uint32_t b)
         const struct eng_entry *x = &m->slots[a].e, *y = &m->slots[b].e;
         int c = eng_version_cmp(x->key, x->key_len, x->seq, y->key, y->key_len, y->seq);
 
+        if (m->o.reverse)
+                c = -c;
         return c ? c < 0 : a < b;
 }
 
@@ -160,6 +171,24 @@ static void moved(struct eng_merge_iter *m, uint32_t i, int r)
         absorb(m, i, r);
 }
 
+/* Reverse: moves child i, on the current entry, to the version before
+ * it; in the USER view, once ENG_MERGE_MAX_SKIPS versions of last were
+ * gathered, forward to its newest version of last instead (only once: a
+ * child there steps on to the key before). */
+static void step_back(struct eng_merge_iter *m, uint32_t i)
+{
+        struct slot *s = &m->slots[i];
+        struct eng_merge_child *c = s->c;
+
+        if (m->o.view == ENG_MERGE_USER && m->skips > ENG_MERGE_MAX_SKIPS && !s->at_newest) {
+                s->at_newest = true;
+                moved(m, i, c->ops->seek(c, m->last, m->last_len, UINT64_MAX));
+                return;
+        }
+        s->at_newest = false;
+        moved(m, i, c->ops->prev(c));
+}
+
 /* Moves the child on the current entry to its next version; in the USER
  * view, once ENG_MERGE_MAX_SKIPS versions of the remembered key were
  * stepped over, past that key's last version instead (a seek to seq 0
@@ -169,6 +198,10 @@ static void step(struct eng_merge_iter *m)
         uint32_t i = m->heap[0];
         struct eng_merge_child *c = m->slots[i].c;
 
+        if (m->o.reverse) {
+                step_back(m, i);
+                return;
+        }
         if (m->o.view == ENG_MERGE_USER && m->skips > ENG_MERGE_MAX_SKIPS &&
             m->slots[i].e.seq > 0) {
                 moved(m, i, c->ops->seek(c, m->last, m->last_len, 0));
@@ -244,13 +277,110 @@ static void wake(struct eng_merge_iter *m, uint32_t i)
 
         s->lazy = false;
         m->stats.woken++;
-        moved(m, i, s->c->ops->seek(s->c, s->c->lo, s->c->lo_len, UINT64_MAX));
+        if (m->o.reverse)
+                moved(m, i, s->c->ops->seek_last(s->c));
+        else
+                moved(m, i, s->c->ops->seek(s->c, s->c->lo, s->c->lo_len, UINT64_MAX));
+}
+
+/* Reverse USER: whether a child besides the top one stands on key. All the
+ * versions of the top's key come before any other key's in the heap's
+ * order, so the second entry -- a child of the root -- tells. */
+static bool other_on_key(const struct eng_merge_iter *m, const uint8_t *key, size_t len)
+{
+        for (size_t j = 1; j <= 2 && j < m->heap_n; j++) {
+                const struct eng_entry *x = &m->slots[m->heap[j]].e;
+
+                if (eng_key_cmp(x->key, x->key_len, key, len) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Reverse USER: takes in e, the top entry, a version of last newer than
+ * those taken before (or the first of a new key). It is copied unless a
+ * newer one is sure to follow, as the child will move off it. */
+static int gather(struct eng_merge_iter *m, const struct eng_entry *e)
+{
+        uint8_t *v;
+        int r;
+
+        if (m->has_last && eng_key_cmp(e->key, e->key_len, m->last, m->last_len) == 0) {
+                if (e->seq == m->gathered_seq)
+                        return 0;       /* a forward seek found the child at its newest */
+                m->stats.shadowed++;    /* the one taken before */
+                m->skips++;
+        } else {
+                if ((r = remember(m, e)) < 0)
+                        return r;
+                m->skips = 0;
+        }
+        m->has_cand = false;
+        m->gathered_seq = e->seq;
+        if (other_on_key(m, e->key, e->key_len))
+                return 0;
+        if (!(v = mem_grow(m->cand_value, &m->cand_cap, e->value_len, 1)))
+                return -ENOMEM;
+        m->cand_value = v;
+        if (e->value_len)
+                memcpy(v, e->value, e->value_len);
+        m->cand = *e;
+        m->cand.key = m->last;
+        m->cand.value = v;
+        m->has_cand = true;
+        return 0;
+}
+
+/* The reverse settle: the top entry unless it is below start_key; RAW
+ * yields it, USER gathers the versions of its key until the top moves to
+ * another key, then yields the newest unless the view drops it. */
+static int settle_back(struct eng_merge_iter *m)
+{
+        for (;;) {
+                const struct eng_entry *e = NULL;
+                int r;
+
+                if (m->n_pending)
+                        return ENG_SST_PENDING;
+                if (m->err)
+                        return stop(m, m->err);
+                if (m->heap_n)
+                        e = &m->slots[m->heap[0]].e;
+                if (e && m->start && eng_key_cmp(e->key, e->key_len, m->start, m->o.start_len) < 0)
+                        e = NULL;
+                if (e && m->slots[m->heap[0]].lazy) {
+                        wake(m, m->heap[0]);
+                        continue;
+                }
+                if (m->o.view == ENG_MERGE_USER && m->has_last &&
+                    (!e || eng_key_cmp(e->key, e->key_len, m->last, m->last_len) != 0)) {
+                        /* Every version of last is in. */
+                        m->has_last = false;
+                        if (!m->has_cand || drops_dead(m, &m->cand))
+                                continue;
+                        m->valid = true;
+                        m->stats.entries++;
+                        return 1;
+                }
+                if (!e)
+                        return stop(m, 0);
+                if (m->o.view == ENG_MERGE_RAW) {
+                        m->valid = true;
+                        m->stats.entries++;
+                        return 1;
+                }
+                if ((r = gather(m, e)) < 0)
+                        return stop(m, r);
+                step(m);
+        }
 }
 
 /* Finishes a move once no child is pending: applies the view, stepping
  * the top child over what it leaves out. 1, 0, <0 or ENG_SST_PENDING. */
 static int settle(struct eng_merge_iter *m)
 {
+        if (m->o.reverse)
+                return settle_back(m);
         for (;;) {
                 const struct eng_entry *e;
                 int r;
@@ -297,6 +427,17 @@ void eng_merge_child_done(struct eng_merge_child *c, int res)
 
 /* ---- the merge ---- */
 
+/* A copy of a bound, or NULL on ENOMEM. One byte more, so that an empty
+ * key still has a buffer. */
+static uint8_t *key_copy(const void *key, size_t len)
+{
+        uint8_t *p = malloc(len + 1);
+
+        if (p && len)
+                memcpy(p, key, len);
+        return p;
+}
+
 int eng_merge_iter_new(const struct eng_merge_opts *o, struct eng_merge_iter **ret)
 {
         struct eng_merge_iter *m;
@@ -304,18 +445,20 @@ int eng_merge_iter_new(const struct eng_merge_opts *o, struct eng_merge_iter **r
         if (o->view <= ENG_MERGE_VIEW_INVALID || o->view >= ENG_MERGE_VIEW_MAX ||
             o->stream_bytes % MEM_DIRECT_ALIGN)
                 return -EINVAL;
+        if (o->reverse ? o->view == ENG_MERGE_COMPACT || o->stream_bytes || o->end_key :
+                         o->start_key != NULL)
+                return -EINVAL;
         if (!(m = calloc(1, sizeof(*m))))
                 return -ENOMEM;
         m->o = *o;
-        if (o->end_key) {
-                /* One byte more, so that an empty end key still has a buffer. */
-                if (!(m->end = malloc(o->end_len + 1))) {
-                        free(m);
-                        return -ENOMEM;
-                }
-                memcpy(m->end, o->end_key, o->end_len);
+        if ((o->end_key && !(m->end = key_copy(o->end_key, o->end_len))) ||
+            (o->start_key && !(m->start = key_copy(o->start_key, o->start_len)))) {
+                free(m->end);
+                free(m);
+                return -ENOMEM;
         }
         m->o.end_key = m->end;
+        m->o.start_key = m->start;
         *ret = m;
         return 0;
 }
@@ -327,6 +470,10 @@ int eng_merge_iter_add_take(struct eng_merge_iter *m, struct eng_merge_child *c)
         uint32_t *heap;
 
         SCREE_ASSERT(!m->started);
+        if (m->o.reverse && (!c->ops->seek_lt || !c->ops->seek_last || !c->ops->prev)) {
+                c->ops->free(c);
+                return -EINVAL;
+        }
         slots = mem_grow(m->slots, &cap, m->n + 1, sizeof(*slots));
         if (slots)
                 m->slots = slots;
@@ -361,6 +508,8 @@ void eng_merge_iter_free(struct eng_merge_iter *m)
         free(m->heap);
         free(m->last);
         free(m->end);
+        free(m->start);
+        free(m->cand_value);
         free(m);
 }
 
@@ -374,30 +523,59 @@ static void begin(struct eng_merge_iter *m, eng_merge_cb cb, void *arg)
         m->err = 0;
 }
 
-/* Moves every child to key (or to its start when key is NULL). */
+/* Whether child c's seek to key (NULL: its start, or its end in reverse)
+ * is put off; if so, *ret is its stand-in. */
+static bool put_off(const struct eng_merge_iter *m, const struct eng_merge_child *c,
+                    const void *key, size_t key_len, struct eng_entry *ret)
+{
+        if (m->o.reverse) {
+                if (!c->hi || (key && eng_key_cmp(key, key_len, c->hi, c->hi_len) <= 0))
+                        return false;
+                *ret = (struct eng_entry){ .key = c->hi, .key_len = (uint32_t)c->hi_len };
+                return true;
+        }
+        if (!key || !c->lo || eng_key_cmp(key, key_len, c->lo, c->lo_len) >= 0)
+                return false;
+        *ret = (struct eng_entry){ .key = c->lo, .key_len = (uint32_t)c->lo_len,
+                                   .seq = UINT64_MAX };
+        return true;
+}
+
+/* Moves child c to key: seek, or seek_lt in reverse; to its start (end)
+ * when key is NULL. */
+static int seek_child(const struct eng_merge_iter *m, struct eng_merge_child *c,
+                      const void *key, size_t key_len)
+{
+        if (m->o.reverse)
+                return key ? c->ops->seek_lt(c, key, key_len) : c->ops->seek_last(c);
+        return key ? c->ops->seek(c, key, key_len, UINT64_MAX) : c->ops->seek_first(c);
+}
+
+/* Moves every child to key (or to its start, or end, when key is NULL). */
 static int seek_all(struct eng_merge_iter *m, const void *key, size_t key_len)
 {
         heap_clear(m);
         m->has_last = false;
+        m->has_cand = false;
         for (uint32_t i = 0; i < m->n; i++) {
                 struct slot *s = &m->slots[i];
-                struct eng_merge_child *c = s->c;
 
-                s->lazy = key && c->lo && eng_key_cmp(key, key_len, c->lo, c->lo_len) < 0;
+                s->at_newest = false;
+                s->lazy = put_off(m, s->c, key, key_len, &s->e);
                 if (s->lazy) {
-                        s->e = (struct eng_entry){ .key = c->lo, .key_len = (uint32_t)c->lo_len,
-                                                   .seq = UINT64_MAX };
                         m->stats.lazy++;
                         heap_push(m, i);
                         continue;
                 }
-                moved(m, i, key ? c->ops->seek(c, key, key_len, UINT64_MAX) : c->ops->seek_first(c));
+                moved(m, i, seek_child(m, s->c, key, key_len));
         }
         return settle(m);
 }
 
 int eng_merge_iter_seek_first(struct eng_merge_iter *m, eng_merge_cb cb, void *arg)
 {
+        if (m->o.reverse)
+                return -EINVAL;
         begin(m, cb, arg);
         return seek_all(m, NULL, 0);
 }
@@ -407,15 +585,51 @@ int eng_merge_iter_seek(struct eng_merge_iter *m, const void *key, size_t key_le
 {
         static const uint8_t empty[1];
 
+        if (m->o.reverse)
+                return -EINVAL;
         begin(m, cb, arg);
         return seek_all(m, key ? key : empty, key_len);
 }
 
 int eng_merge_iter_next(struct eng_merge_iter *m, eng_merge_cb cb, void *arg)
 {
+        if (m->o.reverse)
+                return -EINVAL;
         SCREE_ASSERT(m->valid);
         begin(m, cb, arg);
         step(m);
+        return settle(m);
+}
+
+int eng_merge_iter_seek_last(struct eng_merge_iter *m, eng_merge_cb cb, void *arg)
+{
+        if (!m->o.reverse)
+                return -EINVAL;
+        begin(m, cb, arg);
+        return seek_all(m, NULL, 0);
+}
+
+int eng_merge_iter_seek_lt(struct eng_merge_iter *m, const void *key, size_t key_len,
+                           eng_merge_cb cb, void *arg)
+{
+        static const uint8_t empty[1];
+
+        if (!m->o.reverse)
+                return -EINVAL;
+        begin(m, cb, arg);
+        return seek_all(m, key ? key : empty, key_len);
+}
+
+/* In the USER view the children already stand past the current key (its
+ * versions were all gathered): only RAW steps. */
+int eng_merge_iter_prev(struct eng_merge_iter *m, eng_merge_cb cb, void *arg)
+{
+        if (!m->o.reverse)
+                return -EINVAL;
+        SCREE_ASSERT(m->valid);
+        begin(m, cb, arg);
+        if (m->o.view == ENG_MERGE_RAW)
+                step(m);
         return settle(m);
 }
 
@@ -427,7 +641,10 @@ bool eng_merge_iter_is_valid(const struct eng_merge_iter *m)
 void eng_merge_iter_entry(const struct eng_merge_iter *m, struct eng_entry *ret)
 {
         SCREE_ASSERT(m->valid);
-        *ret = m->slots[m->heap[0]].e;
+        if (m->o.reverse && m->o.view == ENG_MERGE_USER)
+                *ret = m->cand;
+        else
+                *ret = m->slots[m->heap[0]].e;
 }
 
 const struct eng_merge_stats *eng_merge_iter_stats(const struct eng_merge_iter *m)
@@ -450,235 +667,11 @@ static void child_damaged(void *arg, const struct eng_sst_damage *d)
                 m->damage = *d;
 }
 
-/* ---- children over memtables and SSTables ---- */
-
-struct mt_child {
-        struct eng_merge_child c;
-        struct eng_memtable *mt;        /* referenced */
-        struct eng_memtable_iter it;
-};
-
-static struct mt_child *mt_of(struct eng_merge_child *c)
-{
-        return container_of(c, struct mt_child, c);
-}
-
-static int mt_at(const struct mt_child *x)
-{
-        return eng_memtable_iter_valid(&x->it) ? 1 : 0;
-}
-
-static int mt_seek(struct eng_merge_child *c, const void *key, size_t key_len, uint64_t seq)
-{
-        struct mt_child *x = mt_of(c);
-
-        eng_memtable_iter_seek_version(&x->it, key, (uint32_t)key_len, seq);
-        return mt_at(x);
-}
-
-static int mt_seek_first(struct eng_merge_child *c)
-{
-        struct mt_child *x = mt_of(c);
-
-        eng_memtable_iter_seek_first(&x->it);
-        return mt_at(x);
-}
-
-static int mt_next(struct eng_merge_child *c)
-{
-        struct mt_child *x = mt_of(c);
-
-        eng_memtable_iter_next(&x->it);
-        return mt_at(x);
-}
-
-static void mt_entry(struct eng_merge_child *c, struct eng_entry *ret)
-{
-        eng_memtable_iter_entry(&mt_of(c)->it, ret);
-}
-
-static void mt_free(struct eng_merge_child *c)
-{
-        struct mt_child *x = mt_of(c);
-
-        eng_memtable_unref(x->mt);
-        free(x);
-}
-
-static const struct eng_merge_child_ops mt_ops = {
-        .seek = mt_seek, .seek_first = mt_seek_first, .next = mt_next,
-        .entry = mt_entry, .free = mt_free,
-};
-
-int eng_merge_child_memtable_new(struct eng_memtable *mt, struct eng_merge_child **ret)
-{
-        struct mt_child *x = calloc(1, sizeof(*x));
-
-        if (!x)
-                return -ENOMEM;
-        x->c.ops = &mt_ops;
-        eng_memtable_ref(mt);
-        x->mt = mt;
-        eng_memtable_iter_init(&x->it, mt);
-        *ret = &x->c;
-        return 0;
-}
-
-struct sst_child {
-        struct eng_merge_child c;
-        struct eng_sst_iter *it;
-};
-
-static struct sst_child *sst_of(struct eng_merge_child *c)
-{
-        return container_of(c, struct sst_child, c);
-}
-
-static void sst_moved(struct eng_sst_iter *it, int res, void *arg)
-{
-        (void)it;
-        eng_merge_child_done(arg, res);
-}
-
-static int sst_seek(struct eng_merge_child *c, const void *key, size_t key_len, uint64_t seq)
-{
-        return eng_sst_iter_seek(sst_of(c)->it, key, key_len, seq, sst_moved, c);
-}
-
-static int sst_seek_first(struct eng_merge_child *c)
-{
-        return eng_sst_iter_seek_first(sst_of(c)->it, sst_moved, c);
-}
-
-static int sst_next(struct eng_merge_child *c)
-{
-        return eng_sst_iter_next(sst_of(c)->it, sst_moved, c);
-}
-
-static void sst_entry(struct eng_merge_child *c, struct eng_entry *ret)
-{
-        eng_sst_iter_entry(sst_of(c)->it, ret);
-}
-
-/* eng_sst_iter_free may run while a read is pending and from the
- * iterator's own callback, as the child contract requires. */
-static void sst_free(struct eng_merge_child *c)
-{
-        struct sst_child *x = sst_of(c);
-
-        eng_sst_iter_free(x->it);
-        free(x);
-}
-
-static const struct eng_merge_child_ops sst_ops = {
-        .seek = sst_seek, .seek_first = sst_seek_first, .next = sst_next,
-        .entry = sst_entry, .free = sst_free,
-};
-
-int eng_merge_child_sst_new(struct eng_sst_table *t, struct eng_merge_child **ret)
-{
-        const struct eng_sst_props *props = eng_sst_reader_props(eng_sst_table_reader(t));
-        struct sst_child *x = calloc(1, sizeof(*x));
-        int r;
-
-        if (!x)
-                return -ENOMEM;
-        if ((r = eng_sst_iter_new(t, &x->it)) < 0) {
-                free(x);
-                return r;
-        }
-        x->c.ops = &sst_ops;
-        x->c.lo = props->smallest;
-        x->c.lo_len = props->smallest_len;
-        *ret = &x->c;
-        return 0;
-}
-
-struct seq_child {
-        struct eng_merge_child c;
-        struct eng_sst_seq *it;
-};
-
-static struct seq_child *seq_of(struct eng_merge_child *c)
-{
-        return container_of(c, struct seq_child, c);
-}
-
-static void seq_moved(struct eng_sst_seq *it, int res, void *arg)
-{
-        (void)it;
-        eng_merge_child_done(arg, res);
-}
-
-static int seq_seek(struct eng_merge_child *c, const void *key, size_t key_len, uint64_t seq)
-{
-        return eng_sst_seq_seek(seq_of(c)->it, key, key_len, seq, seq_moved, c);
-}
-
-static int seq_seek_first(struct eng_merge_child *c)
-{
-        return eng_sst_seq_seek_first(seq_of(c)->it, seq_moved, c);
-}
-
-static int seq_next(struct eng_merge_child *c)
-{
-        return eng_sst_seq_next(seq_of(c)->it, seq_moved, c);
-}
-
-static void seq_entry(struct eng_merge_child *c, struct eng_entry *ret)
-{
-        eng_sst_seq_entry(seq_of(c)->it, ret);
-}
-
-/* eng_sst_seq_free, like eng_sst_iter_free, may run at any time. */
-static void seq_free(struct eng_merge_child *c)
-{
-        struct seq_child *x = seq_of(c);
-
-        eng_sst_seq_free(x->it);
-        free(x);
-}
-
-static const struct eng_merge_child_ops seq_ops = {
-        .seek = seq_seek, .seek_first = seq_seek_first, .next = seq_next,
-        .entry = seq_entry, .free = seq_free,
-};
-
-int eng_merge_child_sst_seq_new(struct eng_sst_table *t, uint32_t chunk_bytes,
-                                struct eng_merge_child **ret)
-{
-        const struct eng_sst_props *props = eng_sst_reader_props(eng_sst_table_reader(t));
-        struct seq_child *x = calloc(1, sizeof(*x));
-        int r;
-
-        if (!x)
-                return -ENOMEM;
-        if ((r = eng_sst_seq_new(t, chunk_bytes, &x->it)) < 0) {
-                free(x);
-                return r;
-        }
-        x->c.ops = &seq_ops;
-        x->c.lo = props->smallest;
-        x->c.lo_len = props->smallest_len;
-        *ret = &x->c;
-        return 0;
-}
-
-/* A streaming child when the merge streams, else a cached one, which is
- * told the merge's span. */
 int eng_merge_iter_add_sst(struct eng_merge_iter *m, struct eng_sst_table *t)
 {
         struct eng_merge_child *c;
-        int r;
+        int r = eng_merge_child_sst_for(t, &m->o, child_damaged, m, &c);
 
-        if (m->o.stream_bytes) {
-                if ((r = eng_merge_child_sst_seq_new(t, m->o.stream_bytes, &c)) == 0)
-                        eng_sst_seq_on_damage(seq_of(c)->it, m->o.skip_damaged, child_damaged, m);
-        } else if ((r = eng_merge_child_sst_new(t, &c)) == 0) {
-                eng_sst_iter_set_span(sst_of(c)->it, m->o.span);
-                eng_sst_iter_on_damage(sst_of(c)->it, m->o.skip_damaged, child_damaged, m);
-        }
-        if (r < 0)
-                return r;
-        return eng_merge_iter_add_take(m, c);
+        return r < 0 ? r : eng_merge_iter_add_take(m, c);
 }
+

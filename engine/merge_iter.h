@@ -32,6 +32,15 @@
  * next until `limit` are taken; the key of the entry after the last one
  * taken is the resume key.
  *
+ * A reverse merge (eng_merge_opts.reverse; RAW and USER only) walks the
+ * same order down: seek_lt(end) or seek_last, then prev, stopping before
+ * a key below start_key. Positioned below a bound, a child stands on the
+ * oldest version of its key, so the USER view takes every version of the
+ * key from every child -- newest last -- before it decides: a copy of the
+ * newest is kept, yielded unless it is a tombstone or expired. Past
+ * ENG_MERGE_MAX_SKIPS versions of one key the child is sought forward to
+ * its newest version of the key instead of stepped through them.
+ *
  * Shard-local, like its children.
  */
 #ifndef SCREE_ENGINE_MERGE_ITER_H
@@ -67,6 +76,14 @@ struct eng_merge_child_ops {
         int (*seek_first)(struct eng_merge_child *c);
         /* REQUIRES: positioned. */
         int (*next)(struct eng_merge_child *c);
+        /* The reverse moves, for a reverse merge: the last version whose
+         * key is < key (the oldest version of the largest such key; key
+         * borrowed for the call), the last version of all, and the version
+         * before the current one (REQUIRES: positioned). A child that
+         * cannot walk down returns -ENOTSUP. */
+        int (*seek_lt)(struct eng_merge_child *c, const void *key, size_t key_len);
+        int (*seek_last)(struct eng_merge_child *c);
+        int (*prev)(struct eng_merge_child *c);
         /* The current version, borrowed until the child's next move or
          * free. REQUIRES: positioned. */
         void (*entry)(struct eng_merge_child *c, struct eng_entry *ret);
@@ -87,6 +104,11 @@ struct eng_merge_child {
          * that the scan ends before costs no block. */
         const uint8_t *lo;
         size_t lo_len;
+        /* The same for the child's largest key, or NULL: a reverse seek
+         * above it is put off, the child standing on (hi, 0), which sorts
+         * after any real version. */
+        const uint8_t *hi;
+        size_t hi_len;
         /* set by eng_merge_iter_add_take */
         struct eng_merge_iter *m;
         uint32_t index;
@@ -103,7 +125,8 @@ int eng_merge_child_memtable_new(struct eng_memtable *mt, struct eng_merge_child
  * t until it is gone). Returns 0 and *ret, or -ENOMEM. Shard-local. */
 int eng_merge_child_sst_new(struct eng_sst_table *t, struct eng_merge_child **ret);
 /* The same over an sst_seq.h iterator reading chunks of chunk_bytes (0 =
- * its default). 0 and *ret, -EINVAL (chunk_bytes), or -ENOMEM. */
+ * its default). 0 and *ret, -EINVAL (chunk_bytes), or -ENOMEM. It walks
+ * forward only: its reverse moves are -ENOTSUP. */
 int eng_merge_child_sst_seq_new(struct eng_sst_table *t, uint32_t chunk_bytes,
                                 struct eng_merge_child **ret);
 
@@ -139,6 +162,22 @@ struct eng_merge_opts {
          * blocks met are counted and the first is kept
          * (eng_merge_iter_damage). Never for a compaction. */
         bool skip_damaged;
+        /*
+         * A reverse merge: it walks down, with seek_last, seek_lt and prev
+         * (the forward moves are -EINVAL, as the reverse ones are on a
+         * forward merge). RAW yields every version in the reverse of the
+         * engine's order (key descending, oldest version first); USER
+         * still yields each key's newest live version, gathering all its
+         * versions first. COMPACT has no reverse (-EINVAL), nor does a
+         * merge that streams (stream_bytes). end_key must be NULL: a
+         * reverse walk of [start, end) is seek_lt(end) with start_key set
+         * to start.
+         */
+        bool reverse;
+        /* Reverse only: the inclusive lower bound; a walk down stops
+         * before a key below it. NULL = none; copied. */
+        const void *start_key;
+        size_t start_len;
 };
 
 /* What the views left out, counted per version. */
@@ -200,6 +239,21 @@ int eng_merge_iter_seek(struct eng_merge_iter *m, const void *key, size_t key_le
 
 /* The next entry of the view. REQUIRES: positioned. */
 int eng_merge_iter_next(struct eng_merge_iter *m, eng_merge_cb cb, void *arg);
+
+/*
+ * The reverse moves, for a merge made with reverse (else -EINVAL, without
+ * a callback). The same results, 0 meaning no entry of the view below the
+ * target, or the next one is below start_key. In the USER view the entry
+ * is a copy of the key's newest version, owned by m.
+ */
+/* To the last entry of the view. */
+int eng_merge_iter_seek_last(struct eng_merge_iter *m, eng_merge_cb cb, void *arg);
+/* To the last entry of the view whose key is < key (borrowed for the
+ * call): the exclusive upper end of a walk down. */
+int eng_merge_iter_seek_lt(struct eng_merge_iter *m, const void *key, size_t key_len,
+                           eng_merge_cb cb, void *arg);
+/* The entry before the current one in the view. REQUIRES: positioned. */
+int eng_merge_iter_prev(struct eng_merge_iter *m, eng_merge_cb cb, void *arg);
 
 /* True when the last move left m on an entry. */
 bool eng_merge_iter_is_valid(const struct eng_merge_iter *m);

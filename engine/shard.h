@@ -325,10 +325,20 @@ struct eng_scan {
          * call, and the first of them when damaged > 0. */
         uint32_t damaged;
         struct eng_sst_damage damage;
+        /* Set by the caller: walk down. The scan gives the entries of
+         * [start, end) in descending order, from the last position below
+         * end, across the tablets from the last down; resume (below) is
+         * then the position of the last entry given, and the next page is
+         * the scan of [start, resume): pass resume as the next call's end
+         * (exclusive, so that entry is not given again, and nothing lies
+         * between it and the next one), with the same start. */
+        bool reverse;
         /* Once the scan ended with 0: n items were given; when more is
          * true, resume[0..resume_len) is the position of the next entry
-         * (pass it as the next scan's start, also with this sc), owned
-         * by sc until eng_scan_release or the next scan with sc. */
+         * (pass it as the next scan's start, also with this sc) -- in
+         * reverse, of the last entry given (pass it as the next scan's
+         * end) -- owned by sc until eng_scan_release or the next scan
+         * with sc. */
         uint32_t n;
         bool more;
         uint8_t *resume;
@@ -338,6 +348,7 @@ struct eng_scan {
         uint32_t table;                 /* catalog table id */
         uint32_t limit;
         uint32_t tablet;                /* index in the table's tablets being walked */
+        bool walked;                    /* a tablet was opened: a vanished table is an error */
         bool hashed;
         uint64_t now_ms;
         struct eng_merge_iter *m;
@@ -350,7 +361,9 @@ struct eng_scan {
 /*
  * Scans table t from position start (inclusive; start_len 0 = the table's
  * first key) to end (exclusive; NULL = the table's end), giving at most
- * limit entries (1..) to sc->item. start and end are borrowed for the
+ * limit entries (1..) to sc->item: in ascending order, or descending from
+ * the end down when sc->reverse is set (then resume is the position of
+ * the last entry given, the next page's end). start and end are borrowed for the
  * call. Returns 0: done now (sc->n, sc->more, sc->resume set); 1: pending
  * (the disk, or writes in flight called before it),
  * sc->done(sc, res) runs later with 0 or an error (-SCREE_ECORRUPT,

@@ -13,6 +13,13 @@
  * With sc->skip_damaged its SSTable children step over a damaged data
  * block (sst_io.h) instead of failing; what each tablet's merge met of
  * them is summed into sc->damaged and sc->damage as the merge is freed.
+ *
+ * A reverse scan (sc->reverse) walks the tablets from the last down, each
+ * with a reverse merge bounded below by the tablet's start or the scan's
+ * (start_key) and sought to the last key under the tablet's end or the
+ * scan's (seek_lt). The key of the limit-th entry is kept as it is given:
+ * the merge's copy of it goes with the next move, which tells whether
+ * there is more.
  */
 #include <assert.h>
 #include <errno.h>
@@ -76,16 +83,22 @@ static void scan_merge_free(struct eng_scan *sc)
         sc->m = NULL;
 }
 
-/* Ends the scan: frees the merge and the bounds, returns res. */
+/* Ends the scan: frees the merge and the bounds (and after an error the
+ * resume position a reverse scan may have kept), returns res. */
 static int scan_end(struct eng_scan *sc, int res)
 {
+        if (res < 0)
+                eng_scan_release(sc);
         scan_merge_free(sc);
         free(sc->bounds);
         sc->bounds = NULL;
         return res;
 }
 
-/* Records the resume position (an internal key of the scanned table). */
+/* Records the resume position (an internal key of the scanned table):
+ * forward, the next entry's, once it is known that there is one; in
+ * reverse, the last entry given's, before the move that tells (more is
+ * set then, in scan_drive). */
 static int scan_set_resume(struct eng_scan *sc, const uint8_t *ikey, size_t len)
 {
         sc->resume_len = (uint32_t)(len - ENG_TABLE_ID_BYTES);
@@ -93,7 +106,7 @@ static int scan_set_resume(struct eng_scan *sc, const uint8_t *ikey, size_t len)
         if (!sc->resume)
                 return -ENOMEM;
         memcpy(sc->resume, ikey + ENG_TABLE_ID_BYTES, sc->resume_len);
-        sc->more = true;
+        sc->more = !sc->reverse;
         return 0;
 }
 
@@ -116,17 +129,26 @@ static int scan_deliver(struct eng_scan *sc, const struct eng_entry *e)
 }
 
 /* A merge over tablet t's memtables (newest first) and tables, ending at
- * end. Returns 0 and *ret, or -ENOMEM. */
-static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8_t *end,
-                          size_t end_len, struct eng_merge_iter **ret)
+ * bound: the exclusive end, or in reverse the inclusive start. Returns 0
+ * and *ret, or -ENOMEM. */
+static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8_t *bound,
+                          size_t bound_len, struct eng_merge_iter **ret)
 {
         struct eng_merge_opts o = {
-                .view = ENG_MERGE_USER, .now_ms = sc->now_ms, .end_key = end, .end_len = end_len,
+                .view = ENG_MERGE_USER, .now_ms = sc->now_ms,
                 .span = sc->limit - sc->n, .skip_damaged = sc->skip_damaged,
+                .reverse = sc->reverse,
         };
         struct eng_merge_iter *m;
         int r;
 
+        if (sc->reverse) {
+                o.start_key = bound;
+                o.start_len = bound_len;
+        } else {
+                o.end_key = bound;
+                o.end_len = bound_len;
+        }
         shard_apply_pending(sc->s);     /* see every write submitted before */
         r = eng_merge_iter_new(&o, &m);
         if (r < 0)
@@ -146,9 +168,20 @@ static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8
 
 static void scan_moved(struct eng_merge_iter *m, int res, void *arg);
 
-/* Moves to the next tablet of the table meeting the scan's range: seeks a
- * new merge there and returns the seek's result; SCAN_NO_TABLET when none
- * is left; <0 on error. */
+/* sc->tablet before a reverse scan knows its table's tablet count. */
+#define SCAN_LAST_TABLET (UINT32_MAX - 1)
+
+/* The tablet after sc->tablet in the scan's direction (UINT32_MAX below
+ * the first). */
+static uint32_t scan_step(const struct eng_scan *sc)
+{
+        return sc->reverse ? sc->tablet - 1 : sc->tablet + 1;
+}
+
+/* Moves to the next tablet of the table meeting the scan's range, in the
+ * scan's direction: seeks a new merge there (to [lo, hi)'s start, or in
+ * reverse below its end) and returns the seek's result; SCAN_NO_TABLET
+ * when none is left; <0 on error. */
 static int scan_open_tablet(struct eng_scan *sc)
 {
         struct eng_shard *s = sc->s;
@@ -157,8 +190,11 @@ static int scan_open_tablet(struct eng_scan *sc)
         const struct shard_route *rt = shard_route_of(s, sc->table);
 
         if (!rt)
-                return sc->tablet ? -SCREE_ENOTFOUND : SCAN_NO_TABLET;
-        for (; sc->tablet < rt->ct->n_tablets; sc->tablet++) {
+                return sc->walked ? -SCREE_ENOTFOUND : SCAN_NO_TABLET;
+        if (sc->tablet == SCAN_LAST_TABLET)
+                sc->tablet = rt->ct->n_tablets - 1;
+        /* Below the first tablet scan_step wraps to UINT32_MAX: past the last. */
+        for (; sc->tablet < rt->ct->n_tablets; sc->tablet = scan_step(sc)) {
                 struct eng_tablet *t = rt->tab[sc->tablet];
                 const uint8_t *lo = start, *hi = end;
                 size_t lo_len = sc->start_len, hi_len = sc->end_len;
@@ -176,6 +212,13 @@ static int scan_open_tablet(struct eng_scan *sc)
                 }
                 if (bytes_cmp(lo, lo_len, hi, hi_len) >= 0)
                         continue;
+                sc->walked = true;
+                if (sc->reverse) {
+                        r = scan_merge_new(sc, t, lo, lo_len, &sc->m);
+                        if (r < 0)
+                                return r;
+                        return eng_merge_iter_seek_lt(sc->m, hi, hi_len, scan_moved, sc);
+                }
                 r = scan_merge_new(sc, t, hi, hi_len, &sc->m);
                 if (r < 0)
                         return r;
@@ -195,21 +238,31 @@ static int scan_drive(struct eng_scan *sc, int r)
                         return 1;
                 if (r < 0)
                         return scan_end(sc, r);
-                if (r == SCAN_NO_TABLET)
+                if (r == SCAN_NO_TABLET) {
+                        eng_scan_release(sc);   /* reverse: no more after the last */
                         return scan_end(sc, 0);
+                }
                 if (r == 0) {           /* this tablet is exhausted */
                         scan_merge_free(sc);
-                        sc->tablet++;
+                        sc->tablet = scan_step(sc);
                         r = scan_open_tablet(sc);
                         continue;
                 }
                 eng_merge_iter_entry(sc->m, &e);
-                if (sc->n == sc->limit)
+                if (sc->n == sc->limit) {
+                        if (sc->reverse) {
+                                sc->more = true;        /* resume: the last one given */
+                                return scan_end(sc, 0);
+                        }
                         return scan_end(sc, scan_set_resume(sc, e.key, e.key_len));
+                }
                 r = scan_deliver(sc, &e);
+                if (r == 0 && sc->reverse && sc->n == sc->limit)
+                        r = scan_set_resume(sc, e.key, e.key_len);
                 if (r < 0)
                         return scan_end(sc, r);
-                r = eng_merge_iter_next(sc->m, scan_moved, sc);
+                r = sc->reverse ? eng_merge_iter_prev(sc->m, scan_moved, sc) :
+                                  eng_merge_iter_next(sc->m, scan_moved, sc);
         }
 }
 
@@ -284,7 +337,8 @@ int eng_shard_scan(struct eng_shard *s, uint32_t t, const void *start, uint32_t 
         sc->resume_len = 0;
         sc->m = NULL;
         sc->damaged = 0;
-        sc->tablet = 0;
+        sc->tablet = sc->reverse ? SCAN_LAST_TABLET : 0;
+        sc->walked = false;
         sc->now_ms = time_wall_ns() / 1000000;
         if (!eng_keyq_is_idle(&s->keyq)) {
                 /* See every write called before: wait for those in flight. */

@@ -39,7 +39,12 @@ int eng_sst_cursor_target(struct eng_sst_cursor *c, const void *key, size_t key_
  * the target's place, or the first entry. */
 static void position(struct eng_sst_cursor *c)
 {
-        if (c->seeking)
+        if (c->backward) {
+                if (c->seeking)
+                        eng_block_iter_seek_lt(&c->bi, c->target, c->target_len);
+                else
+                        eng_block_iter_seek_last(&c->bi);
+        } else if (c->seeking)
                 eng_block_iter_seek(&c->bi, c->target, c->target_len);
         else
                 eng_block_iter_seek_first(&c->bi);
@@ -97,6 +102,46 @@ static int enter_from(struct eng_sst_cursor *c, uint32_t index, eng_sst_cursor_e
         return 1;
 }
 
+/* Enters the last block below `index` that is not skipped as damaged: 0
+ * entered, 1 no block left, else what ends the move. */
+static int enter_back_from(struct eng_sst_cursor *c, uint32_t index,
+                           eng_sst_cursor_enter_fn enter, void *owner)
+{
+        int r;
+
+        while (index-- > 0) {
+                c->entering = index;
+                r = enter(owner, index);
+                if (r == 0 || (r = damaged(c, owner, index, false, r)) != 0)
+                        return r;
+        }
+        return 1;
+}
+
+/* Finishes a reverse move from the block iterator's position: its entry,
+ * or, when the block has none left there, the last entry of the blocks
+ * before it. Every entry of an earlier block is below the target. */
+static int settle_back(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner)
+{
+        int r;
+
+        for (;;) {
+                r = c->bi.valid ? eng_sst_data_entry(&c->bi, &c->entry) : c->bi.err;
+                if (r == 0 && c->bi.valid) {
+                        c->seeking = false;
+                        return 1;
+                }
+                if (r < 0)      /* 0: the rest of the block is skipped */
+                        r = damaged(c, owner, c->block, true, r);
+                if (r != 0)
+                        return r;
+                if ((r = enter_back_from(c, c->block, enter, owner)) != 0)
+                        return r == 1 ? 0 : r;
+                c->seeking = false;
+                position(c);
+        }
+}
+
 /* Finishes a move from the block iterator's position. */
 static int settle(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner)
 {
@@ -119,6 +164,7 @@ int eng_sst_cursor_move(struct eng_sst_cursor *c, uint32_t index, eng_sst_cursor
 {
         int r;
 
+        c->backward = false;
         if (index >= c->n_blocks)
                 return 0;
         if (!c->in_block || c->block != index) {
@@ -135,16 +181,45 @@ int eng_sst_cursor_resume(struct eng_sst_cursor *c, int res, eng_sst_cursor_ente
         if (res != 0) {
                 if ((res = damaged(c, owner, c->entering, false, res)) != 0)
                         return res;
-                if ((res = enter_from(c, c->entering + 1, enter, owner)) != 0)
+                res = c->backward ? enter_back_from(c, c->entering, enter, owner) :
+                                    enter_from(c, c->entering + 1, enter, owner);
+                if (res != 0)
                         return res == 1 ? 0 : res;
         }
         position(c);
-        return settle(c, enter, owner);
+        return c->backward ? settle_back(c, enter, owner) : settle(c, enter, owner);
 }
 
 int eng_sst_cursor_next(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner)
 {
+        c->backward = false;
         c->seeking = false;
         eng_block_iter_next(&c->bi);
         return settle(c, enter, owner);
+}
+
+int eng_sst_cursor_move_back(struct eng_sst_cursor *c, uint32_t index,
+                             eng_sst_cursor_enter_fn enter, void *owner)
+{
+        int r;
+
+        c->backward = true;
+        if (index >= c->n_blocks)
+                return 0;
+        if (!c->in_block || c->block != index) {
+                if ((r = enter_back_from(c, index + 1, enter, owner)) != 0)
+                        return r == 1 ? 0 : r;
+                if (c->block != index)
+                        c->seeking = false;     /* an earlier block: all below */
+        }
+        position(c);
+        return settle_back(c, enter, owner);
+}
+
+int eng_sst_cursor_prev(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner)
+{
+        c->backward = true;
+        c->seeking = false;
+        eng_block_iter_prev(&c->bi);
+        return settle_back(c, enter, owner);
 }

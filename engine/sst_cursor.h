@@ -24,6 +24,7 @@ struct eng_sst_cursor {
         bool in_block;                  /* set and cleared by the owner */
         uint32_t n_blocks;              /* the table's; set by the owner */
         bool seeking;                   /* the move is a seek to the target */
+        bool backward;                  /* the move walks down (the _back moves) */
         uint8_t *target;
         size_t target_len, target_cap;
         uint64_t target_seq;
@@ -73,5 +74,24 @@ int eng_sst_cursor_resume(struct eng_sst_cursor *c, int res, eng_sst_cursor_ente
 /* Continues from the entry the last move stopped on to the next: the same
  * results. */
 int eng_sst_cursor_next(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner);
+
+/*
+ * The reverse moves; eng_sst_cursor_resume continues them too. A reverse
+ * seek's target is a key alone (eng_sst_cursor_target's seq is ignored):
+ * the last entry whose key is below it.
+ */
+
+/* A reverse move from block `index` (entered unless it is the current
+ * one): the last entry below the target (or the block's last, when not
+ * seeking), in it or in the blocks before it, entered as the walk needs
+ * them. 1 with entry set, 0 before the table's first block, or as
+ * eng_sst_cursor_move. A damaged block (c->damaged returned 0) is left
+ * whole: the walk goes on at the last entry of the block before it. */
+int eng_sst_cursor_move_back(struct eng_sst_cursor *c, uint32_t index,
+                             eng_sst_cursor_enter_fn enter, void *owner);
+
+/* Continues from the entry the last move stopped on to the one before it:
+ * the same results. */
+int eng_sst_cursor_prev(struct eng_sst_cursor *c, eng_sst_cursor_enter_fn enter, void *owner);
 
 #endif

@@ -65,6 +65,7 @@ struct eng_sst_iter {
         eng_sst_iter_cb cb;
         void *arg;
         bool ahead_at_miss;             /* a read for the move reads ahead with it */
+        bool backward;                  /* the move walks down: reads ahead go down too */
         bool in_cb, freeing;
         struct eng_sst_damage_policy damage;    /* eng_sst_iter_on_damage */
 };
@@ -200,14 +201,20 @@ static struct slot *free_slot(struct eng_sst_iter *it, unsigned *ret_n)
         return f;
 }
 
-/* Starts reading blocks from+1 .. from+n that no slot holds yet, while more
- * than `spare` slots are free. A read that cannot start is no loss: the
- * move that needs the block starts it again and reports the error. */
+/* Starts reading the n blocks after `from` in the move's direction
+ * (from+1 .. from+n, or from-1 .. from-n walking down) that no slot holds
+ * yet, while more than `spare` slots are free. A read that cannot start is
+ * no loss: the move that needs the block starts it again and reports the
+ * error. */
 static void read_ahead(struct eng_sst_iter *it, uint32_t from, uint32_t n, unsigned spare)
 {
-        for (uint32_t i = from + 1; i <= from + n && i < it->c.n_blocks; i++) {
+        for (uint32_t k = 1; k <= n; k++) {
+                uint32_t i = it->backward ? from - k : from + k;
                 unsigned n_free;
                 struct slot *f;
+
+                if (it->backward ? k > from : i >= it->c.n_blocks)
+                        return;
 
                 if (slot_of(it, i))
                         continue;
@@ -243,9 +250,12 @@ static int take(struct eng_sst_iter *it, struct slot *s)
         return 0;
 }
 
-/* Whether a read of block x is worth keeping for a move into index. */
-static bool just_after(uint32_t x, uint32_t index)
+/* Whether a read of block x is worth keeping for a move into index: one
+ * of the blocks just after it in the move's direction. */
+static bool just_after(const struct eng_sst_iter *it, uint32_t x, uint32_t index)
 {
+        if (it->backward)
+                return x < index && index - x <= ITER_MAX_AHEAD;
         return x > index && x - index <= ITER_MAX_AHEAD;
 }
 
@@ -265,7 +275,7 @@ static int enter(void *owner, uint32_t index)
 
                 if (x->state == SLOT_FREE)
                         continue;
-                if (x->index == index || just_after(x->index, index)) {
+                if (x->index == index || just_after(it, x->index, index)) {
                         x->stale = false;
                         if (x->index == index)
                                 s = x;
@@ -326,17 +336,18 @@ static void on_read(struct eng_sst_block_read *rq, int res)
         maybe_destroy(it);
 }
 
-static void begin(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
+static void begin(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg, bool backward)
 {
         SCREE_ASSERT(!it->wait && !it->freeing);
         it->cb = cb;
         it->arg = arg;
         it->valid = false;
+        it->backward = backward;
 }
 
 int eng_sst_iter_seek_first(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
 {
-        begin(it, cb, arg);
+        begin(it, cb, arg, false);
         it->c.seeking = false;
         it->ahead_at_miss = false;
         return finish(it, eng_sst_cursor_move(&it->c, 0, enter, it));
@@ -347,7 +358,7 @@ int eng_sst_iter_seek(struct eng_sst_iter *it, const void *key, size_t key_len, 
 {
         uint32_t index;
 
-        begin(it, cb, arg);
+        begin(it, cb, arg, false);
         if (eng_sst_cursor_target(&it->c, key, key_len, seq) < 0)
                 return stop(it, -ENOMEM);
         it->ahead_at_miss = eng_key_cmp(key, key_len, it->smallest, it->smallest_len) >= 0;
@@ -359,9 +370,44 @@ int eng_sst_iter_seek(struct eng_sst_iter *it, const void *key, size_t key_len, 
 int eng_sst_iter_next(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
 {
         SCREE_ASSERT(it->valid);
-        begin(it, cb, arg);
+        begin(it, cb, arg, false);
         it->ahead_at_miss = true;
         return finish(it, eng_sst_cursor_next(&it->c, enter, it));
+}
+
+int eng_sst_iter_seek_last(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
+{
+        begin(it, cb, arg, true);
+        it->c.seeking = false;
+        it->ahead_at_miss = true;
+        return finish(it, eng_sst_cursor_move_back(&it->c, it->c.n_blocks - 1, enter, it));
+}
+
+int eng_sst_iter_seek_lt(struct eng_sst_iter *it, const void *key, size_t key_len,
+                         eng_sst_iter_cb cb, void *arg)
+{
+        uint32_t index;
+
+        begin(it, cb, arg, true);
+        /* At or below the smallest key there is nothing: no read. */
+        if (eng_key_cmp(key, key_len, it->smallest, it->smallest_len) <= 0)
+                return stop(it, 0);
+        if (eng_sst_cursor_target(&it->c, key, key_len, UINT64_MAX) < 0)
+                return stop(it, -ENOMEM);
+        it->ahead_at_miss = true;
+        if (eng_sst_reader_find_block(it->r, key, key_len, &index) < 0) {
+                index = it->c.n_blocks - 1;     /* above the largest key: the last entry */
+                it->c.seeking = false;
+        }
+        return finish(it, eng_sst_cursor_move_back(&it->c, index, enter, it));
+}
+
+int eng_sst_iter_prev(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
+{
+        SCREE_ASSERT(it->valid);
+        begin(it, cb, arg, true);
+        it->ahead_at_miss = true;
+        return finish(it, eng_sst_cursor_prev(&it->c, enter, it));
 }
 
 bool eng_sst_iter_is_valid(const struct eng_sst_iter *it)

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A forward iterator over every version in an open SSTable, in table order
+ * An iterator over every version in an open SSTable, in table order
  * (key ascending, newest seq first within a key; docs/format/sst.md),
  * reading data blocks through the shard's block cache (sst_io.h).
  *
- * Moves (seek_first, seek, next) finish synchronously while the blocks they
- * need are cached, and otherwise return ENG_SST_PENDING and call back from
- * the loop once the read is done. Entering a block starts the read of the
- * next one (readahead of one block), so a scan that yields to the loop
- * between blocks rarely waits.
+ * Moves (seek_first, seek, next; seek_last, seek_lt, prev walking down)
+ * finish synchronously while the blocks they need are cached, and
+ * otherwise return ENG_SST_PENDING and call back from the loop once the
+ * read is done. Entering a block starts the read of the next one in the
+ * move's direction (readahead of one block), so a scan that yields to the
+ * loop between blocks rarely waits.
  *
  * A move that has to read its block reads the following ones with it: as
  * many as the span (eng_sst_iter_set_span) covers, at most 3, else one.
@@ -75,6 +76,33 @@ int eng_sst_iter_seek(struct eng_sst_iter *it, const void *key, size_t key_len, 
 
 /* The next version. REQUIRES: positioned. */
 int eng_sst_iter_next(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg);
+
+/*
+ * The reverse moves, with the same results and callbacks (0: no entry
+ * before the target). A reverse move reads ahead towards the table's
+ * start: entering a block starts the read of the one before it, and a
+ * move that must read its block reads the span's worth before it (see
+ * eng_sst_iter_set_span). Inside a block an entry's predecessor is
+ * decoded again from the last restart point before it (block.h); the
+ * block before is found through the index. A damaged block met on the
+ * way is reported as for the forward moves; with skip, the move goes on
+ * at the last entry of the block before it, leaving the damaged one
+ * whole (its entries do not decode backwards without their start).
+ * Forward and reverse moves may follow each other in any order: each
+ * starts from the entry the iterator stands on.
+ */
+/* Positions at the table's last entry (the oldest version of its largest
+ * key). */
+int eng_sst_iter_seek_last(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg);
+
+/* Positions at the last entry whose key is < key (the oldest version of
+ * the largest such key); key is copied. A key at or below the table's
+ * smallest is 0 at once, with no read. */
+int eng_sst_iter_seek_lt(struct eng_sst_iter *it, const void *key, size_t key_len,
+                         eng_sst_iter_cb cb, void *arg);
+
+/* The version before the current one. REQUIRES: positioned. */
+int eng_sst_iter_prev(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg);
 
 /* Tells the iterator that a move will likely lead on to about `entries`
  * entries (a scan's limit); 0 = unknown (the default). A move that must

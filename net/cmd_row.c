@@ -37,11 +37,17 @@ struct row_cmd {
         struct net_tbl_ops ops;         /* PUT, DEL, WRITE, GET (one op, its key) */
         /* ranges */
         struct net_tbl_range range;     /* COUNT and DELRANGE: only range.b */
-        uint8_t *pos;                   /* where the walk goes on (heap) */
+        /* Where the walk goes on (heap): forward, the next start; in
+         * reverse (range.rev), the next exclusive end, pos_open: none,
+         * the table's end. */
+        uint8_t *pos;
         size_t pos_len;
-        const uint8_t *hop_end;         /* the hop's end position: range end or a tablet's */
+        bool pos_open;
+        /* The hop's other bound: forward its end (hop_open: the table's
+         * end), in reverse its start (a range start or a tablet's). */
+        const uint8_t *hop_end;
         size_t hop_end_len;
-        bool hop_open, last_hop;        /* no end: the table's end; the hop ends the range */
+        bool hop_open, last_hop;        /* ...; the hop ends the range */
         uint32_t hop_shard;
         uint64_t n;                     /* rows given, counted or deleted */
         struct net_resp_out rows;       /* RANGE: the rows so far */
@@ -385,6 +391,45 @@ static int hop_plan(struct row_cmd *rc)
         return 0;
 }
 
+/* The reverse hop to rc->pos (exclusive; pos_open: the table's end): the
+ * run of tablets on the shard owning the last position before it, down to
+ * the first tablet of another shard or the range's start. 0 or -ENOMEM. */
+static int hop_plan_rev(struct row_cmd *rc)
+{
+        const struct eng_catalog_table *t = rc->t;
+        const struct net_tbl_bounds *b = &rc->range.b;
+        uint8_t small[256], *ik = small;
+        size_t len = ENG_TABLE_ID_BYTES + rc->pos_len;
+        uint32_t i = t->n_tablets - 1, j;
+
+        if (!rc->pos_open) {
+                if (len > sizeof(small) && !(ik = malloc(len)))
+                        return -ENOMEM;
+                be32_put(ik, t->id);
+                memcpy(ik + ENG_TABLE_ID_BYTES, rc->pos, rc->pos_len);
+                i = eng_catalog_route_ikey(t, ik, len);
+                /* An end exactly at a tablet's start: the rows before it
+                 * are the tablet below's. */
+                if (i > 0 && eng_key_cmp(ik, len, eng_catalog_tablet_start(t, i),
+                                         t->tablets[i].start_len) == 0)
+                        i--;
+                if (ik != small)
+                        free(ik);
+        }
+        rc->hop_shard = t->tablets[i].shard;
+        for (j = i; j > 0 && t->tablets[j - 1].shard == rc->hop_shard; j--)
+                ;
+        rc->hop_end = eng_catalog_tablet_start(t, j) + ENG_TABLE_ID_BYTES;
+        rc->hop_end_len = t->tablets[j].start_len - ENG_TABLE_ID_BYTES;
+        rc->hop_open = false;
+        rc->last_hop = eng_key_cmp(rc->hop_end, rc->hop_end_len, b->start, b->start_len) <= 0;
+        if (rc->last_hop) {
+                rc->hop_end = b->start;
+                rc->hop_end_len = b->start_len;
+        }
+        return 0;
+}
+
 /* A hop's scan state: the child's info. */
 struct hop {
         const struct row_cmd *rc;
@@ -393,7 +438,7 @@ struct hop {
         uint64_t n;
         int res;
         bool more;
-        uint8_t *resume;                /* heap, the child's */
+        uint8_t *resume;                /* heap, the child's: the next row's position */
         size_t resume_len;
         uint8_t *dels;                  /* DELRANGE: len-prefixed keys */
         size_t dels_len, dels_cap;
@@ -405,6 +450,16 @@ static int hop_item(struct eng_scan *sc, const struct eng_scan_item *it)
         struct net_req *req = sc->ctx;
         struct hop *h = req->info;
 
+        if (h->kind == HOP_RANGE && h->rc->range.rev && h->n == h->limit) {
+                /* The row past a full reverse page: the next page's cursor. */
+                h->resume = malloc(it->pos_len ? it->pos_len : 1);
+                if (!h->resume)
+                        return -ENOMEM;
+                memcpy(h->resume, it->pos, it->pos_len);
+                h->resume_len = it->pos_len;
+                h->more = true;
+                return 0;
+        }
         h->n++;
         if (h->kind == HOP_RANGE)
                 return net_tbl_row_write(req->out, h->rc->t, it->pos, it->pos_len, it->value,
@@ -446,7 +501,7 @@ static int hop_scanned(struct net_req *req, int res)
         int r;
 
         h->res = res;
-        if (res == 0 && req->sc.more) {
+        if (res == 0 && req->sc.more && !req->sc.reverse) {
                 h->more = true;
                 h->resume = malloc(req->sc.resume_len ? req->sc.resume_len : 1);
                 if (h->resume) {
@@ -495,9 +550,17 @@ static int exec_hop(struct net_req *req)
         req->sc.item = hop_item;
         req->sc.done = hop_scan_cb;
         req->sc.ctx = req;
-        r = eng_shard_scan(req->exec->eng, rc->t->id, rc->pos, (uint32_t)rc->pos_len,
-                           rc->hop_open ? NULL : rc->hop_end, (uint32_t)rc->hop_end_len, h->limit,
-                           &req->sc);
+        if (rc->range.rev) {
+                /* One row past the page, for the cursor (hop_item). */
+                req->sc.reverse = true;
+                r = eng_shard_scan(req->exec->eng, rc->t->id, rc->hop_end,
+                                   (uint32_t)rc->hop_end_len, rc->pos_open ? NULL : rc->pos,
+                                   (uint32_t)rc->pos_len, h->limit + 1, &req->sc);
+        } else {
+                r = eng_shard_scan(req->exec->eng, rc->t->id, rc->pos, (uint32_t)rc->pos_len,
+                                   rc->hop_open ? NULL : rc->hop_end, (uint32_t)rc->hop_end_len,
+                                   h->limit, &req->sc);
+        }
         if (r == 1)
                 return NET_CMD_PENDING;
         return hop_scanned(req, r);
@@ -514,7 +577,7 @@ static int hop_start(struct net_req *req, enum hop_kind kind)
         struct row_cmd *rc = req->info;
         struct hop *h = calloc(1, sizeof(*h));
 
-        if (!h || hop_plan(rc) < 0) {
+        if (!h || (rc->range.rev ? hop_plan_rev(rc) : hop_plan(rc)) < 0) {
                 free(h);
                 return reply_err(req, "out of memory");
         }
@@ -593,7 +656,9 @@ static void hop_gather(struct net_req *req)
                 goto reply;
         } else {
                 r = walk_to(rc, rc->hop_end, rc->hop_end_len);
-                if (r == 0 && kind == HOP_RANGE && rc->n == rc->range.limit) {
+                rc->pos_open = false;
+                /* Reverse: the next hop looks one row past a full page. */
+                if (r == 0 && kind == HOP_RANGE && rc->n == rc->range.limit && !rc->range.rev) {
                         /* Full at a hop's end: the cursor is the next tablet's start. */
                         rc->next = rc->pos;
                         rc->next_len = rc->pos_len;
@@ -624,9 +689,18 @@ reply:
 static int walk_start(struct net_req *req, enum hop_kind kind)
 {
         struct row_cmd *rc = req->info;
+        const struct net_tbl_bounds *b = &rc->range.b;
         int r;
 
-        if (walk_to(rc, rc->range.b.start, rc->range.b.start_len) < 0) {
+        /* Forward from the range's start; in reverse down from its end. */
+        rc->pos_open = rc->range.rev && b->end_open;
+        if (rc->pos_open)
+                r = walk_to(rc, (const uint8_t *)"", 0);
+        else if (rc->range.rev)
+                r = walk_to(rc, b->end, b->end_len);
+        else
+                r = walk_to(rc, b->start, b->start_len);
+        if (r < 0) {
                 row_cmd_free(rc);
                 return reply_err(req, "out of memory");
         }
@@ -654,10 +728,6 @@ int net_cmd_row_range(struct net_req *req)
                                 sizeof(err)) < 0) {
                 row_cmd_free(rc);
                 return reply_err(req, err);
-        }
-        if (rc->range.rev) {
-                row_cmd_free(rc);
-                return reply_err(req, "REV is not supported yet");
         }
         return walk_start(req, HOP_RANGE);
 }

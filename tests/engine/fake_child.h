@@ -101,6 +101,37 @@ static inline int fake_next(struct eng_merge_child *c)
         return fake_end_move(f);
 }
 
+/* The reverse moves: pos = n stands for "none before". */
+static inline int fake_seek_lt(struct eng_merge_child *c, const void *key, size_t key_len)
+{
+        struct fake *f = container_of(c, struct fake, c);
+        size_t i = 0;
+
+        f->seeks++;
+        while (i < f->n && model_key_cmp(f->v[i].key, key, key_len) < 0)
+                i++;
+        f->pos = i ? i - 1 : f->n;
+        return fake_end_move(f);
+}
+
+static inline int fake_seek_last(struct eng_merge_child *c)
+{
+        struct fake *f = container_of(c, struct fake, c);
+
+        f->pos = f->n ? f->n - 1 : 0;
+        return fake_end_move(f);
+}
+
+static inline int fake_prev(struct eng_merge_child *c)
+{
+        struct fake *f = container_of(c, struct fake, c);
+
+        cr_assert(lt(sz, f->pos, f->n));
+        f->nexts++;
+        f->pos = f->pos ? f->pos - 1 : f->n;
+        return fake_end_move(f);
+}
+
 static inline void fake_entry(struct eng_merge_child *c, struct eng_entry *ret)
 {
         *ret = container_of(c, struct fake, c)->e;
@@ -117,6 +148,7 @@ static inline void fake_free(struct eng_merge_child *c)
 
 static const struct eng_merge_child_ops fake_ops = {
         .seek = fake_seek, .seek_first = fake_seek_first, .next = fake_next,
+        .seek_lt = fake_seek_lt, .seek_last = fake_seek_last, .prev = fake_prev,
         .entry = fake_entry, .free = fake_free,
 };
 

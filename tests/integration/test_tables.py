@@ -31,11 +31,12 @@ def cmd(r, *args):
     return r.execute_command(*args)
 
 
-def range_all(r, table, *args, limit=None, max_pages=100000):
+def range_all(r, table, *args, limit=None, rev=False, max_pages=100000):
     """Every row of a paged ROW.RANGE: (rows, pages)."""
     rows, cur, pages = [], "0", 0
     while True:
-        a = list(args) + (["LIMIT", limit] if limit else []) + ["CURSOR", cur]
+        a = list(args) + (["LIMIT", limit] if limit else []) + (["REV"] if rev else []) + \
+            ["CURSOR", cur]
         cur, page = cmd(r, "ROW.RANGE", table, *a)
         cur = cur.decode()
         rows += page
@@ -114,8 +115,17 @@ def test_paged_ranges_in_key_order_across_tablets_and_shards(r):
         rows, pages = range_all(r, "/t", limit=limit)
         assert [num(row[0][0]) for row in rows] == [i * step for i in range(1000)]
         assert [row[1] for row in rows] == [f"v{i}".encode() for i in range(1000)]
+        back, _ = range_all(r, "/t", limit=limit, rev=True)
+        assert back == rows[::-1]
     assert cmd(r, "ROW.COUNT", "/t") == 1000
     lo, hi = 100 * step, 200 * step
+    for limit in (1, 3, 64):
+        fwd, _ = range_all(r, "/t", "GE", 1, lo, "LE", 1, hi, limit=limit)
+        back, _ = range_all(r, "/t", "GE", 1, lo, "LE", 1, hi, limit=limit, rev=True)
+        assert len(fwd) == 101 and back == fwd[::-1]
+    # A cursor is for its direction.
+    cur, _ = cmd(r, "ROW.RANGE", "/t", "LIMIT", 5, "REV")
+    assert "REV" in err(cmd, r, "ROW.RANGE", "/t", "LIMIT", 5, "CURSOR", cur)
     assert cmd(r, "ROW.COUNT", "/t", "GE", 1, lo, "LT", 1, hi) == 100
     assert cmd(r, "ROW.COUNT", "/t", "GT", 1, lo, "LE", 1, hi) == 100
     assert cmd(r, "ROW.DELRANGE", "/t", "GE", 1, lo, "LT", 1, hi) == 100
@@ -136,6 +146,8 @@ def test_prefix_ranges_of_a_composite_key(r):
     p.execute()
     rows, _ = range_all(r, "/ev", "GE", 2, 42, -10, "LE", 2, 42, 10, limit=6)
     assert [tuple(row[0]) for row in rows] == [(42, t) for t in range(-10, 11)]
+    rows, _ = range_all(r, "/ev", "GE", 2, 42, -10, "LE", 2, 42, 10, limit=6, rev=True)
+    assert [tuple(row[0]) for row in rows] == [(42, t) for t in range(10, -11, -1)]
     rows, _ = range_all(r, "/ev", "GE", 1, 42, "LE", 1, 42)
     assert len(rows) == 100
     rows, _ = range_all(r, "/ev", "GT", 1, 41, "LT", 1, 43)
@@ -157,6 +169,8 @@ def test_hashed_tables(r):
     # The whole table: every row once, in hash order.
     rows, _ = range_all(r, "/h", limit=33)
     assert sorted(tuple(row[0]) for row in rows) == [(u, i) for u in range(20) for i in range(30)]
+    back, _ = range_all(r, "/h", limit=17, rev=True)
+    assert back == rows[::-1]
     assert "hashed on its first 1" in err(cmd, r, "ROW.RANGE", "/h", "GE", 1, 1, "LE", 1, 2)
 
 
