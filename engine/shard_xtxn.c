@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The engine's half of a two-phase commit (shard_xtxn.h): prepared parts
- * (struct shard_txn) and a coordinator's decisions (struct shard_decision),
- * their commit-log records, and their replay.
+ * (struct shard_txn) and a coordinator's decisions (struct shard_decision)
+ * and their commit-log records; their replay, and their part in opening,
+ * log truncation and closing, is shard_xtxn_replay.c.
  *
  * Invariants:
  *   - every record here but COMMIT takes a seq of its own, above every
@@ -27,46 +28,11 @@
 #include "base/endian.h"
 #include "engine/shard_internal.h"
 #include "engine/shard_xtxn.h"
-
-/* PREPARE: txn u64, coordinator u32, reserved u32 (0), batch. */
-#define PREPARE_HEAD_BYTES 16u
-/* COMMIT: txn u64, batch. ABORT, FORGET: txn u64. DECISION: txn u64, n
- * u32, n x participant u32. */
-#define TXN_BYTES 8u
-#define COUNTER_MASK ((UINT64_C(1) << ENG_XTXN_SHARD_SHIFT) - 1)
-
-struct shard_txn {
-        struct shard_txn *next;
-        struct eng_shard *s;
-        uint64_t txn;
-        uint32_t coordinator;
-        uint64_t segment;               /* of its PREPARE record */
-        uint8_t *batch;                 /* the encoded part */
-        uint32_t batch_len, count;
-        bool logged;                    /* the PREPARE record is durable (or replayed) */
-        bool held;                      /* heads every FIFO of its keys */
-        /* Dropped (aborted, or its prepare failed) while its record's
-         * ack or its run from the key-order task is still to come: the
-         * last of those frees it (txn_maybe_free). */
-        bool dropped, ack_pending, run_pending;
-        struct eng_xtxn_op *op;         /* the prepare waiting to be answered */
-        struct eng_keyq_op qop;
-        struct eng_keyq_node *nodes;
-        uint32_t n_nodes;
-};
-
-struct shard_decision {
-        struct shard_decision *next;
-        uint64_t txn;
-        uint64_t segment;               /* of its DECISION record */
-        bool durable;
-        uint32_t n;
-        uint32_t participants[];
-};
+#include "engine/shard_xtxn_int.h"
 
 /* ---- lists ---- */
 
-static struct shard_txn *txn_find(const struct eng_shard *s, uint64_t txn)
+struct shard_txn *shard_txn_find(const struct eng_shard *s, uint64_t txn)
 {
         for (struct shard_txn *t = s->txns; t; t = t->next)
                 if (t->txn == txn)
@@ -74,7 +40,7 @@ static struct shard_txn *txn_find(const struct eng_shard *s, uint64_t txn)
         return NULL;
 }
 
-static void txn_link(struct eng_shard *s, struct shard_txn *t)
+void shard_txn_link(struct eng_shard *s, struct shard_txn *t)
 {
         struct shard_txn **p = &s->txns;
 
@@ -84,7 +50,7 @@ static void txn_link(struct eng_shard *s, struct shard_txn *t)
         *p = t;
 }
 
-static void txn_unlink(struct eng_shard *s, struct shard_txn *t)
+void shard_txn_unlink(struct eng_shard *s, struct shard_txn *t)
 {
         for (struct shard_txn **p = &s->txns; *p; p = &(*p)->next) {
                 if (*p == t) {
@@ -94,7 +60,7 @@ static void txn_unlink(struct eng_shard *s, struct shard_txn *t)
         }
 }
 
-static void txn_leave_keys(struct eng_shard *s, struct shard_txn *t)
+void shard_txn_leave_keys(struct eng_shard *s, struct shard_txn *t)
 {
         for (uint32_t i = 0; i < t->n_nodes; i++)
                 shard_order_leave(s, &t->nodes[i]);
@@ -103,7 +69,7 @@ static void txn_leave_keys(struct eng_shard *s, struct shard_txn *t)
         t->n_nodes = 0;
 }
 
-static void txn_free(struct shard_txn *t)
+void shard_txn_free(struct shard_txn *t)
 {
         if (!t)
                 return;
@@ -115,7 +81,7 @@ static void txn_free(struct shard_txn *t)
 static void txn_maybe_free(struct shard_txn *t)
 {
         if (t->dropped && !t->ack_pending && !t->run_pending)
-                txn_free(t);
+                shard_txn_free(t);
 }
 
 /* Takes t out of the shard: its keys go now; it is freed once nothing
@@ -125,12 +91,12 @@ static void txn_drop(struct eng_shard *s, struct shard_txn *t)
         /* All of its FIFOs came free, and the order task has not run it
          * yet: it sits on the ready list, which keeps a pointer to it. */
         t->run_pending = t->n_nodes && !t->held && t->qop.waiting == 0;
-        txn_unlink(s, t);
-        txn_leave_keys(s, t);
+        shard_txn_unlink(s, t);
+        shard_txn_leave_keys(s, t);
         t->dropped = true;
 }
 
-static struct shard_decision *decision_find(const struct eng_shard *s, uint64_t txn)
+struct shard_decision *shard_decision_find(const struct eng_shard *s, uint64_t txn)
 {
         for (struct shard_decision *d = s->decisions; d; d = d->next)
                 if (d->txn == txn)
@@ -138,7 +104,7 @@ static struct shard_decision *decision_find(const struct eng_shard *s, uint64_t 
         return NULL;
 }
 
-static void decision_link(struct eng_shard *s, struct shard_decision *d)
+void shard_decision_link(struct eng_shard *s, struct shard_decision *d)
 {
         struct shard_decision **p = &s->decisions;
 
@@ -148,7 +114,7 @@ static void decision_link(struct eng_shard *s, struct shard_decision *d)
         *p = d;
 }
 
-static void decision_drop(struct eng_shard *s, struct shard_decision *d)
+void shard_decision_drop(struct eng_shard *s, struct shard_decision *d)
 {
         for (struct shard_decision **p = &s->decisions; *p; p = &(*p)->next) {
                 if (*p == d) {
@@ -160,17 +126,17 @@ static void decision_drop(struct eng_shard *s, struct shard_decision *d)
 }
 
 /* Ids of txns s coordinates stay above n. */
-static void counter_raise(struct eng_shard *s, uint64_t txn)
+void shard_txn_counter_raise(struct eng_shard *s, uint64_t txn)
 {
-        if (eng_xtxn_coordinator(txn) == s->o.shard && (txn & COUNTER_MASK) >= s->txn_next)
-                s->txn_next = (txn & COUNTER_MASK) + 1;
+        if (eng_xtxn_coordinator(txn) == s->o.shard && (txn & XTXN_COUNTER_MASK) >= s->txn_next)
+                s->txn_next = (txn & XTXN_COUNTER_MASK) + 1;
 }
 
 uint64_t eng_shard_txn_new(struct eng_shard *s)
 {
         if (s->txn_next <= s->txn_floor)
                 s->txn_next = s->txn_floor + 1;
-        return ((uint64_t)s->o.shard << ENG_XTXN_SHARD_SHIFT) | (s->txn_next++ & COUNTER_MASK);
+        return ((uint64_t)s->o.shard << ENG_XTXN_SHARD_SHIFT) | (s->txn_next++ & XTXN_COUNTER_MASK);
 }
 
 /* ---- logging ---- */
@@ -230,7 +196,7 @@ static int log_record(struct eng_shard *s, enum eng_wal_record_type type, uint64
 /* Logs a record of only the txn id, unsynced, with a seq of its own. */
 static int log_txn_only(struct eng_shard *s, enum eng_wal_record_type type, uint64_t txn)
 {
-        uint8_t p[TXN_BYTES];
+        uint8_t p[XTXN_TXN_BYTES];
         uint64_t seq = next_own_seq(s);
         int r;
 
@@ -331,7 +297,7 @@ static int cmp_u64(const void *a, const void *b)
 /* Enters each distinct key of t's part into its FIFO. Returns 0 (t->held
  * says whether it heads all of them) or -ENOMEM / -SCREE_ECORRUPT (t holds
  * none). */
-static int txn_hold_keys(struct eng_shard *s, struct shard_txn *t)
+int shard_txn_hold_keys(struct eng_shard *s, struct shard_txn *t)
 {
         struct eng_batch_iter it;
         struct eng_entry e;
@@ -365,7 +331,7 @@ static int txn_hold_keys(struct eng_shard *s, struct shard_txn *t)
         }
         free(fp);
         if (r < 0) {
-                txn_leave_keys(s, t);
+                shard_txn_leave_keys(s, t);
                 return r;
         }
         t->held = t->qop.waiting == 0;
@@ -373,7 +339,7 @@ static int txn_hold_keys(struct eng_shard *s, struct shard_txn *t)
 }
 
 /* A part from the encoded batch in the scratch (or payload). NULL: ENOMEM. */
-static struct shard_txn *txn_new(struct eng_shard *s, uint64_t txn, uint32_t coordinator,
+struct shard_txn *shard_txn_new(struct eng_shard *s, uint64_t txn, uint32_t coordinator,
                                  const uint8_t *batch, uint32_t len)
 {
         struct shard_txn *t = calloc(1, sizeof(*t));
@@ -397,15 +363,15 @@ static struct shard_txn *txn_new(struct eng_shard *s, uint64_t txn, uint32_t coo
 /* The PREPARE record of t into a fresh buffer (caller frees). */
 static uint8_t *prepare_payload(const struct shard_txn *t, uint32_t *ret_len)
 {
-        uint8_t *p = malloc(PREPARE_HEAD_BYTES + (size_t)t->batch_len);
+        uint8_t *p = malloc(XTXN_PREPARE_HEAD_BYTES + (size_t)t->batch_len);
 
         if (!p)
                 return NULL;
         le64_put(p, t->txn);
         le32_put(p + 8, t->coordinator);
         le32_put(p + 12, 0);
-        memcpy(p + PREPARE_HEAD_BYTES, t->batch, t->batch_len);
-        *ret_len = PREPARE_HEAD_BYTES + t->batch_len;
+        memcpy(p + XTXN_PREPARE_HEAD_BYTES, t->batch, t->batch_len);
+        *ret_len = XTXN_PREPARE_HEAD_BYTES + t->batch_len;
         return p;
 }
 
@@ -418,7 +384,7 @@ static int prepare_check(const struct eng_shard *s, uint64_t txn, uint32_t coord
         if (txn == ENG_XTXN_NONE || coordinator != eng_xtxn_coordinator(txn) ||
             coordinator >= s->o.n_shards)
                 return -EINVAL;
-        if (txn_find(s, txn))
+        if (shard_txn_find(s, txn))
                 return -EEXIST;
         return 0;
 }
@@ -436,11 +402,11 @@ int eng_shard_prepare(struct eng_shard *s, uint64_t txn, uint32_t coordinator,
                 r = shard_encode(s, m, n);
         if (r < 0)
                 return r;
-        t = txn_new(s, txn, coordinator, s->scratch.buf, (uint32_t)s->scratch.len);
+        t = shard_txn_new(s, txn, coordinator, s->scratch.buf, (uint32_t)s->scratch.len);
         if (!t)
                 return -ENOMEM;
         payload = prepare_payload(t, &len);
-        r = payload ? txn_hold_keys(s, t) : -ENOMEM;
+        r = payload ? shard_txn_hold_keys(s, t) : -ENOMEM;
         if (r < 0)
                 goto fail;
         *op = (struct eng_xtxn_op){ .done = op->done, .ctx = op->ctx, .s = s, .txn = txn, .part = t };
@@ -448,7 +414,7 @@ int eng_shard_prepare(struct eng_shard *s, uint64_t txn, uint32_t coordinator,
         seq = next_own_seq(s);
         r = log_record(s, ENG_WAL_RECORD_PREPARE, seq, payload, len, &op->ww, true);
         if (r < 0) {
-                txn_leave_keys(s, t);
+                shard_txn_leave_keys(s, t);
                 goto fail;
         }
         free(payload);
@@ -456,12 +422,12 @@ int eng_shard_prepare(struct eng_shard *s, uint64_t txn, uint32_t coordinator,
         t->segment = eng_wal_segment(s->wal);
         t->op = op;
         t->ack_pending = true;
-        txn_link(s, t);
-        counter_raise(s, txn);
+        shard_txn_link(s, t);
+        shard_txn_counter_raise(s, txn);
         return 0;
 fail:
         free(payload);
-        txn_free(t);
+        shard_txn_free(t);
         return r;
 }
 
@@ -478,7 +444,7 @@ static void commit_logged(struct eng_wal_write *ww, int res)
 
 int eng_shard_commit(struct eng_shard *s, uint64_t txn, struct eng_xtxn_op *op)
 {
-        struct shard_txn *t = txn_find(s, txn);
+        struct shard_txn *t = shard_txn_find(s, txn);
         uint8_t *payload;
         uint64_t first_seq;
         int r, a;
@@ -490,15 +456,15 @@ int eng_shard_commit(struct eng_shard *s, uint64_t txn, struct eng_xtxn_op *op)
         r = writable(s);
         if (r < 0)
                 return r;
-        payload = malloc(TXN_BYTES + (size_t)t->batch_len);
+        payload = malloc(XTXN_TXN_BYTES + (size_t)t->batch_len);
         if (!payload)
                 return -ENOMEM;
         le64_put(payload, txn);
-        memcpy(payload + TXN_BYTES, t->batch, t->batch_len);
+        memcpy(payload + XTXN_TXN_BYTES, t->batch, t->batch_len);
         *op = (struct eng_xtxn_op){ .done = op->done, .ctx = op->ctx, .s = s, .txn = txn };
         op->ww.done = commit_logged;
         first_seq = next_own_seq(s);
-        r = log_record(s, ENG_WAL_RECORD_COMMIT, first_seq, payload, TXN_BYTES + t->batch_len,
+        r = log_record(s, ENG_WAL_RECORD_COMMIT, first_seq, payload, XTXN_TXN_BYTES + t->batch_len,
                        &op->ww, true);
         free(payload);
         if (r < 0)
@@ -509,16 +475,16 @@ int eng_shard_commit(struct eng_shard *s, uint64_t txn, struct eng_xtxn_op *op)
                 shard_set_error(s, a, "memtable insert");
         s->stats.writes++;
         s->stats.entries_written += t->count;
-        txn_unlink(s, t);
-        txn_leave_keys(s, t);   /* in the memtables first: who waited sees it */
-        txn_free(t);
+        shard_txn_unlink(s, t);
+        shard_txn_leave_keys(s, t);   /* in the memtables first: who waited sees it */
+        shard_txn_free(t);
         shard_maybe_flush(s);
         return 0;
 }
 
 int eng_shard_abort(struct eng_shard *s, uint64_t txn)
 {
-        struct shard_txn *t = txn_find(s, txn);
+        struct shard_txn *t = shard_txn_find(s, txn);
         struct eng_xtxn_op *op;
         int r = 0;
 
@@ -563,7 +529,7 @@ static void decision_logged(struct eng_wal_write *ww, int res)
         if (res < 0) {
                 if (res != -ENOSPC)
                         shard_set_error(op->s, res, "commit-log write");
-                decision_drop(op->s, d);
+                shard_decision_drop(op->s, d);
         } else {
                 d->durable = true;
         }
@@ -583,7 +549,7 @@ static int decide_check(const struct eng_shard *s, uint64_t txn, const uint32_t 
         for (uint32_t i = 0; i < n; i++)
                 if (participants[i] >= s->o.n_shards)
                         return -EINVAL;
-        return decision_find(s, txn) ? -EEXIST : 0;
+        return shard_decision_find(s, txn) ? -EEXIST : 0;
 }
 
 int eng_shard_decide(struct eng_shard *s, uint64_t txn, const uint32_t *participants, uint32_t n,
@@ -591,7 +557,7 @@ int eng_shard_decide(struct eng_shard *s, uint64_t txn, const uint32_t *particip
 {
         struct shard_decision *d;
         uint8_t *p;
-        uint32_t len = TXN_BYTES + 4 + 4 * n;
+        uint32_t len = XTXN_TXN_BYTES + 4 + 4 * n;
         uint64_t seq;
         int r = decide_check(s, txn, participants, n);
 
@@ -606,10 +572,10 @@ int eng_shard_decide(struct eng_shard *s, uint64_t txn, const uint32_t *particip
         }
         *d = (struct shard_decision){ .txn = txn, .n = n };
         le64_put(p, txn);
-        le32_put(p + TXN_BYTES, n);
+        le32_put(p + XTXN_TXN_BYTES, n);
         for (uint32_t i = 0; i < n; i++) {
                 d->participants[i] = participants[i];
-                le32_put(p + TXN_BYTES + 4 + 4 * i, participants[i]);
+                le32_put(p + XTXN_TXN_BYTES + 4 + 4 * i, participants[i]);
         }
         *op = (struct eng_xtxn_op){ .done = op->done, .ctx = op->ctx, .s = s, .txn = txn, .part = d };
         op->ww.done = decision_logged;
@@ -622,14 +588,14 @@ int eng_shard_decide(struct eng_shard *s, uint64_t txn, const uint32_t *particip
         }
         s->last_seq = seq;
         d->segment = eng_wal_segment(s->wal);
-        decision_link(s, d);
-        counter_raise(s, txn);
+        shard_decision_link(s, d);
+        shard_txn_counter_raise(s, txn);
         return 0;
 }
 
 int eng_shard_forget(struct eng_shard *s, uint64_t txn)
 {
-        struct shard_decision *d = decision_find(s, txn);
+        struct shard_decision *d = shard_decision_find(s, txn);
         int r;
 
         if (!d)
@@ -643,14 +609,14 @@ int eng_shard_forget(struct eng_shard *s, uint64_t txn)
         r = log_txn_only(s, ENG_WAL_RECORD_FORGET, txn);
         if (r < 0)
                 return r;
-        decision_drop(s, d);
+        shard_decision_drop(s, d);
         return 0;
 }
 
 bool eng_shard_decided(struct eng_shard *s, uint64_t txn)
 {
-        counter_raise(s, txn);
-        return decision_find(s, txn) != NULL;
+        shard_txn_counter_raise(s, txn);
+        return shard_decision_find(s, txn) != NULL;
 }
 
 uint32_t eng_shard_decisions(const struct eng_shard *s, struct eng_xtxn_decision *ret, uint32_t cap)
@@ -666,181 +632,4 @@ uint32_t eng_shard_decisions(const struct eng_shard *s, struct eng_xtxn_decision
                 n++;
         }
         return n;
-}
-
-/* ---- the shard's life: replay, open, log truncation, close ---- */
-
-static int replay_prepare(struct eng_shard *s, uint64_t segment, const struct eng_wal_record *rec)
-{
-        struct eng_batch_iter it;
-        struct shard_txn *t;
-        uint64_t txn = le64_get(rec->payload);
-        uint32_t coord = le32_get(rec->payload + 8);
-
-        if (rec->len < PREPARE_HEAD_BYTES + ENG_BATCH_HEADER_BYTES || txn == ENG_XTXN_NONE ||
-            eng_xtxn_coordinator(txn) != coord ||
-            eng_batch_iter_init(&it, rec->payload + PREPARE_HEAD_BYTES,
-                                rec->len - PREPARE_HEAD_BYTES, 0) < 0)
-                return -SCREE_ECORRUPT;
-        counter_raise(s, txn);
-        /* A txn prepared twice: the log went back and the id was given
-         * out again (the txn before it was resolved): the later part counts. */
-        if ((t = txn_find(s, txn))) {
-                txn_unlink(s, t);
-                txn_free(t);
-        }
-        t = txn_new(s, txn, coord, rec->payload + PREPARE_HEAD_BYTES, rec->len - PREPARE_HEAD_BYTES);
-        if (!t)
-                return -ENOMEM;
-        t->segment = segment;
-        t->logged = true;
-        txn_link(s, t);
-        return 0;
-}
-
-static int replay_decision(struct eng_shard *s, uint64_t segment, const struct eng_wal_record *rec)
-{
-        struct shard_decision *d;
-        uint64_t txn = le64_get(rec->payload);
-        uint32_t n;
-
-        if (rec->len < TXN_BYTES + 4)
-                return -SCREE_ECORRUPT;
-        n = le32_get(rec->payload + TXN_BYTES);
-        if (n == 0 || n > s->o.n_shards || rec->len != TXN_BYTES + 4 + 4 * n ||
-            eng_xtxn_coordinator(txn) != s->o.shard)
-                return -SCREE_ECORRUPT;
-        counter_raise(s, txn);
-        if ((d = decision_find(s, txn)))
-                decision_drop(s, d);
-        d = malloc(sizeof(*d) + (size_t)n * sizeof(d->participants[0]));
-        if (!d)
-                return -ENOMEM;
-        *d = (struct shard_decision){ .txn = txn, .segment = segment, .durable = true, .n = n };
-        for (uint32_t i = 0; i < n; i++) {
-                d->participants[i] = le32_get(rec->payload + TXN_BYTES + 4 + 4 * i);
-                if (d->participants[i] >= s->o.n_shards) {
-                        free(d);
-                        return -SCREE_ECORRUPT;
-                }
-        }
-        decision_link(s, d);
-        return 0;
-}
-
-/* A COMMIT or an ABORT of txn: no longer in doubt. Its PREPARE may lie in
- * a segment cut since: then there is nothing to end. */
-static void replay_resolved(struct eng_shard *s, uint64_t txn)
-{
-        struct shard_txn *t = txn_find(s, txn);
-
-        if (t) {
-                txn_unlink(s, t);
-                txn_free(t);
-        }
-        counter_raise(s, txn);
-}
-
-int shard_xtxn_replay(struct eng_shard *s, uint64_t segment, const struct eng_wal_record *rec)
-{
-        uint64_t txn, last = rec->seq;
-        int r = 0;
-
-        if (rec->len < TXN_BYTES)
-                return -SCREE_ECORRUPT;
-        txn = le64_get(rec->payload);
-        switch (rec->type) {
-        case ENG_WAL_RECORD_PREPARE:
-                r = replay_prepare(s, segment, rec);
-                break;
-        case ENG_WAL_RECORD_COMMIT:
-                /* A write like any: its entries go in (those not flushed). */
-                if (rec->len < TXN_BYTES + ENG_BATCH_HEADER_BYTES)
-                        return -SCREE_ECORRUPT;
-                r = shard_apply_batch(s, rec->payload + TXN_BYTES, rec->len - TXN_BYTES, rec->seq,
-                                      segment);
-                if (r < 0)
-                        return r;
-                last = rec->seq + le32_get(rec->payload + TXN_BYTES) - 1;
-                replay_resolved(s, txn);        /* committed here */
-                break;
-        case ENG_WAL_RECORD_ABORT:
-                if (rec->len != TXN_BYTES)
-                        return -SCREE_ECORRUPT;
-                replay_resolved(s, txn);
-                break;
-        case ENG_WAL_RECORD_DECISION:
-                r = replay_decision(s, segment, rec);
-                break;
-        case ENG_WAL_RECORD_FORGET:
-                if (rec->len != TXN_BYTES)
-                        return -SCREE_ECORRUPT;
-                if (decision_find(s, txn))
-                        decision_drop(s, decision_find(s, txn));
-                counter_raise(s, txn);
-                break;
-        default:
-                return -SCREE_ECORRUPT;
-        }
-        if (r >= 0 && last > s->last_seq)
-                s->last_seq = last;
-        return r;
-}
-
-int shard_xtxn_open(struct eng_shard *s)
-{
-        /* Nothing else is in flight: every part heads its FIFOs at once,
-         * unless two parts share a key (then the later waits, as it did). */
-        for (struct shard_txn *t = s->txns; t; t = t->next) {
-                int r = txn_hold_keys(s, t);
-
-                if (r < 0)
-                        return r;
-        }
-        s->txn_floor = s->last_seq;
-        return 0;
-}
-
-uint64_t shard_xtxn_log_needed(const struct eng_shard *s)
-{
-        uint64_t need = 0;
-
-        for (const struct shard_txn *t = s->txns; t; t = t->next)
-                if (t->segment && (!need || t->segment < need))
-                        need = t->segment;
-        for (const struct shard_decision *d = s->decisions; d; d = d->next)
-                if (d->segment && (!need || d->segment < need))
-                        need = d->segment;
-        return need;
-}
-
-void shard_xtxn_close(struct eng_shard *s)
-{
-        /* The parts stay in doubt on disk; their keys go now, so that the
-         * operations waiting behind them fail with the close. */
-        for (struct shard_txn *t = s->txns; t; t = t->next) {
-                txn_leave_keys(s, t);
-                t->held = false;
-        }
-}
-
-void shard_xtxn_fini(struct eng_shard *s)
-{
-        while (s->txns) {
-                struct shard_txn *t = s->txns;
-
-                s->txns = t->next;
-                /* A failed open: no task runs any more, leave quietly. */
-                for (uint32_t i = 0; i < t->n_nodes; i++)
-                        eng_keyq_leave(&s->keyq, &t->nodes[i]);
-                txn_free(t);
-        }
-        while (eng_keyq_pop_ready(&s->keyq))
-                ;
-        while (s->decisions) {
-                struct shard_decision *d = s->decisions;
-
-                s->decisions = d->next;
-                free(d);
-        }
 }
