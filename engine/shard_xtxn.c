@@ -271,6 +271,8 @@ static void prepare_logged(struct eng_wal_write *ww, int res)
         prepare_maybe_done(t);
 }
 
+static int commit_now(struct eng_shard *s, struct shard_txn *t, struct eng_xtxn_op *op);
+
 /* Every earlier operation on the part's keys is done (from the order task). */
 static void prepare_keys_held(struct eng_keyq_op *qop)
 {
@@ -284,6 +286,16 @@ static void prepare_keys_held(struct eng_keyq_op *qop)
         if (t->s->closing || !t->n_nodes)
                 return;         /* its places were given up (close) */
         t->held = true;
+        if (t->commit_op) {     /* a commit waited for this */
+                struct eng_xtxn_op *op = t->commit_op;
+                int r;
+
+                t->commit_op = NULL;
+                r = commit_now(t->s, t, op);
+                if (r < 0)
+                        op->done(op, r);
+                return;
+        }
         prepare_maybe_done(t);
 }
 
@@ -442,27 +454,20 @@ static void commit_logged(struct eng_wal_write *ww, int res)
         op->done(op, res);
 }
 
-int eng_shard_commit(struct eng_shard *s, uint64_t txn, struct eng_xtxn_op *op)
+/* Applies t's part and logs its COMMIT; t is gone once it returns 0. */
+static int commit_now(struct eng_shard *s, struct shard_txn *t, struct eng_xtxn_op *op)
 {
-        struct shard_txn *t = shard_txn_find(s, txn);
         uint8_t *payload;
         uint64_t first_seq;
-        int r, a;
+        int r = writable(s), a;
 
-        if (!t)
-                return -SCREE_ENOTFOUND;
-        if (!t->logged || !t->held)
-                return -EBUSY;
-        r = writable(s);
         if (r < 0)
                 return r;
         payload = malloc(XTXN_TXN_BYTES + (size_t)t->batch_len);
         if (!payload)
                 return -ENOMEM;
-        le64_put(payload, txn);
+        le64_put(payload, t->txn);
         memcpy(payload + XTXN_TXN_BYTES, t->batch, t->batch_len);
-        *op = (struct eng_xtxn_op){ .done = op->done, .ctx = op->ctx, .s = s, .txn = txn };
-        op->ww.done = commit_logged;
         first_seq = next_own_seq(s);
         r = log_record(s, ENG_WAL_RECORD_COMMIT, first_seq, payload, XTXN_TXN_BYTES + t->batch_len,
                        &op->ww, true);
@@ -476,10 +481,31 @@ int eng_shard_commit(struct eng_shard *s, uint64_t txn, struct eng_xtxn_op *op)
         s->stats.writes++;
         s->stats.entries_written += t->count;
         shard_txn_unlink(s, t);
-        shard_txn_leave_keys(s, t);   /* in the memtables first: who waited sees it */
+        shard_txn_leave_keys(s, t);     /* in the memtables first: who waited sees it */
         shard_txn_free(t);
         shard_maybe_flush(s);
         return 0;
+}
+
+int eng_shard_commit(struct eng_shard *s, uint64_t txn, struct eng_xtxn_op *op)
+{
+        struct shard_txn *t = shard_txn_find(s, txn);
+        int r;
+
+        if (!t)
+                return -SCREE_ENOTFOUND;
+        if (!t->logged || t->op || t->commit_op)
+                return -EBUSY;          /* its prepare (or a commit) is pending */
+        r = writable(s);
+        if (r < 0)
+                return r;
+        *op = (struct eng_xtxn_op){ .done = op->done, .ctx = op->ctx, .s = s, .txn = txn };
+        op->ww.done = commit_logged;
+        if (!t->held) {                 /* replayed behind another part: wait for it */
+                t->commit_op = op;
+                return 0;
+        }
+        return commit_now(s, t, op);
 }
 
 int eng_shard_abort(struct eng_shard *s, uint64_t txn)
@@ -490,6 +516,12 @@ int eng_shard_abort(struct eng_shard *s, uint64_t txn)
 
         if (!t)
                 return -SCREE_ENOTFOUND;
+        if (t->commit_op) {             /* a commit waiting for the keys: not any more */
+                struct eng_xtxn_op *c = t->commit_op;
+
+                t->commit_op = NULL;
+                c->done(c, -ECANCELED);
+        }
         op = t->op;
         txn_drop(s, t);
         /* Logged after its PREPARE (whether durable yet or not): replay

@@ -153,10 +153,15 @@ int eng_shard_forget(struct eng_shard *s, uint64_t txn);
  * <0 (the log failed: not known durable; keep the decision); or <0 at
  * once, the part still held: -SCREE_ENOTFOUND (txn is not in doubt here:
  * committed or aborted already, or never prepared -- a commit resent after
- * a restart gets this and changes nothing), -EBUSY (its prepare is still
- * pending), -ENOSPC (the log is full: retry), -SCREE_ESHUTDOWN, or the
- * error that stopped writes. A commit never stalls for memory: the budget
- * may be exceeded by the parts being committed. Shard-local.
+ * a restart gets this and changes nothing), -EBUSY (its prepare, or a
+ * commit of it, is still pending), -ENOSPC (the log is full: retry),
+ * -SCREE_ESHUTDOWN, or the error that stopped writes. A part replayed in
+ * doubt behind another part in doubt on a key they share (its prepare
+ * had waited for that one when the crash came) waits for that one's
+ * commit or abort: 0, and done runs after it (-ECANCELED if the part is
+ * aborted meanwhile, -SCREE_ESHUTDOWN at a close). A commit never stalls
+ * for memory: the budget may be exceeded by the parts being committed.
+ * Shard-local.
  */
 int eng_shard_commit(struct eng_shard *s, uint64_t txn, struct eng_xtxn_op *op);
 
@@ -171,9 +176,11 @@ int eng_shard_commit(struct eng_shard *s, uint64_t txn, struct eng_xtxn_op *op);
  */
 int eng_shard_abort(struct eng_shard *s, uint64_t txn);
 
-/* Writes up to cap of the txns prepared here and in doubt (prepare done,
- * no commit nor abort yet) into ret, oldest first, and returns how many
- * there are (more than cap: only cap written). Shard-local. */
+/* Writes up to cap of the txns in doubt here (PREPARE record durable, or
+ * replayed; no commit nor abort yet) into ret, oldest first, and returns
+ * how many there are (more than cap: only cap written). At start-up the
+ * list also holds parts whose prepare was still waiting for keys at the
+ * crash: their coordinators cannot have decided them. Shard-local. */
 uint32_t eng_shard_in_doubt(const struct eng_shard *s, struct eng_xtxn_id *ret, uint32_t cap);
 
 /* Coordinator: whether s holds a decision to commit txn (logged, not

@@ -39,6 +39,9 @@ struct shard_txn {
          * last of those frees it (txn_maybe_free). */
         bool dropped, ack_pending, run_pending;
         struct eng_xtxn_op *op;         /* the prepare waiting to be answered */
+        /* A commit that waits for the part's keys: a part replayed in
+         * doubt behind another one on a key it shares (eng_shard_commit). */
+        struct eng_xtxn_op *commit_op;
         struct eng_keyq_op qop;
         struct eng_keyq_node *nodes;
         uint32_t n_nodes;

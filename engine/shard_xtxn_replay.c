@@ -169,8 +169,13 @@ void shard_xtxn_close(struct eng_shard *s)
         /* The parts stay in doubt on disk; their keys go now, so that the
          * operations waiting behind them fail with the close. */
         for (struct shard_txn *t = s->txns; t; t = t->next) {
+                struct eng_xtxn_op *c = t->commit_op;
+
                 shard_txn_leave_keys(s, t);
                 t->held = false;
+                t->commit_op = NULL;
+                if (c)
+                        c->done(c, -SCREE_ESHUTDOWN);
         }
 }
 

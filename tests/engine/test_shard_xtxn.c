@@ -991,3 +991,51 @@ Test(shard_xtxn, a_scan_waits_for_a_prepared_part_and_sees_it_committed)
         eng_scan_release(&x.sc);
         cr_assert(eq(int, commit_sync(1, txn), 0));
 }
+
+/* A part replayed in doubt behind another on a key they share: its commit
+ * waits for the other's, and they land in prepare order. */
+Test(shard_xtxn, a_commit_of_a_part_replayed_behind_another_waits_for_it)
+{
+        static const uint32_t only0[1] = { 0 };
+        struct part p[N], q;
+        struct eng_xtxn_id ids[4];
+        struct xop x2, c1, c2;
+        uint64_t t1, t2;
+
+        open_all();
+        t1 = prepare_both(p, "v");
+        t2 = eng_shard_txn_new(shs[0]);
+        q = p[0];
+        for (int j = 0; j < ROWS; j++) {
+                snprintf(q.vals[j], sizeof(q.vals[j]), "w%d", j);
+                q.m[j] = put_m(q.keys[j], q.vals[j]);
+        }
+        prepare_start(0, t2, &q, &x2);          /* waits for t1's keys; its record is synced */
+        engine_test_run_for_ms(loop, 30);
+        cr_assert(not(x2.done));
+        decide_sync(t1);
+        xop_init(&c1);
+        cr_assert(eq(int, eng_shard_decide(shs[0], t2, only0, 1, &c1.op), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &c1.done), 0));
+        cr_assert(eq(int, c1.res, 0));
+        crash_all(71);
+        cr_assert(eq(u32, in_doubt(0, ids, 4), 2));
+        cr_expect(eq(u64, ids[0].txn, t1), "oldest first");
+        cr_expect(eq(u64, ids[1].txn, t2));
+        /* t2 first: it waits for t1. */
+        xop_init(&c2);
+        cr_assert(eq(int, eng_shard_commit(shs[0], t2, &c2.op), 0));
+        engine_test_run_for_ms(loop, 10);
+        cr_expect(not(c2.done));
+        cr_expect(eq(int, commit_sync(0, t2), -EBUSY), "a commit is pending already");
+        cr_assert(eq(int, commit_sync(0, t1), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &c2.done), 0));
+        cr_expect(eq(int, c2.res, 0));
+        expect_part(0, &q, true);
+        cr_expect(eq(int, resolve_all(), 1));   /* t1's part on shard 1 */
+        expect_part(1, &p[1], true);
+        crash_all(72);
+        cr_expect(eq(int, resolve_all(), 0));
+        expect_part(0, &q, true);
+        expect_part(1, &p[1], true);
+}
