@@ -178,9 +178,10 @@ int eng_shard_abort(struct eng_shard *s, uint64_t txn);
 
 /* Writes up to cap of the txns in doubt here (PREPARE record durable, or
  * replayed; no commit nor abort yet) into ret, oldest first, and returns
- * how many there are (more than cap: only cap written). At start-up the
- * list also holds parts whose prepare was still waiting for keys at the
- * crash: their coordinators cannot have decided them. Shard-local. */
+ * how many there are (more than cap: only cap written). At start-up it
+ * may hold a part whose prepare had not finished waiting for its keys at
+ * the crash, queued behind another part on a key they share (see
+ * eng_shard_commit). Shard-local. */
 uint32_t eng_shard_in_doubt(const struct eng_shard *s, struct eng_xtxn_id *ret, uint32_t cap);
 
 /* Coordinator: whether s holds a decision to commit txn (logged, not
