@@ -477,6 +477,13 @@ static int encode(struct eng_shard *s, const struct eng_mutation *m, uint32_t n)
         return 0;
 }
 
+int shard_encode(struct eng_shard *s, const struct eng_mutation *m, uint32_t n)
+{
+        int r = validate(m, n);
+
+        return r < 0 ? r : encode(s, m, n);
+}
+
 /* Keeps w's batch (w->stalled, or a copy of the scratch) until memory
  * allows it in, its keys held meanwhile. Returns 0, or -ENOMEM (w holds
  * nothing). */

@@ -24,7 +24,9 @@
  * same key waits for memory, or an earlier read-modify-write of it is
  * between its read and its write, waits behind it. So a read sees every
  * write called before it, stalled or not, and read-modify-writes of one
- * key never interleave. Operations on other keys do not wait.
+ * key never interleave. Operations on other keys do not wait. A part of a
+ * write across shards, prepared here, holds its keys the same way until
+ * it commits or aborts (shard_xtxn.h, the two-phase commit).
  *
  * Errors that stop writes: a failed commit-log or manifest write or sync
  * (a retried fsync can report success for lost data) stops every later

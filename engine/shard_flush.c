@@ -102,7 +102,11 @@ void shard_seal(struct eng_shard *s, struct eng_tablet *t)
 
 uint64_t shard_log_needed(const struct eng_shard *s)
 {
-        uint64_t need = eng_wal_segment(s->wal);
+        uint64_t need = eng_wal_segment(s->wal), txn = shard_xtxn_log_needed(s);
+
+        /* A part in doubt or a decision not forgotten keeps its record. */
+        if (txn && txn < need)
+                need = txn;
 
         /* Writes waiting in s->unapplied are in no memtable yet, and the
          * log may have rolled past the segment holding their records. */

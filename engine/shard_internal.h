@@ -84,6 +84,8 @@ struct shard_prefault {
 struct eng_flush;
 struct eng_shard_compaction;
 struct shard_major;
+struct shard_txn;
+struct shard_decision;
 
 struct eng_shard {
         struct rx_loop *loop;
@@ -179,6 +181,13 @@ struct eng_shard {
         uint64_t prefault_start_ns;
         struct eng_shard_stats stats;
         uint64_t log_bytes_counted;     /* of the log's written_bytes, in stats already */
+        /* Two-phase commit (shard_xtxn.c): parts prepared here and in
+         * doubt, and this coordinator's decisions not yet forgotten, both
+         * oldest first; the next txn number eng_shard_txn_new gives out,
+         * and the floor it stays above (the last seq at open). */
+        struct shard_txn *txns;
+        struct shard_decision *decisions;
+        uint64_t txn_next, txn_floor;
 };
 
 /* One live table's tablets as this shard sees them. */
@@ -260,6 +269,27 @@ void shard_unstall(struct eng_shard *s);
  * leaves it once its entries are in the memtables, or it failed. */
 int shard_write_held(struct eng_shard *s, const struct eng_mutation *m, struct eng_write *w,
                      struct eng_keyq_node *held);
+/* Validates n mutations and encodes them into s->scratch, as a write
+ * does. 0, or eng_shard_write's -EINVAL / -SCREE_ENOTFOUND / -ENOMEM. */
+int shard_encode(struct eng_shard *s, const struct eng_mutation *m, uint32_t n);
+
+/* shard_xtxn.c */
+/* Replays a commit-log record of a type other than BATCH: a COMMIT's
+ * entries go into the memtables like a batch's; the others change which
+ * txns are in doubt or decided. Raises s->last_seq. Returns the entries
+ * applied (>= 0) or -SCREE_ECORRUPT / -ENOMEM. */
+int shard_xtxn_replay(struct eng_shard *s, uint64_t segment, const struct eng_wal_record *rec);
+/* End of the open: the parts replay left in doubt hold their keys again.
+ * 0 or -ENOMEM. */
+int shard_xtxn_open(struct eng_shard *s);
+/* The oldest commit-log segment a part in doubt or a decision not
+ * forgotten needs, or 0 for none. */
+uint64_t shard_xtxn_log_needed(const struct eng_shard *s);
+/* Closing: every part gives its keys up (they stay in doubt on disk). */
+void shard_xtxn_close(struct eng_shard *s);
+/* Frees every part and decision (the shard's free). */
+void shard_xtxn_fini(struct eng_shard *s);
+
 /* shard_order.c */
 /* Whether a key of the encoded batch has an operation in flight. */
 bool shard_batch_busy(struct eng_shard *s, const uint8_t *payload, uint32_t len);

@@ -66,6 +66,7 @@ static void shard_free(struct eng_shard *s)
 {
         if (!s)
                 return;
+        shard_xtxn_fini(s);
         shard_tablets_fini(s);
         shard_pool_fini(s);
         if (s->dir_fd >= 0)
@@ -219,6 +220,16 @@ static int replay_record(void *arg, uint64_t segment, const struct eng_wal_recor
         struct eng_shard *s = op->s;
         int r;
 
+        if (rec->type != ENG_WAL_RECORD_BATCH) {
+                r = shard_xtxn_replay(s, segment, rec);
+                if (r > 0)
+                        s->stats.replayed_records++;
+                if (r < 0)
+                        log_error("shard %u: commit-log segment %016" PRIx64 " record at offset %zu"
+                                  " (type %d): %s", s->o.shard, segment, rec->offset,
+                                  (int)rec->type, strerror(r == -ENOMEM ? ENOMEM : EILSEQ));
+                return r < 0 ? r : 0;
+        }
         if (rec->len < ENG_BATCH_HEADER_BYTES)
                 return -SCREE_ECORRUPT;
         r = shard_apply_batch(s, rec->payload, rec->len, rec->seq, segment);
@@ -271,6 +282,10 @@ static void log_trimmed(void *arg, int res)
          * another log behind. */
         if (s->stats.replayed_records == 0)
                 op->st.log_segment = wo.first_segment;
+        /* ... but for the records of parts in doubt and decisions not
+         * forgotten (shard_xtxn.c): they stay until resolved. */
+        if (shard_xtxn_log_needed(s) && shard_xtxn_log_needed(s) < op->st.log_segment)
+                op->st.log_segment = shard_xtxn_log_needed(s);
         s->log_cut = op->st.log_segment ? op->st.log_segment : s->log_oldest;
         res = eng_wal_open(s->fs, &wo, &s->wal);
         if (res < 0) {
@@ -308,7 +323,9 @@ static void replay_done(void *arg, int res, const struct eng_wal_replay_result *
                 log_warn("shard %u: salvage skipped %" PRIu64 " damaged place(s) in the commit log; "
                          "their writes are lost", s->o.shard, rr->salvaged);
         op->last_segment = rr->last_segment;
-        res = eng_wal_replay_trim(s->fs, &op->ro, rr, log_trimmed, op);
+        res = shard_xtxn_open(s);               /* parts in doubt hold their keys again */
+        if (res == 0)
+                res = eng_wal_replay_trim(s->fs, &op->ro, rr, log_trimmed, op);
         if (res < 0)
                 open_finish(op, res);
 }
@@ -718,6 +735,7 @@ int eng_shard_close(struct eng_shard *s, void (*done)(void *arg, int res), void 
                 w->done(w, -SCREE_ESHUTDOWN);
         }
         s->stall_tail = NULL;
+        shard_xtxn_close(s);
         shard_order_fail_all(s);
         shard_log_group(s);     /* the log's close syncs it and answers its writes */
         shard_apply_pending(s);

@@ -728,8 +728,13 @@ int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal
         return 0;
 }
 
-int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, const void *payload,
-                   uint32_t len)
+/* Appends one record; durable: w is acknowledged once it is synced, in
+ * periodic mode too (a flush is started for it). Inlined into both entry
+ * points, so ordinary appends pay no extra branch for it but the
+ * constant. */
+static inline int append(struct eng_wal *wal, struct eng_wal_write *w,
+                         enum eng_wal_record_type type, uint64_t seq, const void *payload,
+                         uint32_t len, bool durable)
 {
         size_t rs = eng_wal_record_size(len);
         struct wal_seg *s;
@@ -750,18 +755,20 @@ int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, c
         r = wal_wbuf_reserve(wal, &s->active, rs);
         if (r < 0)
                 return r;
-        eng_wal_record_encode(s->active.data + s->active.len, s->id, ENG_WAL_RECORD_BATCH, seq,
-                              s->durable_off, payload, len);
+        eng_wal_record_encode(s->active.data + s->active.len, s->id, type, seq, s->durable_off,
+                              payload, len);
         s->active.len += rs;
         wal->last_seq = seq;
         wal->stats.appends++;
         wal->stats.bytes += rs;
         if (wal->o.sync == ENG_WAL_SYNC_PERIODIC) {
-                if (s->active.len >= PERIODIC_FLUSH_BYTES) {
+                if (durable || s->active.len >= PERIODIC_FLUSH_BYTES)
                         wal->flush_due = true;
-                        wal_kick(wal);
+                if (!durable) {
+                        if (wal->flush_due)
+                                wal_kick(wal);
+                        return 1;
                 }
-                return 1;
         }
         w->next = NULL;
         w->segment = s->id;
@@ -781,6 +788,22 @@ int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, c
         }
         wal_kick(wal);
         return 0;
+}
+
+int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, const void *payload,
+                   uint32_t len)
+{
+        return append(wal, w, ENG_WAL_RECORD_BATCH, seq, payload, len, false);
+}
+
+int eng_wal_append_record(struct eng_wal *wal, struct eng_wal_write *w,
+                          enum eng_wal_record_type type, uint64_t seq, const void *payload,
+                          uint32_t len, bool durable)
+{
+        if (type <= ENG_WAL_RECORD_TYPE_INVALID || type >= ENG_WAL_RECORD_TYPE_MAX ||
+            type == ENG_WAL_RECORD_MARK || (durable && !w))
+                return -EINVAL;
+        return append(wal, w, type, seq, payload, len, durable);
 }
 
 int eng_wal_close(struct eng_wal *wal, void (*done)(void *arg, int res), void *arg)

@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 #include "engine/fs.h"
+#include "engine/wal_format.h"
 
 struct eng_wal;
 struct eng_wal_write;
@@ -125,6 +126,19 @@ int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal
  */
 int eng_wal_append(struct eng_wal *wal, struct eng_wal_write *w, uint64_t seq, const void *payload,
                    uint32_t len);
+
+/*
+ * eng_wal_append for a record of any type but MARK (the log writes marks
+ * itself): type's payload (copied) with seq (must increase). durable:
+ * acknowledged only once synced, in periodic mode too -- the record goes
+ * out with the next write, started now, not at the period's end -- so
+ * w->done runs then and the call returns 0; otherwise as eng_wal_append
+ * (periodic: 1, acknowledged now). Returns also -EINVAL (a MARK or an
+ * unknown type, or durable without w). Shard-local.
+ */
+int eng_wal_append_record(struct eng_wal *wal, struct eng_wal_write *w,
+                          enum eng_wal_record_type type, uint64_t seq, const void *payload,
+                          uint32_t len, bool durable);
 
 /*
  * Flushes and syncs what is buffered, closes the segments and frees the log;

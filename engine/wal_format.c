@@ -60,7 +60,8 @@ int eng_wal_segment_header_decode(const void *src, size_t len, struct eng_wal_se
                 return -SCREE_ECORRUPT;
         if (le64_get(p + SEG_CHECKSUM_OFF) != checksum64(p, SEG_CHECKED_BYTES, 0))
                 return -SCREE_ECORRUPT;
-        if (le32_get(p + SEG_VERSION_OFF) != ENG_WAL_VERSION)
+        if (le32_get(p + SEG_VERSION_OFF) < ENG_WAL_VERSION_MIN ||
+            le32_get(p + SEG_VERSION_OFF) > ENG_WAL_VERSION)
                 return -SCREE_ECORRUPT;
         ret->version = le32_get(p + SEG_VERSION_OFF);
         ret->shard = le32_get(p + SEG_SHARD_OFF);

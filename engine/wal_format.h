@@ -32,7 +32,13 @@
 #include <sys/types.h>
 
 #define ENG_WAL_MAGIC "screeWAL"               /* 8 bytes, no NUL */
-#define ENG_WAL_VERSION 1u
+/* Version 2 (2026-11, issue 25) added the two-phase-commit record types
+ * (PREPARE .. FORGET below); a segment header says 2 so that a scree that
+ * knows only version 1 refuses the whole log instead of meeting (or, with
+ * salvage, skipping) a record type it does not know. Version 1 segments
+ * are still read: they hold BATCH and MARK records only. */
+#define ENG_WAL_VERSION 2u
+#define ENG_WAL_VERSION_MIN 1u
 #define ENG_WAL_SEGMENT_HEADER_BYTES 4096u
 #define ENG_WAL_RECORD_HEADER_BYTES 40u
 #define ENG_WAL_RECORD_ALIGN 8u
@@ -46,6 +52,15 @@ enum eng_wal_record_type {
          * synced record reads as damage, not as a torn tail. The reader
          * checks it and skips it; it is no record of the log. */
         ENG_WAL_RECORD_MARK = 2,
+        /* The two-phase commit of a write across shards (shard_xtxn.c;
+         * payloads: docs/format/wal.md, "Transaction records"). Each takes
+         * a seq of its own but for COMMIT, whose seq is its batch's first
+         * like BATCH's. */
+        ENG_WAL_RECORD_PREPARE = 3,     /* a participant's part, held, not applied */
+        ENG_WAL_RECORD_COMMIT = 4,      /* a write batch that commits a prepared part */
+        ENG_WAL_RECORD_DECISION = 5,    /* the coordinator decided commit */
+        ENG_WAL_RECORD_ABORT = 6,       /* a participant dropped its prepared part */
+        ENG_WAL_RECORD_FORGET = 7,      /* the coordinator's decision is no longer needed */
         ENG_WAL_RECORD_TYPE_MAX,
         ENG_WAL_RECORD_TYPE_INVALID = 0,
 };

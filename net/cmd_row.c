@@ -25,6 +25,7 @@
 #include "net/cmd.h"
 #include "net/server.h"
 #include "net/tbl_args.h"
+#include "net/xwrite.h"
 
 /* Rows a ROW.COUNT or ROW.DELRANGE hop walks at most before it yields. */
 #define ROW_HOP_ROWS 4096u
@@ -307,7 +308,27 @@ int net_cmd_row_del(struct net_req *req)
         return point_start(req, &def_exec_del);
 }
 
-/* ROW.PUT and ROW.WRITE: parsed with parse, then written on their shard. */
+/* Rows on several shards: one atomic write across them (xwrite.h), which
+ * takes over the plan's snapshot and rows. */
+static int write_shards(struct net_req *req, struct row_cmd *rc)
+{
+        unsigned *own = calloc(rc->ops.n, sizeof(*own));
+        struct eng_catalog *snap = rc->snap;
+        int r;
+
+        if (!own) {
+                row_cmd_free(rc);
+                return reply_err(req, "out of memory");
+        }
+        for (uint32_t i = 0; i < rc->ops.n; i++)
+                own[i] = owner(rc->t, rc->ops.ops[i].key, rc->ops.ops[i].key_len);
+        rc->snap = NULL;        /* the write's now, with the rows */
+        r = net_row_write_shards(req, snap, rc->t, &rc->ops, own, rc->now_ms);
+        free(own);
+        return r;
+}
+
+/* ROW.PUT and ROW.WRITE: parsed with parse, then written on their shard(s). */
 static int write_cmd(struct net_req *req,
                      int (*parse)(const struct eng_catalog_table *, const struct net_arg *, size_t,
                                   const struct net_tbl_limits *, struct net_tbl_ops *, char *,
@@ -326,13 +347,9 @@ static int write_cmd(struct net_req *req,
                 return reply_err(req, err);
         }
         shard = owner(rc->t, rc->ops.ops[0].key, rc->ops.ops[0].key_len);
-        for (uint32_t i = 1; i < rc->ops.n; i++) {
-                if (owner(rc->t, rc->ops.ops[i].key, rc->ops.ops[i].key_len) == shard)
-                        continue;
-                row_cmd_free(rc);
-                return reply_err(req, "the rows of one ROW.WRITE must lie on one shard for now "
-                                      "(cross-shard atomic writes are being built)");
-        }
+        for (uint32_t i = 1; i < rc->ops.n; i++)
+                if (owner(rc->t, rc->ops.ops[i].key, rc->ops.ops[i].key_len) != shard)
+                        return write_shards(req, rc);
         return point_start(req, &def_exec_write);
 }
 

@@ -88,7 +88,7 @@ static int engines_state(struct net_server *srv)
                 if (st != NET_SHARD_READY)
                         ready = 0;
         }
-        return ready;
+        return ready && atomic_load(&srv->xtxn_resolved);
 }
 
 /* SIGHUP: a log rotator renamed the log file; start a new one under the

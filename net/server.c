@@ -29,6 +29,7 @@
 #include "net/metrics.h"
 #include "net/metrics_http.h"
 #include "net/slowlog.h"
+#include "net/xwrite.h"
 #include "net/server.h"
 #include "reactor/io.h"
 #include "reactor/loop.h"
@@ -599,6 +600,20 @@ static void accept_arm_all(struct net_shard *sh)
 
 static void engine_closed(void *arg, int res);
 
+static int64_t resolve_on_shard0(struct rx_loop *dst, void *arg)
+{
+        (void)arg;
+        net_xwrite_resolve(net_shard_of(dst));
+        return 0;
+}
+
+static void resolve_started(struct rx_loop *src, int64_t result, void *arg)
+{
+        (void)src;
+        (void)result;
+        (void)arg;
+}
+
 static void engine_opened(void *arg, int res, struct eng_shard *s)
 {
         struct net_shard *sh = arg;
@@ -609,7 +624,14 @@ static void engine_opened(void *arg, int res, struct eng_shard *s)
         } else {
                 sh->eng = s;
                 atomic_store(&sh->state, NET_SHARD_READY);
-                atomic_fetch_add(&sh->srv->shards_ready, 1);
+                /* The last engine to open starts the resolution of what
+                 * the last stop left in doubt, on shard 0. */
+                if (atomic_fetch_add(&sh->srv->shards_ready, 1) + 1 == sh->srv->n_shards &&
+                    rx_smp_call(sh->loop, 0, resolve_on_shard0, resolve_started, NULL) < 0) {
+                        log_error("no memory to resolve the cross-shard writes left in doubt; "
+                                  "their keys stay held until the next start");
+                        atomic_store(&sh->srv->xtxn_resolved, true);
+                }
         }
         if (sh->close_wanted) {
                 if (!sh->eng || eng_shard_close(sh->eng, engine_closed, sh) < 0)

@@ -100,6 +100,9 @@ struct net_server {
         _Atomic uint64_t cfg_version;   /* orders CONFIG SETs (cold path only) */
         _Atomic bool cfg_txn_busy;      /* a CONFIG SET runs (one at a time: cmd_server.c) */
         _Atomic unsigned shards_ready;  /* engines open; all of them: data commands run */
+        /* Set by shard 0 once the cross-shard writes a stop left in doubt
+         * are resolved (xwrite.h): data commands run only then. */
+        _Atomic bool xtxn_resolved;
         _Atomic uint64_t mem_peak;      /* INFO used_memory_peak (cmd_info.c) */
         /* INFO server: set by main before the shards start */
         char run_id[41];                /* 40 random hex digits */
@@ -213,7 +216,8 @@ int net_server_close_engine(struct net_server *srv, unsigned i);
 struct net_shard *net_shard_of(struct rx_loop *loop);
 
 /* Whether data commands must still answer -LOADING: until every shard's
- * engine is open, as Redis has one loading state (a command on a shard
+ * engine is open and what a stop left in doubt is resolved (xwrite.h),
+ * as Redis has one loading state (a command on a shard
  * that opened first would otherwise run while another still replays its
  * log, and a client probing one key would take the server for ready).
  * One branch once loaded. Shard-local. */
@@ -222,7 +226,8 @@ static inline bool net_shard_is_loading(struct net_shard *sh)
         if (!sh->eng)
                 return true;    /* opening, or closed at shutdown */
         if (!sh->all_ready)
-                sh->all_ready = atomic_load(&sh->srv->shards_ready) == sh->srv->n_shards;
+                sh->all_ready = atomic_load(&sh->srv->shards_ready) == sh->srv->n_shards &&
+                                atomic_load(&sh->srv->xtxn_resolved);
         return !sh->all_ready;
 }
 

@@ -76,10 +76,15 @@ static void on_record(struct wal *w, const struct eng_wal_record *rec)
         if (!w->o->records)
                 return;
         printf("record at %zu: seq %" PRIu64 ", type ", rec->offset, rec->seq);
-        if (rec->type == ENG_WAL_RECORD_BATCH)
-                printf("batch");
-        else
-                printf("%d", (int)rec->type);
+        switch (rec->type) {
+        case ENG_WAL_RECORD_BATCH:    printf("batch"); break;
+        case ENG_WAL_RECORD_PREPARE:  printf("prepare"); break;
+        case ENG_WAL_RECORD_COMMIT:   printf("commit"); break;
+        case ENG_WAL_RECORD_DECISION: printf("decision"); break;
+        case ENG_WAL_RECORD_ABORT:    printf("abort"); break;
+        case ENG_WAL_RECORD_FORGET:   printf("forget"); break;
+        default:                      printf("%d", (int)rec->type); break;
+        }
         printf(", length %u, synced_upto %" PRIu64 "\n", rec->len, rec->synced_upto);
 }
 

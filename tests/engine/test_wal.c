@@ -412,3 +412,43 @@ Test(wal, a_log_closed_at_once_after_open_closes_cleanly)
         cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
         cr_expect(eq(int, access(p, F_OK), 0), "and its name made durable");
 }
+
+/* eng_wal_append_record(durable): a periodic log writes and syncs it at
+ * once, with what was buffered before it, instead of at the period's end;
+ * a power cut right after its acknowledgement keeps both. */
+Test(wal, a_durable_record_is_synced_at_once_in_periodic_mode)
+{
+        struct eng_wal *wal = open_periodic(60000 * UINT64_C(1000000));
+        struct eng_wal_replay_opts o = { .dir = dir, .shard = WAL_SHARD };
+        struct replayed x;
+        uint8_t p[512];
+        uint32_t len = payload_of(1, p);
+
+        cr_assert(eq(int, append(wal, 0), 1));
+        apps[1] = (struct app){ .w.done = app_done };
+        want_done = 1;
+        cr_assert(eq(int, eng_wal_append_record(wal, &apps[1].w, ENG_WAL_RECORD_PREPARE, SEQ_BASE + 1,
+                                                p, len, true), 0));
+        cr_expect(not(apps[1].done), "acknowledged before it was durable");
+        cr_assert(eq(int, rx_loop_run_until(loop, &all_done), 0));
+        cr_expect(eq(int, apps[1].res, 0));
+        cr_expect(ge(u64, eng_wal_stats(wal)->syncs, 1));
+        /* Not durable: acknowledged at once, as any periodic append. */
+        len = payload_of(2, p);
+        cr_expect(eq(int, eng_wal_append_record(wal, NULL, ENG_WAL_RECORD_ABORT, SEQ_BASE + 2, p, len,
+                                                false), 1));
+        /* The log writes its marks itself; durable needs a write to ack. */
+        cr_expect(eq(int, eng_wal_append_record(wal, &apps[3].w, ENG_WAL_RECORD_MARK, SEQ_BASE + 3,
+                                                p, 0, false), -EINVAL));
+        cr_expect(eq(int, eng_wal_append_record(wal, NULL, ENG_WAL_RECORD_COMMIT, SEQ_BASE + 3, p, len,
+                                                true), -EINVAL));
+        cr_expect(eq(int, eng_wal_append_record(wal, &apps[3].w, ENG_WAL_RECORD_TYPE_MAX,
+                                                SEQ_BASE + 3, p, len, true), -EINVAL));
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 5), 0));
+        close_wal(wal);
+        cr_assert(eq(int, replay_fresh(&o, &x), 0));
+        cr_expect(eq(u32, x.records, 2), "the durable record and the one before it, not the one after");
+        cr_expect(x.seen[0]);
+        cr_expect(x.seen[1]);
+        cr_expect(not(x.seen[2]));
+}

@@ -471,3 +471,48 @@ Test(wal_format, a_mark_with_a_payload_or_an_older_seq_is_corruption)
         cr_expect(eq(int, (int)r.bad_kind, ENG_WAL_DAMAGE_SEQ));
         free(s.buf);
 }
+
+Test(wal_format, a_version_1_segment_still_reads)
+{
+        struct seg s;
+        struct eng_wal_segment_info info;
+
+        seg_init(&s, 9);
+        le32_put(s.buf + 8, 1);         /* a segment from before version 2 */
+        le64_put(s.buf + 24, checksum64(s.buf, 24, 0));
+        cr_assert(eq(int, eng_wal_segment_header_decode(s.buf, SEG_BYTES, &info), 0));
+        cr_expect(eq(u32, info.version, 1));
+        le32_put(s.buf + 8, 0);
+        le64_put(s.buf + 24, checksum64(s.buf, 24, 0));
+        cr_expect(eq(int, eng_wal_segment_header_decode(s.buf, SEG_BYTES, &info), -SCREE_ECORRUPT));
+        le32_put(s.buf + 8, ENG_WAL_VERSION + 1);
+        le64_put(s.buf + 24, checksum64(s.buf, 24, 0));
+        cr_expect(eq(int, eng_wal_segment_header_decode(s.buf, SEG_BYTES, &info), -SCREE_ECORRUPT));
+        free(s.buf);
+}
+
+Test(wal_format, transaction_records_read_back_in_order)
+{
+        static const enum eng_wal_record_type types[] = {
+                ENG_WAL_RECORD_PREPARE, ENG_WAL_RECORD_DECISION, ENG_WAL_RECORD_COMMIT,
+                ENG_WAL_RECORD_ABORT, ENG_WAL_RECORD_FORGET, ENG_WAL_RECORD_BATCH,
+        };
+        uint8_t p[16] = { 1, 2, 3 };
+        struct eng_wal_record rec;
+        struct eng_wal_reader r;
+        struct seg s;
+
+        seg_init(&s, 30);
+        for (unsigned i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+                s.end += eng_wal_record_encode(s.buf + s.end, 30, types[i], 10 + i, s.end, p, 8 + i);
+        eng_wal_reader_init(&r, s.buf, SEG_BYTES, 30);
+        for (unsigned i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+                cr_assert(eq(int, eng_wal_reader_next(&r, &rec), 1));
+                cr_expect(eq(int, (int)rec.type, (int)types[i]));
+                cr_expect(eq(u64, rec.seq, 10 + i));
+                cr_expect(eq(u32, rec.len, 8 + i));
+        }
+        cr_expect(eq(int, eng_wal_reader_next(&r, &rec), 0));
+        cr_expect(not(r.torn));
+        free(s.buf);
+}

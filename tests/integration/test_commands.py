@@ -227,7 +227,10 @@ def test_command(server):
     c.cmd("COMMAND")
     t, all_ = c.reply()
     assert len(all_) == int(count)
-    c.cmd("COMMAND", "DOCS")
+    c.cmd("COMMAND", "DOCS")          # scree's own commands (tables) are documented
+    t, docs = c.reply()
+    assert t == b"*" and (b"$", b"row.range") in docs[::2]
+    c.cmd("COMMAND", "DOCS", "get")
     assert c.reply() == (b"*", [])
     c.close()
 

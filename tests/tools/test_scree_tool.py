@@ -183,7 +183,7 @@ def test_wal_prints_header_records_and_a_clean_end(fx):
     w = fx["wal"]
     p = run("wal", w["path"], "--records")
     assert p.returncode == 0, p.stderr
-    assert "header: version 1, shard 1, segment 0x3" in p.stdout
+    assert "header: version 2, shard 1, segment 0x3" in p.stdout
     records = [l for l in p.stdout.splitlines() if l.startswith("record at ")]
     assert [int(l.split()[2].rstrip(":")) for l in records] == w["offsets"]
     assert records[0] == "record at 4096: seq 100, type batch, length 22, synced_upto 4096"
