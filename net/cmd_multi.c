@@ -25,7 +25,9 @@
  * distinct keys (below: a command starts once every earlier one on its
  * keys ended, so it sees their writes), and replies with the array of
  * their replies. A command's runtime error is its own element; the
- * others still run. In batch mode each write completes once durable, and
+ * others still run. Each command takes its connection's database as it
+ * starts, so a queued SELECT (it runs alone in its window) moves the
+ * commands after it; a watched key is checked in the database WATCH ran in. In batch mode each write completes once durable, and
  * EXEC replies once all completed, so its reply follows the durability of
  * all its writes.
  */
