@@ -7,6 +7,7 @@ SELECT and WATCH inside transactions."""
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -305,22 +306,46 @@ def test_move_and_swapdb_inside_multi(server):
 
 
 def test_move_concurrent_with_writes_in_target(server):
-    """MOVE reads the target and writes it under the key's lock: with a
-    writer racing on the target's key, the key is never in both dbs with
-    the moved value overwriting a newer write."""
-    r0, r1 = server.client(), server.client(db=1)
-    for round_ in range(50):
-        k = f"race{round_}"
-        r0.set(k, "src")
-        p = r1.pipeline(transaction=False)
-        p.set(k, "tgt")
-        moved = r0.move(k, 1)
-        p.execute()
-        v = r1.get(k)
-        if moved:
-            assert v in (b"src", b"tgt")
-        else:
-            assert v == b"tgt" and r0.get(k) == b"src"
-        r0.delete(k)
-        r1.delete(k)
-    time.sleep(0)
+    """MOVE reads the target and writes it under the key's lock: a SET in
+    the target db acknowledged between MOVE's read and its write would be
+    overwritten by the moved value (a lost update). The writer checks that
+    its value is still there right after its SET: only MOVE could have
+    replaced it, and MOVE must see the key present and give up. (The
+    window is open only while one of MOVE's reads waits for the disk or a
+    write in flight -- its shard runs it in one go otherwise -- so this
+    rarely catches a MOVE without its lock; it guards the outcome.)"""
+    stop = threading.Event()
+    lost = []
+
+    def writer():
+        w = server.client(db=1)
+        i = 0
+        while not stop.is_set():
+            w.set("race", f"w{i}")
+            got = w.get("race")
+            if got != f"w{i}".encode():
+                lost.append((i, got))
+            w.delete("race")
+            i += 1
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    r0 = server.client()
+    moved = 0
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        r0.set("race", "src")
+        moved += r0.move("race", 1)
+        assert r0.exists("race") in (0, 1)
+    stop.set()
+    t.join(10)
+    assert lost == []
+    assert moved > 0
+
+
+def test_database_tables_cannot_be_dropped(r):
+    r.set("k", "v")
+    for d in (0, 7, 15):
+        e = err(r.execute_command, "TABLE.DROP", f"/redis/db{d}")
+        assert "is a Redis database" in e, e
+    assert r.get("k") == b"v"
