@@ -93,6 +93,8 @@ static int install_try(struct net_shard *sh, struct net_cat_install *in)
 
         if (sh->eng)
                 r = eng_shard_set_catalog(sh->eng, in->ch->snap);
+        if (r == 0)
+                net_shard_dbs_refresh(sh);      /* SWAPDB: the databases' new tables */
         return r;
 }
 

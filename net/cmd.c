@@ -79,7 +79,9 @@ static const struct net_cmd_def table[] = {
         { "type", 2, R, 1, 1, 1, net_cmd_type, NULL },
         { "dbsize", 1, R | LC, 0, 0, 0, net_cmd_dbsize, NULL },
         { "flushall", -1, W | LC, 0, 0, 0, net_cmd_flushall, NULL },
-        { "flushdb", -1, W | LC, 0, 0, 0, net_cmd_flushall, NULL },
+        { "flushdb", -1, W | LC, 0, 0, 0, net_cmd_flushdb, NULL },
+        { "move", 3, W | LC, 1, 1, 1, net_cmd_move, NULL },
+        { "swapdb", 3, W | LC, 0, 0, 0, net_cmd_swapdb, NULL },
         { "getrange", 4, R, 1, 1, 1, net_cmd_getrange, NULL },
         { "substr", 4, R, 1, 1, 1, net_cmd_getrange, NULL },
         { "setrange", 4, W, 1, 1, 1, net_cmd_setrange, NULL },
@@ -141,8 +143,10 @@ const struct net_cmd_def net_cmd_def_exists1 = { "exists", 2, R, 1, 1, 1, net_cm
 const struct net_cmd_def net_cmd_def_watch1 = { "watch", 2, R, 1, 1, 1, net_cmd_watch1, NULL };
 const struct net_cmd_def net_cmd_def_shard_count = { "dbsize", 1, R, 0, 0, 0, net_cmd_shard_count,
                                                      NULL };
-const struct net_cmd_def net_cmd_def_shard_flush = { "flushall", 1, W, 0, 0, 0, net_cmd_shard_flush,
+const struct net_cmd_def net_cmd_def_shard_flush = { "flushdb", 1, W, 0, 0, 0, net_cmd_shard_flush,
                                                      NULL };
+const struct net_cmd_def net_cmd_def_shard_flushall = { "flushall", 1, W, 0, 0, 0,
+                                                        net_cmd_shard_flushall, NULL };
 const struct net_cmd_def net_cmd_def_shard_info = { "info", 1, LD, 0, 0, 0, net_cmd_shard_info,
                                                     NULL };
 
@@ -284,7 +288,16 @@ struct net_req *net_req_child(struct net_req *parent, const struct net_cmd_def *
         c->target = target;
         c->out = &c->own;
         c->locked = parent->locked;     /* the parent's lock set covers its keys */
+        c->db = parent->db;
+        c->table = parent->table;
         return c;
+}
+
+void net_req_use_db(struct net_req *req, unsigned db)
+{
+        SCREE_ASSERT(db < NET_DBS);
+        req->db = (uint8_t)db;
+        req->table = req->origin->db_table[db];
 }
 
 void net_req_free(struct net_req *req)

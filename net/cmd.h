@@ -94,8 +94,15 @@ struct net_req {
         struct net_resp_out own;
         int target;                     /* shard to run on; -1: by key */
         /* The catalog table the engine calls below (net_req_get, write,
-         * rmw) address: 0, the Redis keyspace, unless the handler sets it. */
+         * rmw, walks) address: for a Redis command, the table of its
+         * connection's database at dispatch (net_req_use_db; children
+         * inherit it); 0 (database 0) unless set. */
         uint32_t table;
+        uint8_t db;                     /* the database whose table that is */
+        /* net_req_walk_dbs: walking every database in turn, and what runs
+         * after each one's walk */
+        bool walk_dbs;
+        void (*walk_db_done)(struct net_req *req);
         bool done, remote;
         bool rejected;                  /* refused as it started (-LOADING): INFO rejected_calls */
         uint32_t err_mark;              /* out's error count at the start (INFO failed_calls) */
@@ -176,6 +183,10 @@ struct net_req *net_req_new(struct net_shard *sh, const struct net_cmd_def *def,
 struct net_req *net_req_child(struct net_req *parent, const struct net_cmd_def *def,
                               struct net_arg *argv, size_t argc, int target);
 
+/* Makes req address database db (0..NET_DBS-1): req->db, and req->table
+ * from the origin's cache of the catalog (server.h). Origin. */
+void net_req_use_db(struct net_req *req, unsigned db);
+
 /* Frees req (and its children). Origin. Accepts NULL. */
 void net_req_free(struct net_req *req);
 
@@ -226,6 +237,10 @@ int net_cmd_dbsize(struct net_req *req);
 int net_cmd_flushall(struct net_req *req);
 int net_cmd_shard_count(struct net_req *req);
 int net_cmd_shard_flush(struct net_req *req);
+int net_cmd_shard_flushall(struct net_req *req);
+int net_cmd_flushdb(struct net_req *req);
+int net_cmd_move(struct net_req *req);
+int net_cmd_swapdb(struct net_req *req);
 
 int net_cmd_getrange(struct net_req *req);
 int net_cmd_setrange(struct net_req *req);
@@ -304,12 +319,27 @@ int net_req_each_shard(struct net_req *parent, const struct net_cmd_def *def, si
 int net_req_walk(struct net_req *req, int (*item)(struct eng_scan *, const struct eng_scan_item *),
                  bool skip_damaged, net_req_then_fn then);
 
+/* As net_req_walk, over the table of every database (0..NET_DBS-1, the
+ * running shard's ids) in turn: req->db and req->table name the one being
+ * walked; db_done(req) (may be NULL) runs after each with req->ival and
+ * req->expiry_ms as item left them, both zeroed before the next. then
+ * runs once, after the last database or at the first error. */
+int net_req_walk_dbs(struct net_req *req,
+                     int (*item)(struct eng_scan *, const struct eng_scan_item *),
+                     bool skip_damaged, void (*db_done)(struct net_req *req),
+                     net_req_then_fn then);
+
+/* The per-shard count of keys (req->ival) and keys with a TTL
+ * (req->expiry_ms) of the walk's table. An item callback of a walk. */
+int net_req_count_item(struct eng_scan *sc, const struct eng_scan_item *it);
+
 /* A continuation that replies req->ival as an integer, or the error. */
 void net_then_int_ival(struct net_req *req, int res);
 
 /* The internal per-shard commands. */
 extern const struct net_cmd_def net_cmd_def_shard_count;
 extern const struct net_cmd_def net_cmd_def_shard_flush;
+extern const struct net_cmd_def net_cmd_def_shard_flushall;
 extern const struct net_cmd_def net_cmd_def_shard_info;
 extern const struct net_cmd_def net_cmd_def_get;
 extern const struct net_cmd_def net_cmd_def_set;
@@ -366,6 +396,7 @@ int net_cmd_resetstat(struct net_req *req);
 struct net_watch {
         char *key;                      /* heap */
         uint32_t len;
+        uint8_t db;                     /* the database it was watched in */
         bool exists;
         uint64_t seq;
 };

@@ -13,6 +13,7 @@
  * sections walk every key (a DBSIZE's cost, chunked so that the shards
  * go on serving); the others cost a message per shard.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,32 @@ static void copy_counters(struct net_info_shard *si, struct net_shard *sh, uint3
                 memcpy(si->cmd, sh->metrics->cmd, si->n_slots * sizeof(si->cmd[0]));
 }
 
+static_assert(sizeof(((struct net_info_shard *)0)->db_keys) / sizeof(int64_t) == NET_DBS,
+              "a count per database");
+
+/* One database of the shard walked (net_req_walk_dbs). */
+static void info_db_counted(struct net_req *req)
+{
+        struct net_info_shard *si = req->info;
+
+        si->db_keys[req->db] = req->ival;
+        si->db_expires[req->db] = (int64_t)req->expiry_ms;
+}
+
+/* Every database walked: the shard's sums, then its reply. */
+static void info_counted(struct net_req *req, int res)
+{
+        const struct net_info_shard *si = req->info;
+
+        req->ival = 0;
+        req->expiry_ms = 0;
+        for (unsigned d = 0; res == 0 && d < NET_DBS; d++) {
+                req->ival += si->db_keys[d];
+                req->expiry_ms += (uint64_t)si->db_expires[d];
+        }
+        net_then_int_ival(req, res);
+}
+
 int net_cmd_shard_info(struct net_req *req)
 {
         struct net_info_shard *si = req->info;
@@ -117,7 +144,7 @@ int net_cmd_shard_info(struct net_req *req)
                 return NET_CMD_DONE;
         }
         si->walked = true;
-        return net_cmd_shard_count(req);
+        return net_req_walk_dbs(req, net_req_count_item, true, info_db_counted, info_counted);
 }
 
 /* ---- the text ---- */
@@ -128,6 +155,7 @@ struct info_sum {
         uint64_t in_bytes, out_bytes, in_bps, out_bps, expired, errors;
         uint64_t log_bytes, log_syncs;
         int64_t keys, expires;
+        int64_t db_keys[NET_DBS], db_expires[NET_DBS];
         bool loading, write_err, disk_full;
 };
 
@@ -164,6 +192,10 @@ static void info_sum(struct info_out *o)
                 s->log_syncs += si->st.log_syncs;
                 s->keys += c->ival;
                 s->expires += (int64_t)c->expiry_ms;    /* counted by the walk */
+                for (unsigned d = 0; si->walked && d < NET_DBS; d++) {
+                        s->db_keys[d] += si->db_keys[d];
+                        s->db_expires[d] += si->db_expires[d];
+                }
                 s->loading |= !si->engine_ready;
                 s->write_err |= si->engine_error != 0;
                 s->disk_full |= si->disk_full;
@@ -473,9 +505,12 @@ static void info_text(struct info_out *o)
         info_cmd_sections(o);
         if (section(o, NET_INFO_CLUSTER))
                 fprintf(o->f, "cluster_enabled:0\r\n");
-        if (section(o, NET_INFO_KEYSPACE) && o->s.keys > 0)
-                fprintf(o->f, "db0:keys=%lld,expires=%lld,avg_ttl=0\r\n", (long long)o->s.keys,
-                        (long long)o->s.expires);
+        if (section(o, NET_INFO_KEYSPACE))
+                for (unsigned d = 0; d < NET_DBS; d++)  /* Redis: the non-empty ones */
+                        if (o->s.db_keys[d] > 0)
+                                fprintf(o->f, "db%u:keys=%lld,expires=%lld,avg_ttl=0\r\n", d,
+                                        (long long)o->s.db_keys[d],
+                                        (long long)o->s.db_expires[d]);
         if (section(o, NET_INFO_SCREE))
                 info_scree(o);
 }

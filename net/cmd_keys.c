@@ -209,10 +209,28 @@ static void scan_task(struct rx_loop *loop, struct rx_task *t)
                 net_req_complete(req);
 }
 
+/* A walk over every database: the one after req->db, if any. */
+static bool walk_next_db(struct net_req *req)
+{
+        if (!req->walk_dbs)
+                return false;
+        if (req->walk_db_done)
+                req->walk_db_done(req);
+        if (req->db + 1u >= NET_DBS)
+                return false;
+        req->db++;
+        req->table = req->exec->db_table[req->db];
+        eng_scan_release(&req->sc);
+        req->flags &= ~SCAN_STARTED;
+        req->ival = 0;
+        req->expiry_ms = 0;
+        return true;
+}
+
 /* After a write or a chunk: the next chunk from the loop, or the end. */
 static int scan_go_on(struct net_req *req)
 {
-        if (!req->sc.more) {
+        if (!req->sc.more && !walk_next_db(req)) {
                 scan_end(req, 0);
                 return NET_CMD_DONE;
         }
@@ -245,7 +263,7 @@ static int flush_chunk(struct net_req *req)
                 uint32_t len;
 
                 memcpy(&len, req->scratch + at, 4);
-                m[i] = (struct eng_mutation){ .kind = ENG_MUT_DEL, .table = ENG_TABLE_DEFAULT,
+                m[i] = (struct eng_mutation){ .kind = ENG_MUT_DEL, .table = req->table,
                                               .key = req->scratch + at + 4, .key_len = len };
                 at += 4 + len;
         }
@@ -261,7 +279,8 @@ static int flush_chunk(struct net_req *req)
 
 static int scan_chunk_done(struct net_req *req, int r)
 {
-        if (r == 0 && req->def == &net_cmd_def_shard_flush && req->ival > 0) {
+        if (r == 0 && (req->def == &net_cmd_def_shard_flush ||
+                       req->def == &net_cmd_def_shard_flushall) && req->ival > 0) {
                 r = flush_chunk(req);
                 if (r == 0)
                         return NET_CMD_PENDING;         /* flush_written goes on */
@@ -290,14 +309,14 @@ static int scan_chunk(struct net_req *req)
         int r;
 
         req->flags |= SCAN_STARTED;
-        r = eng_shard_scan(req->exec->eng, ENG_TABLE_DEFAULT, resume ? sc->resume : NULL,
+        r = eng_shard_scan(req->exec->eng, req->table, resume ? sc->resume : NULL,
                            resume ? sc->resume_len : 0, NULL, 0, SCAN_CHUNK, sc);
         if (r == 1)
                 return NET_CMD_PENDING;
         return scan_chunk_done(req, r);
 }
 
-static int count_item(struct eng_scan *sc, const struct eng_scan_item *it)
+int net_req_count_item(struct eng_scan *sc, const struct eng_scan_item *it)
 {
         struct net_req *req = sc->ctx;
 
@@ -341,6 +360,19 @@ int net_req_walk(struct net_req *req, int (*item)(struct eng_scan *, const struc
         return scan_chunk(req);
 }
 
+int net_req_walk_dbs(struct net_req *req,
+                     int (*item)(struct eng_scan *, const struct eng_scan_item *),
+                     bool skip_damaged, void (*db_done)(struct net_req *req), net_req_then_fn then)
+{
+        req->walk_dbs = true;
+        req->walk_db_done = db_done;
+        req->db = 0;
+        req->table = req->exec->db_table[0];
+        req->flags &= ~SCAN_STARTED;
+        req->expiry_ms = 0;
+        return net_req_walk(req, item, skip_damaged, then);
+}
+
 static void flush_then(struct net_req *req, int res)
 {
         if (res < 0)
@@ -352,13 +384,20 @@ static void flush_then(struct net_req *req, int res)
 int net_cmd_shard_count(struct net_req *req)
 {
         req->expiry_ms = 0;
-        return net_req_walk(req, count_item, true, net_then_int_ival);
+        return net_req_walk(req, net_req_count_item, true, net_then_int_ival);
 }
 
+/* FLUSHDB's part on one shard: the request's database. */
 int net_cmd_shard_flush(struct net_req *req)
 {
         /* Not past a damaged block: an OK must mean every key is gone. */
         return net_req_walk(req, collect_item, false, flush_then);
+}
+
+/* FLUSHALL's: every database, one after the other. */
+int net_cmd_shard_flushall(struct net_req *req)
+{
+        return net_req_walk_dbs(req, collect_item, false, NULL, flush_then);
 }
 
 int net_cmd_dbsize(struct net_req *req)
@@ -382,12 +421,28 @@ static void ok_gather(struct net_req *req)
         net_resp_add_simple(req->out, "OK", 2);
 }
 
-int net_cmd_flushall(struct net_req *req)
+/* FLUSHALL and FLUSHDB take an optional ASYNC or SYNC; both run as SYNC
+ * (the reply follows the deletes). */
+static bool flush_args_ok(struct net_req *req)
 {
         if (req->argc > 2 || (req->argc == 2 && !net_arg_is(&req->argv[1], "sync") &&
                               !net_arg_is(&req->argv[1], "async"))) {
                 net_resp_add_errorf(req->out, "ERR %s", NET_ERR_SYNTAX);
-                return NET_CMD_DONE;
+                return false;
         }
+        return true;
+}
+
+int net_cmd_flushall(struct net_req *req)
+{
+        if (!flush_args_ok(req))
+                return NET_CMD_DONE;
+        return net_req_each_shard(req, &net_cmd_def_shard_flushall, 0, ok_gather);
+}
+
+int net_cmd_flushdb(struct net_req *req)
+{
+        if (!flush_args_ok(req))
+                return NET_CMD_DONE;
         return net_req_each_shard(req, &net_cmd_def_shard_flush, 0, ok_gather);
 }

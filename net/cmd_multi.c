@@ -25,7 +25,9 @@
  * distinct keys (below: a command starts once every earlier one on its
  * keys ended, so it sees their writes), and replies with the array of
  * their replies. A command's runtime error is its own element; the
- * others still run. In batch mode each write completes once durable, and
+ * others still run. Each command takes its connection's database as it
+ * starts, so a queued SELECT (it runs alone in its window) moves the
+ * commands after it; a watched key is checked in the database WATCH ran in. In batch mode each write completes once durable, and
  * EXEC replies once all completed, so its reply follows the durability of
  * all its writes.
  */
@@ -262,7 +264,8 @@ int net_cmd_watch1(struct net_req *req)
         return net_req_get(req, req->argv[1].ptr, req->argv[1].len, watch1_then);
 }
 
-static int watch_add(struct net_conn *c, const struct net_arg *k, const struct net_req *child)
+static int watch_add(struct net_conn *c, uint8_t db, const struct net_arg *k,
+                     const struct net_req *child)
 {
         struct net_watch *w;
 
@@ -282,6 +285,7 @@ static int watch_add(struct net_conn *c, const struct net_arg *k, const struct n
         if (k->len)
                 memcpy(w->key, k->ptr, k->len);
         w->len = (uint32_t)k->len;
+        w->db = db;
         w->exists = child->flags & WATCH_EXISTS;
         w->seq = (uint64_t)child->ival;
         c->n_watch++;
@@ -294,7 +298,7 @@ static void watch_gather(struct net_req *req)
                 if (net_child_error(req, req->children[i]))
                         return;
         for (uint32_t i = 0; i < req->n_children; i++) {
-                if (watch_add(req->conn, &req->argv[i + 1], req->children[i]) < 0) {
+                if (watch_add(req->conn, req->db, &req->argv[i + 1], req->children[i]) < 0) {
                         net_resp_add_error(req->out, "ERR out of memory", 17);
                         return;
                 }
@@ -465,6 +469,9 @@ static void exec_next(struct net_req *req)
                 while (req->next_cmd < n && window_take(w, req->children[req->next_cmd])) {
                         struct net_req *c = req->children[req->next_cmd++];
 
+                        /* The connection's database now: a SELECT queued
+                         * before c ran already (keyless: alone in its window). */
+                        net_req_use_db(c, c->conn->db);
                         c->locked = true;
                         req->children_left++;
                         net_req_start(c);
@@ -519,6 +526,9 @@ static int exec_watch_children(struct net_req *req)
                 ch[n + i] = net_req_child(req, &net_cmd_def_watch1, &av[2 * i], 2, -1);
                 if (!ch[n + i])
                         return -ENOMEM;
+                /* By index: after a SWAPDB the key's database is the
+                 * other table, whose version then differs (Redis: touched). */
+                net_req_use_db(ch[n + i], req->watch[i].db);
                 req->n_children++;
         }
         return 0;

@@ -467,8 +467,8 @@ static int hop_item(struct eng_scan *sc, const struct eng_scan_item *it)
         struct net_req *req = sc->ctx;
         struct hop *h = req->info;
 
-        if (h->kind == HOP_RANGE && h->rc->range.rev && h->n == h->limit) {
-                /* The row past a full reverse page: the next page's cursor. */
+        if (h->kind == HOP_RANGE && h->n == h->limit) {
+                /* The row past a full page: the next page's cursor. */
                 h->resume = malloc(it->pos_len ? it->pos_len : 1);
                 if (!h->resume)
                         return -ENOMEM;
@@ -518,7 +518,7 @@ static int hop_scanned(struct net_req *req, int res)
         int r;
 
         h->res = res;
-        if (res == 0 && req->sc.more && !req->sc.reverse) {
+        if (res == 0 && req->sc.more && h->kind != HOP_RANGE) {
                 h->more = true;
                 h->resume = malloc(req->sc.resume_len ? req->sc.resume_len : 1);
                 if (h->resume) {
@@ -567,8 +567,9 @@ static int exec_hop(struct net_req *req)
         req->sc.item = hop_item;
         req->sc.done = hop_scan_cb;
         req->sc.ctx = req;
+        /* A range reads one row past the page, for the cursor (hop_item):
+         * a cursor is always a row's position. */
         if (rc->range.rev) {
-                /* One row past the page, for the cursor (hop_item). */
                 req->sc.reverse = true;
                 r = eng_shard_scan(req->exec->eng, rc->t->id, rc->hop_end,
                                    (uint32_t)rc->hop_end_len, rc->pos_open ? NULL : rc->pos,
@@ -576,7 +577,7 @@ static int exec_hop(struct net_req *req)
         } else {
                 r = eng_shard_scan(req->exec->eng, rc->t->id, rc->pos, (uint32_t)rc->pos_len,
                                    rc->hop_open ? NULL : rc->hop_end, (uint32_t)rc->hop_end_len,
-                                   h->limit, &req->sc);
+                                   h->limit + (h->kind == HOP_RANGE), &req->sc);
         }
         if (r == 1)
                 return NET_CMD_PENDING;
@@ -672,15 +673,10 @@ static void hop_gather(struct net_req *req)
         } else if (rc->last_hop) {
                 goto reply;
         } else {
+                /* A page full at a hop's end: the next hop only looks for
+                 * the row past it, the cursor. */
                 r = walk_to(rc, rc->hop_end, rc->hop_end_len);
                 rc->pos_open = false;
-                /* Reverse: the next hop looks one row past a full page. */
-                if (r == 0 && kind == HOP_RANGE && rc->n == rc->range.limit && !rc->range.rev) {
-                        /* Full at a hop's end: the cursor is the next tablet's start. */
-                        rc->next = rc->pos;
-                        rc->next_len = rc->pos_len;
-                        rc->pos = NULL;
-                }
         }
         free(h->resume);
         free(h->dels);

@@ -205,7 +205,7 @@ static int net_cmd_shard_scan(struct net_req *req)
         req->sc.item = page_item;
         req->sc.done = page_scan_cb;
         req->sc.ctx = req;
-        r = eng_shard_scan(req->exec->eng, ENG_TABLE_DEFAULT, start, sizeof(start),
+        r = eng_shard_scan(req->exec->eng, req->table, start, sizeof(start),
                            g + 1 < n ? end : NULL, g + 1 < n ? sizeof(end) : 0, (uint32_t)limit,
                            &req->sc);
         if (r == 1)
@@ -397,7 +397,7 @@ static int random_step(struct net_req *req)
         req->sc.item = random_item;
         req->sc.done = random_cb;
         req->sc.ctx = req;
-        r = eng_shard_scan(req->exec->eng, ENG_TABLE_DEFAULT, start, sizeof(start), NULL, 0, 1,
+        r = eng_shard_scan(req->exec->eng, req->table, start, sizeof(start), NULL, 0, 1,
                            &req->sc);
         if (r == 1)
                 return NET_CMD_PENDING;

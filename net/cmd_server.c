@@ -51,16 +51,23 @@ int net_cmd_quit(struct net_req *req)
         return NET_CMD_DONE;
 }
 
+/* SELECT runs on the connection's shard as it is dispatched (LOCAL), so
+ * the commands parsed after it take the new database; inside MULTI it
+ * runs in its turn within EXEC (a barrier), and each later queued command
+ * takes the connection's database as it starts (cmd_multi.c). */
 int net_cmd_select(struct net_req *req)
 {
         int64_t db;
 
-        if (net_arg_i64(&req->argv[1], &db) < 0)
+        if (net_arg_i64(&req->argv[1], &db) < 0) {
                 net_resp_add_errorf(req->out, "ERR %s", NET_ERR_NOT_INT);
-        else if (db != 0)
+        } else if (db < 0 || db >= (int64_t)NET_DBS) {
                 net_resp_add_errorf(req->out, "ERR DB index is out of range");
-        else
+        } else {
+                if (req->conn)
+                        req->conn->db = (uint8_t)db;
                 net_resp_add_simple(req->out, "OK", 2);
+        }
         return NET_CMD_DONE;
 }
 

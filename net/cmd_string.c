@@ -114,7 +114,7 @@ static int put(struct net_req *req, uint64_t expiry_ms, net_req_then_fn then)
 {
         req->mut = (struct eng_mutation){
                 .kind = ENG_MUT_PUT,
-                .table = ENG_TABLE_DEFAULT,
+                .table = req->table,
                 .key = req->argv[1].ptr,
                 .key_len = (uint32_t)req->argv[1].len,
                 .value = req->argv[2].ptr,

@@ -70,6 +70,20 @@ static int alter_fn(struct tbl_change *tc, const struct eng_catalog *cur, struct
         return eng_catalog_alter_table(cur, tc->path, &o, ret, tc->ch.err, sizeof(tc->ch.err));
 }
 
+/* Whether path is one of the numbered databases' tables (/redis/db0..15):
+ * SELECT, SWAPDB and MOVE find them by these names, so they stay. */
+static bool is_redis_db(const char *path)
+{
+        char name[32];
+
+        for (unsigned d = 0; d < NET_DBS; d++) {
+                snprintf(name, sizeof(name), "/redis/db%u", d);
+                if (strcmp(path, name) == 0)
+                        return true;
+        }
+        return false;
+}
+
 static int change_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
                      struct eng_catalog **ret)
 {
@@ -85,6 +99,11 @@ static int change_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
         case TBL_CREATE:
                 return eng_catalog_create_table(cur, &tc->create.spec, ret, NULL, err, el);
         case TBL_DROP:
+                if (is_redis_db(tc->path)) {
+                        snprintf(err, el, "table %.150s is a Redis database: FLUSHDB empties it, "
+                                 "it cannot be dropped", tc->path);
+                        return -EPERM;
+                }
                 return eng_catalog_drop_table(cur, tc->path, ret, err, el);
         case TBL_ALTER:
                 return alter_fn(tc, cur, ret);

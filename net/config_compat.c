@@ -431,8 +431,8 @@ const struct cfg_def cfg_redis_defs[] = {
         E("sanitize-dump-payload", "no", sanitize_words, NOOP),
         E("propagation-error-behavior", "ignore", propagation_words, NOOP),
         /* The network. */
-        { .name = "databases", .type = CFG_INT, .flags = NOOP_RO | CFG_F_FIXED, .dflt = "1",
-          .min = 1, .max = INT32_MAX, .help = "scree serves one database (SELECT 0)" },
+        { .name = "databases", .type = CFG_INT, .flags = NOOP_RO | CFG_F_FIXED, .dflt = "16",
+          .min = 1, .max = INT32_MAX, .help = "scree serves 16 databases (SELECT 0..15)" },
         I("tcp-backlog", "511", 0, INT32_MAX, NOOP_RO),
         I("tcp-keepalive", "300", 0, INT32_MAX, NOOP),
         S("bind-source-addr", "", NOOP),

@@ -553,6 +553,7 @@ static void conn_dispatch(struct net_conn *c, const struct net_cmd *cmd)
                 conn_kill(c);
                 return;
         }
+        net_req_use_db(req, c->db);
         net_conn_start(c, req);
 }
 
@@ -772,13 +773,13 @@ size_t net_conn_describe(const struct net_conn *c, const struct net_req *asker, 
         conn_flags(c, flags);
         conn_figures(c, asker, &f);
         n = snprintf(buf, NET_CONN_LINE_MAX,
-                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=0 "
+                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=%u "
                      "sub=0 psub=0 ssub=0 multi=%lld qbuf=%zu qbuf-free=%zu argv-mem=%zu "
                      "multi-mem=%zu rbs=%zu rbp=0 obl=%zu oll=%zu omem=%zu tot-mem=%zu "
                      "events=%s cmd=%s user=default redir=-1 resp=%u lib-name=%s lib-ver=%s\n",
                      (unsigned long long)c->id, c->addr, c->laddr, c->fd, c->name ? c->name : "",
                      (unsigned long long)((now_ms - c->created_ms) / 1000),
-                     (unsigned long long)((now_ms - c->last_ms) / 1000), flags,
+                     (unsigned long long)((now_ms - c->last_ms) / 1000), flags, c->db,
                      c->in_multi ? (long long)c->n_mq : -1LL, f.qbuf, f.qbuf_free, f.argv_mem,
                      c->mq_bytes, (size_t)NET_RESP_DEFAULT_CHUNK_BYTES, f.obl, f.oll, f.omem,
                      f.tot_mem, writing ? "rw" : "r", c->last_cmd[0] ? c->last_cmd : "NULL",

@@ -75,6 +75,7 @@ struct net_conn {
         size_t reply_est;               /* running estimate of one reply's bytes */
         size_t mem_counted;             /* what sh->client_mem_bytes holds for c */
         uint8_t proto;                  /* 2 or 3 */
+        uint8_t db;                     /* SELECTed database, 0..NET_DBS-1 */
         bool recv_busy, send_busy;
         bool authed;
         bool eof;                       /* the peer closed its side */

@@ -64,6 +64,9 @@ struct net_info_shard {
         uint64_t conns, commands, ops_per_sec, hits, misses, client_mem, evicted;
         uint64_t in_bytes, out_bytes, in_bps, out_bps;
         uint64_t expired;               /* since the last CONFIG RESETSTAT */
+        /* walked: keys and keys with a TTL per database (server.h's
+         * NET_DBS; the child's ival and expiry_ms hold their sums) */
+        int64_t db_keys[16], db_expires[16];
         uint64_t errors;                /* error replies written (errstats.total) */
         struct net_resp_errstats err;   /* copied for errorstats only */
         size_t n_slots;

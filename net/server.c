@@ -21,6 +21,7 @@
 #include "base/compiler.h"
 #include "base/log.h"
 #include "base/time.h"
+#include "engine/catalog.h"
 #include "engine/datadir.h"
 #include "engine/fs.h"
 #include "engine/shard.h"
@@ -276,6 +277,8 @@ static int shards_new(struct net_server *srv, char *err, size_t err_len)
                 sh->srv = srv;
                 sh->id = i;
                 net_intent_init(&sh->intents);
+                for (unsigned d = 0; d < NET_DBS; d++)  /* the initial catalog's ids */
+                        sh->db_table[d] = d == 0 ? ENG_TABLE_DEFAULT : d + 1;
                 if (cfg_copy(&sh->cfg, cfg) < 0)
                         return -ENOMEM;
                 snprintf(sh->dir, sizeof(sh->dir), "%s/shard-%u", cfg->dir, i);
@@ -417,6 +420,20 @@ void net_server_free(struct net_server *srv)
 struct net_shard *net_shard_of(struct rx_loop *loop)
 {
         return rx_loop_user(loop);
+}
+
+void net_shard_dbs_refresh(struct net_shard *sh)
+{
+        const struct eng_catalog *c = sh->eng ? eng_shard_catalog(sh->eng) : NULL;
+        char path[32];
+
+        for (unsigned d = 0; c && d < NET_DBS; d++) {
+                const struct eng_catalog_table *t;
+
+                snprintf(path, sizeof(path), "/redis/db%u", d);
+                if (eng_catalog_lookup(c, path, &t) == 0)
+                        sh->db_table[d] = t->id;
+        }
 }
 
 unsigned net_server_owner(const struct net_server *srv, const void *key, size_t len)
@@ -623,6 +640,7 @@ static void engine_opened(void *arg, int res, struct eng_shard *s)
                 atomic_store(&sh->state, NET_SHARD_FAILED);
         } else {
                 sh->eng = s;
+                net_shard_dbs_refresh(sh);
                 atomic_store(&sh->state, NET_SHARD_READY);
                 /* The last engine to open starts the resolution of what
                  * the last stop left in doubt, on shard 0. */

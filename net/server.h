@@ -119,6 +119,9 @@ struct net_server {
         struct eng_datadir_lock lock;   /* cfg->dir/LOCK, held until net_server_free */
 };
 
+/* The numbered databases of the Redis keyspace (SELECT 0..15). */
+#define NET_DBS 16u
+
 struct net_shard {
         struct net_server *srv;
         struct rx_loop *loop;           /* set at start */
@@ -155,6 +158,11 @@ struct net_shard {
         void *stop_req;                 /* the foreign request waiting for phase 1 or 2 */
         bool close_wanted;              /* phase 2 asked while the engine was opening */
         struct net_intent_table intents;        /* keys locked here (txn.h) */
+        /* The catalog table of each numbered database (/redis/dbN) in the
+         * snapshot this shard routes by: a request takes its connection's
+         * db's at dispatch (net_req_use_db). Refreshed when the engine
+         * opens and whenever a new snapshot is installed (SWAPDB). */
+        uint32_t db_table[NET_DBS];
         bool made_dir;                  /* main: this start created dir (undone if it fails) */
         bool engine_wrote;              /* set here as the engine closes: it took a write;
                                          * main reads it after the group stopped */
@@ -235,7 +243,12 @@ static inline bool net_shard_is_loading(struct net_shard *sh)
  * IPv4-mapped form, a Unix socket): protected mode serves only those. Pure. */
 bool net_addr_is_loopback(const struct sockaddr_storage *ss);
 
-/* Which shard owns key. Any thread. */
+/* Reloads sh->db_table from the catalog snapshot sh's engine routes by
+ * (a database whose table is missing keeps its old id). Shard-local. */
+void net_shard_dbs_refresh(struct net_shard *sh);
+
+/* Which shard owns key (the same in every database: their tables share
+ * one tablet layout). Any thread. */
 unsigned net_server_owner(const struct net_server *srv, const void *key, size_t len);
 
 /* Connection bookkeeping for conn.c. Shard-local. */

@@ -17,7 +17,7 @@ def test_ping_echo_select_time(r):
     assert r.ping()
     assert r.echo("x\x00y") == b"x\x00y"
     assert r.execute_command("SELECT", 0) is True
-    assert err(r.execute_command, "SELECT", 1) == "DB index is out of range"
+    assert err(r.execute_command, "SELECT", 16) == "DB index is out of range"
     assert err(r.execute_command, "SELECT", "x") == "value is not an integer or out of range"
     secs, usecs = r.time()
     assert abs(secs - time.time()) < 60 and 0 <= usecs < 1000000

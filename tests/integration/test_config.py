@@ -175,7 +175,7 @@ def test_restart_only_settings_take_the_value_they_have(server, r):
         value = r.config_get(name)[name]
         assert r.config_set(name, value) is True, name
     assert r.config_set("memory", r.config_get("memory")["memory"] + "b") is True
-    for name, value in (("port", str(free_port())), ("daemonize", "yes"), ("databases", "16"),
+    for name, value in (("port", str(free_port())), ("daemonize", "yes"), ("databases", "32"),
                         ("dir", "/elsewhere")):
         e = err(r.config_set, name, value)
         assert e.startswith("CONFIG SET failed (possibly related to argument '%s') - can't set "
@@ -318,7 +318,7 @@ def test_a_stock_redis_conf_starts_scree():
         assert got["appendonly"] == "no" and got["hz"] == "10"
         assert got["client-output-buffer-limit"] == \
             "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
-        assert got["databases"] == "1", "scree has one database, whatever the file says"
+        assert got["databases"] == "16", "scree has 16 databases, whatever the file says"
         # bind's optional ::1 is listened on where the host has IPv6.
         try:
             with socket.create_connection(("::1", port), timeout=WAIT_S) as s6:

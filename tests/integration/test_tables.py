@@ -331,3 +331,63 @@ def test_row_writes_across_shards_survive_kill9_whole(tmp_path):
                 assert tuple(map(int, x.decode().split("."))) >= \
                     tuple(map(int, last[pair].split(".")))
     s.close()
+
+
+def test_catalog_changes_survive_kill9_whole(tmp_path):
+    """Creates, drops and directory changes under kill -9 at random moments:
+    the server always starts (the catalog is whole), every acknowledged
+    change is there, and a table's acknowledged rows with it."""
+    import random
+    import threading
+    import time
+
+    rng = random.Random(2511)
+    s = Server(dir=str(tmp_path / "d")).start()
+    done = {}           # path -> "table" | "dir" | None (dropped), acknowledged
+    for rnd in range(5):
+        stop = threading.Event()
+
+        def changer(rnd=rnd):
+            c = s.client()
+            for i in range(10000):
+                if stop.is_set():
+                    return
+                try:
+                    if i % 3 == 2:
+                        cmd(c, "TABLE.DROP", f"/k{rnd}/t{i - 1}")
+                        done[f"/k{rnd}/t{i - 1}"] = None
+                    elif i == 0:
+                        cmd(c, "DIR.CREATE", f"/k{rnd}")
+                        done[f"/k{rnd}"] = "dir"
+                    else:
+                        cmd(c, "TABLE.CREATE", f"/k{rnd}/t{i}", "KEY", "u64", "TABLETS", 3)
+                        cmd(c, "ROW.PUT", f"/k{rnd}/t{i}", i, "row")
+                        done[f"/k{rnd}/t{i}"] = "table"
+                except (redis.ConnectionError, redis.TimeoutError):
+                    return
+                except redis.ResponseError:
+                    if stop.is_set():
+                        return
+                    raise
+
+        t = threading.Thread(target=changer, daemon=True)
+        t.start()
+        deadline = time.monotonic() + 20
+        want = 5 + rng.randrange(40)
+        while len(done) < want and time.monotonic() < deadline:
+            time.sleep(0.005)
+        s.stop(sig=signal.SIGKILL)
+        stop.set()
+        t.join(timeout=30)
+        s.start()
+        r = s.client()
+        tables = {p.decode() for p in cmd(r, "TABLE.LIST", "/")}
+        for path, what in done.items():
+            if what == "table":
+                assert path in tables, path
+                assert cmd(r, "ROW.COUNT", path) == 1, path
+            elif what is None:
+                assert path not in tables, path
+            else:
+                assert pairs(cmd(r, "DIR.LIST", "/")).get(path[1:]) == b"directory"
+    s.close()

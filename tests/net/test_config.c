@@ -134,8 +134,8 @@ Test(config, restart_only_settings_take_the_value_they_have_at_run_time)
         cr_expect(eq(int, cfg_set(&c, "daemonize", "no", true, err, sizeof(err)), 0));
         cr_expect(eq(int, cfg_set(&c, "daemonize", "yes", true, err, sizeof(err)), -EINVAL));
         cr_expect(not(eq(ptr, strstr(err, "immutable"), NULL)), "%s", err);
-        cr_expect(eq(int, cfg_set(&c, "databases", "16", true, err, sizeof(err)), -EINVAL));
-        cr_expect(eq(int, cfg_set(&c, "databases", "1", true, err, sizeof(err)), 0));
+        cr_expect(eq(int, cfg_set(&c, "databases", "1", true, err, sizeof(err)), -EINVAL));
+        cr_expect(eq(int, cfg_set(&c, "databases", "16", true, err, sizeof(err)), 0));
         cr_expect(eq(str, c.dir, "./data"));
 }
 
@@ -215,7 +215,7 @@ Test(config, redis_settings_are_checked_and_shown_as_redis_shows_them)
         cr_assert(eq(int, cfg_set(&c, "shutdown-on-sigterm", "now NOSAVE", true, err, sizeof(err)),
                      0));
         cr_expect(eq(str, (char *)get("shutdown-on-sigterm"), "nosave now"));
-        cr_expect(eq(str, (char *)get("databases"), "1"));
+        cr_expect(eq(str, (char *)get("databases"), "16"));
         cr_expect(cfg_is_hidden((size_t)cfg_index("key-load-delay")));
         cr_expect(not(cfg_is_hidden((size_t)cfg_index("maxmemory"))));
 }
