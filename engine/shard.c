@@ -115,8 +115,10 @@ static void applied_one(struct eng_shard *s, struct eng_tablet *t, const struct 
 
         t->active_bytes += grown;
         s->active_bytes += grown;
-        if (!t->active_first_segment)
+        if (!t->active_first_segment) {
                 t->active_first_segment = segment;
+                s->seal_blocked = false;        /* t has something to seal now */
+        }
 }
 
 /* Puts a chunk of decoded entries: their skip-list searches interleave

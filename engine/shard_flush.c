@@ -303,6 +303,7 @@ static void flush_recorded(struct eng_manifest_write *mw, int res)
         t->flushed_seq = f->imm.sealed_seq;
         memmove(&t->imm[0], &t->imm[1], (t->n_imm - 1) * sizeof(t->imm[0]));
         t->n_imm--;
+        s->seal_blocked = false;        /* t may be sealed again */
         s->imm_bytes -= f->imm.bytes;
         eng_memtable_unref(f->imm.mt);
         s->stats.flushes++;
@@ -473,15 +474,20 @@ static void seal_log_holders(struct eng_shard *s)
 void shard_maybe_flush(struct eng_shard *s)
 {
         seal_log_holders(s);
-        while (s->active_bytes >= s->o.memtable_budget / 2) {
+        /* A scan over every tablet, so not again on every write while
+         * nothing can be sealed: until a flush frees a slot or an empty
+         * tablet takes a write (s->seal_blocked). */
+        while (s->active_bytes >= s->o.memtable_budget / 2 && !s->seal_blocked) {
                 struct eng_tablet *big = NULL;
 
                 for (uint32_t i = 0; i < s->n_tablets; i++)
                         if (s->tablets[i]->n_imm < SHARD_MAX_IMM && !s->tablets[i]->dropped &&
                             (!big || s->tablets[i]->active_bytes > big->active_bytes))
                                 big = s->tablets[i];
-                if (!big || !big->active_first_segment)
+                if (!big || !big->active_first_segment) {
+                        s->seal_blocked = true;
                         break;
+                }
                 shard_seal(s, big);
         }
         if (!s->flush && !s->retry_armed && !s->error)

@@ -104,6 +104,9 @@ struct eng_shard {
         uint32_t n_tablets, cap_tablets;
         struct eng_tablet **tablets;
         bool dropping;                  /* a dropped tablet is being emptied */
+        /* Memtables are over half the budget but no tablet can be sealed
+         * (shard_maybe_flush): no rescan until that may change. */
+        bool seal_blocked;
         struct eng_block_cache *cache;
         struct eng_wal *wal;
         struct eng_manifest *man;
