@@ -17,21 +17,6 @@
 #include "engine/key.h"
 #include "engine/tablet.h"
 
-static const char *type_name(enum eng_tuple_type t)
-{
-        switch (t) {
-        case ENG_TUPLE_I64:
-                return "i64";
-        case ENG_TUPLE_U64:
-                return "u64";
-        case ENG_TUPLE_BYTES:
-                return "bytes";
-        case ENG_TUPLE_NULL:
-                return "null";
-        }
-        return "unknown";
-}
-
 /* ---- pre-split ---- */
 
 /* Allocates t's tablets and keys (keys_cap bytes) for n tablets. */
@@ -141,8 +126,8 @@ static int split_check(const struct eng_catalog_table_spec *spec, uint32_t i, ch
                 if (parts[j].type != ENG_TUPLE_NULL && parts[j].type != spec->parts[j])
                         return eng_catalog_fail(-EINVAL, err, err_len,
                                                 "split point %u, part %d: %s, the key's is %s", i,
-                                                j, type_name(parts[j].type),
-                                                type_name(spec->parts[j]));
+                                                j, eng_tuple_type_name(parts[j].type),
+                                                eng_tuple_type_name(spec->parts[j]));
         return 0;
 }
 

@@ -264,3 +264,18 @@ size_t eng_tuple_prefix_end(const uint8_t *prefix, size_t len, uint8_t *dst, siz
         dst[len] = ENG_TUPLE_AFTER;
         return len + 1;
 }
+
+const char *eng_tuple_type_name(enum eng_tuple_type type)
+{
+        switch (type) {
+        case ENG_TUPLE_I64:
+                return "i64";
+        case ENG_TUPLE_U64:
+                return "u64";
+        case ENG_TUPLE_BYTES:
+                return "bytes";
+        case ENG_TUPLE_NULL:
+                return "null";
+        }
+        return "unknown";
+}

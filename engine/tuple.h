@@ -55,6 +55,10 @@ struct eng_tuple_part {
         } v;
 };
 
+/* "i64", "u64", "bytes", "null" (or "unknown"): the type's name as the
+ * catalog's messages and the protocol spell it. */
+const char *eng_tuple_type_name(enum eng_tuple_type type);
+
 /* The bytes part's encoding takes: 1 for NULL, 9 for an integer, and for
  * bytes 1 + len + (number of 0x00 bytes in it) + 2. Returns 0 for an
  * unknown type. */

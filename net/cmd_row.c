@@ -728,47 +728,42 @@ static int walk_start(struct net_req *req, enum hop_kind kind)
         return r;
 }
 
-int net_cmd_row_range(struct net_req *req)
+/* ROW.RANGE (with LIMIT, REV and CURSOR), ROW.COUNT and ROW.DELRANGE
+ * (bounds only): parse, then walk. */
+static int range_cmd(struct net_req *req, enum hop_kind kind)
 {
         struct net_tbl_limits lim = limits(req);
         char err[NET_TBL_ERR_MAX];
         struct row_cmd *rc;
+        int r;
 
         if (row_cmd_new(req) < 0)
                 return NET_CMD_DONE;
         rc = req->info;
-        if (net_tbl_range_parse(rc->t, req->argv + 2, req->argc - 2, &lim, &rc->range, err,
-                                sizeof(err)) < 0) {
-                row_cmd_free(rc);
-                return reply_err(req, err);
-        }
-        return walk_start(req, HOP_RANGE);
-}
-
-/* ROW.COUNT and ROW.DELRANGE. */
-static int bounds_walk(struct net_req *req, enum hop_kind kind)
-{
-        struct net_tbl_limits lim = limits(req);
-        char err[NET_TBL_ERR_MAX];
-        struct row_cmd *rc;
-
-        if (row_cmd_new(req) < 0)
-                return NET_CMD_DONE;
-        rc = req->info;
-        if (net_tbl_bounds_parse(rc->t, req->argv + 2, req->argc - 2, &lim, &rc->range.b, err,
-                                 sizeof(err)) < 0) {
+        if (kind == HOP_RANGE)
+                r = net_tbl_range_parse(rc->t, req->argv + 2, req->argc - 2, &lim, &rc->range, err,
+                                        sizeof(err));
+        else
+                r = net_tbl_bounds_parse(rc->t, req->argv + 2, req->argc - 2, &lim, &rc->range.b,
+                                         err, sizeof(err));
+        if (r < 0) {
                 row_cmd_free(rc);
                 return reply_err(req, err);
         }
         return walk_start(req, kind);
 }
 
+int net_cmd_row_range(struct net_req *req)
+{
+        return range_cmd(req, HOP_RANGE);
+}
+
 int net_cmd_row_count(struct net_req *req)
 {
-        return bounds_walk(req, HOP_COUNT);
+        return range_cmd(req, HOP_COUNT);
 }
 
 int net_cmd_row_delrange(struct net_req *req)
 {
-        return bounds_walk(req, HOP_DELRANGE);
+        return range_cmd(req, HOP_DELRANGE);
 }

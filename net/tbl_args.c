@@ -73,21 +73,6 @@ bool net_tbl_path_is_under(const char *path, const char *dir)
 
 /* ---- typed parts and keys ---- */
 
-const char *net_tbl_type_name(enum eng_tuple_type type)
-{
-        switch (type) {
-        case ENG_TUPLE_I64:
-                return "i64";
-        case ENG_TUPLE_U64:
-                return "u64";
-        case ENG_TUPLE_BYTES:
-                return "bytes";
-        case ENG_TUPLE_NULL:
-                return "null";
-        }
-        return "unknown";
-}
-
 int net_tbl_u64(const struct net_arg *a, uint64_t *ret)
 {
         uint64_t v = 0;

@@ -68,8 +68,6 @@ bool net_tbl_path_is_under(const char *path, const char *dir);
 
 /* ---- typed parts and keys ---- */
 
-/* "i64", "u64", "bytes" or "null". */
-const char *net_tbl_type_name(enum eng_tuple_type type);
 
 /*
  * Parses one key part of the given type: i64 and u64 as strict decimals

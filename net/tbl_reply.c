@@ -248,7 +248,7 @@ static int key_types_write(struct net_resp_out *o, const struct eng_catalog_tabl
         int r = net_resp_add_array(o, t->n_parts);
 
         for (uint32_t i = 0; r == 0 && i < t->n_parts; i++)
-                r = str(o, net_tbl_type_name(t->parts[i]));
+                r = str(o, eng_tuple_type_name(t->parts[i]));
         return r;
 }
 

@@ -203,11 +203,12 @@ static inline int get_wait(uint32_t t, const void *k, uint32_t len, struct rd *x
         return r;
 }
 
-/* Reads k into out (NUL-terminated). Returns 0, -SCREE_ENOTFOUND or an error. */
-static inline int get_sync(const char *k, char *out, size_t cap)
+/* Reads (t, k) into out (NUL-terminated, cut to cap). Returns 0,
+ * -SCREE_ENOTFOUND or an error. */
+static inline int get_copy(uint32_t t, const void *k, uint32_t len, char *out, size_t cap)
 {
         struct rd x;
-        int r = get_wait(ENG_TABLE_DEFAULT, k, (uint32_t)strlen(k), &x);
+        int r = get_wait(t, k, len, &x);
 
         if (r == 0) {
                 size_t n = x.g.value_len < cap - 1 ? x.g.value_len : cap - 1;
@@ -217,6 +218,12 @@ static inline int get_sync(const char *k, char *out, size_t cap)
                 eng_get_release(&x.g);
         }
         return r;
+}
+
+/* Reads k of the Redis keyspace's table into out, as get_copy. */
+static inline int get_sync(const char *k, char *out, size_t cap)
+{
+        return get_copy(ENG_TABLE_DEFAULT, k, (uint32_t)strlen(k), out, cap);
 }
 
 static inline void expect_value(const char *k, const char *want)

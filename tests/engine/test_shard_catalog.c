@@ -111,17 +111,8 @@ static int put_row(uint32_t table, uint64_t v, const char *val)
 static int get_row(uint32_t table, uint64_t v, char *out, size_t cap)
 {
         uint8_t k[16];
-        struct rd x;
-        int r = get_wait(table, k, (uint32_t)key_of(v, k), &x);
 
-        if (r == 0) {
-                size_t n = x.g.value_len < cap - 1 ? x.g.value_len : cap - 1;
-
-                memcpy(out, x.g.value, n);
-                out[n] = 0;
-                eng_get_release(&x.g);
-        }
-        return r;
+        return get_copy(table, k, (uint32_t)key_of(v, k), out, cap);
 }
 
 static void expect_row(uint32_t table, uint64_t v, const char *want)
