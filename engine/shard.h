@@ -289,7 +289,8 @@ void eng_get_release(struct eng_get *g);
  * the key's hash (8 bytes, big-endian) followed by the user key, so a
  * hashed table is walked in hash order (a cursor for SCAN-like iteration;
  * eng_shard_scan_pos() builds one from a key). A scan of a table dropped
- * while it waits for the disk ends with -SCREE_ENOTFOUND.
+ * while it runs may end early: with the rows given so far, or with
+ * -SCREE_ENOTFOUND when it moves on to another tablet of the table.
  *
  * The entries visited are those of the tables at the call's start plus,
  * possibly, writes that land while the scan waits for the disk; no version
@@ -489,11 +490,12 @@ uint64_t eng_shard_mem_bytes(const struct eng_shard *s);
 /*
  * Installs catalog snapshot c (a reference is taken) if it is newer than
  * the shard's: the shard makes the tablets c gives it that it lacks
- * (empty), routes every later operation by c, and starts emptying the
- * tablets of tables c no longer has, in the background: their memtables
- * are dropped at once (their memory counts no more), their SSTables are
- * removed from the manifest and deleted once no flush or compaction of
- * them runs. Operations already waiting re-route after their wait: a get
+ * (empty), routes every later operation by c, and empties the tablets of
+ * tables c no longer has: their memtables are dropped at once (their
+ * memory counts no more; but for one a flush is writing, dropped when it
+ * ends), and in the background their SSTables are removed from the
+ * manifest, erased from the block cache and deleted, once no flush or
+ * compaction of them runs. Operations already waiting re-route after their wait: a get
  * of a dropped table finds nothing, a scan of one ends with
  * -SCREE_ENOTFOUND. Returns 0 (installed, or c is not newer), -EINVAL (c
  * has another number of shards) or -ENOMEM (nothing changed).

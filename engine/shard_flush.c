@@ -241,8 +241,9 @@ static void flush_failed(struct eng_flush *f, int res, const char *what)
         shard_unstall(s);       /* fails stalled writes when the disk is full */
 }
 
-/* Runs the waiters of eng_shard_flush whose memtables are all flushed. */
-static void wake_waiters(struct eng_shard *s)
+/* Runs the waiters of eng_shard_flush whose memtables are all flushed
+ * (a dropped tablet's never will be: they are freed instead). */
+void shard_wake_waiters(struct eng_shard *s)
 {
         struct shard_waiter **pp = &s->flush_waiters;
 
@@ -251,7 +252,8 @@ static void wake_waiters(struct eng_shard *s)
                 bool pending = false;
 
                 for (uint32_t i = 0; i < s->n_tablets && !s->error; i++)
-                        if (s->tablets[i]->n_imm && s->tablets[i]->imm[0].sealed_seq <= w->upto_seq)
+                        if (s->tablets[i]->n_imm && !s->tablets[i]->dropped &&
+                            s->tablets[i]->imm[0].sealed_seq <= w->upto_seq)
                                 pending = true;
                 if (pending) {
                         pp = &w->next;
@@ -279,7 +281,7 @@ static void flush_recorded(struct eng_manifest_write *mw, int res)
                 if (res != -ENOSPC || !s->closing)
                         shard_set_error(s, res, "manifest write");
                 flush_free(f);
-                wake_waiters(s);
+                shard_wake_waiters(s);
                 shard_job_done(s);
                 return;
         }
@@ -314,7 +316,7 @@ static void flush_recorded(struct eng_manifest_write *mw, int res)
                 s->log_cut = f->mw_log_segment;
         flush_free(f);
         shard_release_log(s);
-        wake_waiters(s);
+        shard_wake_waiters(s);
         shard_unstall(s);
         shard_maybe_flush(s);
         shard_maybe_compact(s);
@@ -489,6 +491,8 @@ void shard_maybe_flush(struct eng_shard *s)
                         break;
                 }
                 shard_seal(s, big);
+                if (big->active_first_segment)
+                        break;          /* no memory for a fresh memtable: next write */
         }
         if (!s->flush && !s->retry_armed && !s->error)
                 start_flush(s);
@@ -528,5 +532,5 @@ void shard_wake_task(struct rx_loop *loop, struct rx_task *task)
 
         (void)loop;
         s->wake_posted = false;
-        wake_waiters(s);
+        shard_wake_waiters(s);
 }

@@ -314,6 +314,8 @@ void shard_order_fail_all(struct eng_shard *s);
 /* shard_flush.c */
 /* Seals the tablet's active memtable (if not empty) into its queue. */
 void shard_seal(struct eng_shard *s, struct eng_tablet *t);
+/* Answers the eng_shard_flush waiters whose memtables are all flushed. */
+void shard_wake_waiters(struct eng_shard *s);
 /* Whether the flush in progress is t's. */
 bool shard_flushing(const struct eng_shard *s, const struct eng_tablet *t);
 /* Hands commit-log segments below s->log_cut to the log for reuse (wal.h,

@@ -284,6 +284,8 @@ int shard_ikey(const struct eng_shard *s, uint32_t table, const void *key, uint3
         return 0;
 }
 
+static void tablet_release_memory(struct eng_shard *s, struct eng_tablet *t);
+
 /* ---- installing a catalog ---- */
 
 int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *cat)
@@ -319,6 +321,7 @@ int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *cat)
                         t->dropped = true;
                         log_info("shard %u: table %u dropped: removing its tablet %u", s->o.shard,
                                  t->table, t->id);
+                        tablet_release_memory(s, t);
                 }
         }
         routes_free(s->routes, s->n_routes);
@@ -377,6 +380,31 @@ uint32_t eng_shard_table_stats(const struct eng_shard *s, uint32_t table,
 
 /* ---- emptying dropped tablets ---- */
 
+/*
+ * The memory of dropped tablet t's memtables counts no more, at once: its
+ * active memtable and its sealed ones go, but for the one a flush in
+ * progress is writing (drop_start frees that one). Nothing reads them any
+ * more: no route leads to t, and reads and scans in flight hold their own
+ * references.
+ */
+static void tablet_release_memory(struct eng_shard *s, struct eng_tablet *t)
+{
+        uint32_t keep = shard_flushing(s, t) ? 1 : 0;
+
+        s->active_bytes -= t->active_bytes;
+        t->active_bytes = 0;
+        t->active_first_segment = 0;
+        eng_memtable_unref(t->active);
+        t->active = NULL;
+        for (uint32_t k = keep; k < t->n_imm; k++) {
+                s->imm_bytes -= t->imm[k].bytes;
+                eng_memtable_unref(t->imm[k].mt);
+        }
+        t->n_imm = keep;
+        shard_wake_waiters(s);          /* none waits for what was freed */
+        shard_unstall(s);
+}
+
 static void drop_finish(struct shard_drop *d)
 {
         struct eng_shard *s = d->s;
@@ -406,6 +434,7 @@ static void drop_unlinked(struct eng_fs_op *op, int res)
 static void drop_unlink_next(struct shard_drop *d)
 {
         while (d->unlinked < d->n_removed) {
+                eng_block_cache_erase_file(d->s->cache, d->removed[d->unlinked].file_id);
                 eng_shard_sst_path(d->s, d->removed[d->unlinked].file_id, d->path, sizeof(d->path));
                 d->op.ctx = d;
                 if (eng_fs_unlink(d->s->fs, &d->op, d->path, drop_unlinked) == 0)
@@ -446,15 +475,8 @@ static int drop_start(struct eng_shard *s, struct eng_tablet *t)
         d->t = t;
         for (uint32_t i = 0; ts && i < ts->n; i++)
                 d->removed[d->n_removed++] = ts->e[i].meta;
-        /* The memory its memtables took is free for other tablets now. */
-        s->active_bytes -= t->active_bytes;
-        t->active_bytes = 0;
-        t->active_first_segment = 0;
-        for (uint32_t k = 0; k < t->n_imm; k++) {
-                s->imm_bytes -= t->imm[k].bytes;
-                eng_memtable_unref(t->imm[k].mt);
-        }
-        t->n_imm = 0;
+        /* The memtable a flush was writing when the drop came. */
+        tablet_release_memory(s, t);
         s->dropping = true;
         s->busy++;
         if (!d->n_removed && !t->flushed_seq) {

@@ -283,7 +283,10 @@ static void xw_gather(struct net_req *req)
                          * Until then its keys stay held. */
                         log_error("a decided cross-shard write failed to commit: %s; the next "
                                   "start applies it", scree_strerror(res));
-                        xw_reply(req, res);
+                        net_resp_add_errorf(req->out, "ERR the write is decided but a shard "
+                                            "failed to apply it (%s): the next start applies "
+                                            "it; until then its rows wait", scree_strerror(res));
+                        plan_free(p);
                         return;
                 }
                 r = steps_start(req, XW_FORGET, 0, 1);

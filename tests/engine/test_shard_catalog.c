@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -329,5 +330,59 @@ Test(shard_catalog, an_older_or_foreign_catalog_is_not_installed)
         cr_assert(eq(int, eng_catalog_initial(1, 4, &other), 0));
         cr_expect(eq(int, eng_shard_set_catalog(sh, other), -EINVAL));
         eng_catalog_unref(other);
+        cat_fini();
+}
+
+static void flushed(void *arg, int res)
+{
+        int *st = arg;
+
+        *st = res == 0 ? 1 : res;
+}
+
+/* Writes "first"/"second" to this shard's keys of table id (async). */
+static unsigned write_ours(uint32_t id, const char *val, struct wr *w, unsigned nw)
+{
+        uint8_t k[16];
+
+        for (uint64_t v = 0; v < 200; v++) {
+                struct eng_mutation m = { .kind = ENG_MUT_PUT, .table = id, .key = k,
+                                          .value = val, .value_len = (uint32_t)strlen(val) };
+
+                m.key_len = (uint32_t)key_of(v * (UINT64_MAX / 200), k);
+                if (ours(id, v * (UINT64_MAX / 200)))
+                        write_async(&w[nw++], &m, 1);
+        }
+        return nw;
+}
+
+/* Found by review: a flush waiter (SAVE, a major compaction) waiting for a
+ * sealed memtable of a table dropped while another of its memtables was
+ * being flushed was never answered. */
+Test(shard_catalog, a_flush_waiter_is_answered_when_its_table_is_dropped_mid_flush)
+{
+        static struct wr w[400];
+        uint32_t id;
+        int d1 = 0, d2 = 0;
+        unsigned nw;
+
+        open_two_shards();
+        id = create_table("/scree/w", ENG_CATALOG_ORDERED, 4);
+        install();
+        nw = write_ours(id, "first", w, 0);
+        cr_assert(gt(u32, nw, 0));
+        cr_assert(eq(int, eng_shard_flush(sh, flushed, &d1), 0));
+        write_ours(id, "second", w, nw);
+        /* The first memtable is being flushed; this seals a second. */
+        cr_assert(eq(int, eng_shard_flush(sh, flushed, &d2), 0));
+        drop_table("/scree/w");
+        install();
+        for (unsigned i = 0; i < 10000 && !(d1 && d2); i++)
+                run_for_ms(1);
+        cr_expect(eq(int, d1, 1), "first flush waiter: %d", d1);
+        cr_expect(eq(int, d2, 1), "second flush waiter: %d", d2);
+        for (unsigned i = 0; i < 10000 && eng_shard_holds_table(sh, id); i++)
+                run_for_ms(1);
+        cr_expect(not(eng_shard_holds_table(sh, id)));
         cat_fini();
 }
