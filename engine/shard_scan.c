@@ -168,9 +168,6 @@ static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8
 
 static void scan_moved(struct eng_merge_iter *m, int res, void *arg);
 
-/* sc->tablet before a reverse scan knows its table's tablet count. */
-#define SCAN_LAST_TABLET (UINT32_MAX - 1)
-
 /* The tablet after sc->tablet in the scan's direction (UINT32_MAX below
  * the first). */
 static uint32_t scan_step(const struct eng_scan *sc)
@@ -191,8 +188,6 @@ static int scan_open_tablet(struct eng_scan *sc)
 
         if (!rt)
                 return sc->walked ? -SCREE_ENOTFOUND : SCAN_NO_TABLET;
-        if (sc->tablet == SCAN_LAST_TABLET)
-                sc->tablet = rt->ct->n_tablets - 1;
         /* Below the first tablet scan_step wraps to UINT32_MAX: past the last. */
         for (; sc->tablet < rt->ct->n_tablets; sc->tablet = scan_step(sc)) {
                 struct eng_tablet *t = rt->tab[sc->tablet];
@@ -337,7 +332,15 @@ int eng_shard_scan(struct eng_shard *s, uint32_t t, const void *start, uint32_t 
         sc->resume_len = 0;
         sc->m = NULL;
         sc->damaged = 0;
-        sc->tablet = sc->reverse ? SCAN_LAST_TABLET : 0;
+        /* From the tablet holding the start (in reverse, the end): a scan
+         * of one tablet among thousands does not walk them all. */
+        if (!sc->reverse)
+                sc->tablet = eng_catalog_route_ikey(rt->ct, sc->bounds, sc->start_len);
+        else if (!end)          /* the bound is the next table's id: past every tablet */
+                sc->tablet = rt->ct->n_tablets - 1;
+        else
+                sc->tablet = eng_catalog_route_ikey(rt->ct, sc->bounds + sc->start_len,
+                                                    sc->end_len);
         sc->walked = false;
         sc->now_ms = time_wall_ns() / 1000000;
         if (!eng_keyq_is_idle(&s->keyq)) {

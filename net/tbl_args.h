@@ -281,8 +281,8 @@ int net_tbl_options_parse(const struct eng_catalog_options *cur, const struct ne
 /*
  * Writes the key of the row at position pos (len bytes) of t as an array
  * of its typed parts: i64 as integers, u64 as integers (above INT64_MAX a
- * RESP3 big number, RESP2 a bulk string), bytes as bulk strings, NULL as
- * nil. Returns 0, -EINVAL (pos is not a key of t: nothing written) or
+ * bulk string, in RESP3 too: redis-cli 7.0 shows no big numbers), bytes
+ * as bulk strings, NULL as nil. Returns 0, -EINVAL (pos is not a key of t: nothing written) or
  * -ENOMEM (the writer failed).
  */
 int net_tbl_key_write(struct net_resp_out *o, const struct eng_catalog_table *t,

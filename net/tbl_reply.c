@@ -81,9 +81,11 @@ static int part_write(struct net_resp_out *o, const struct eng_tuple_part *p)
         case ENG_TUPLE_U64:
                 if (p->v.u64 <= INT64_MAX)
                         return net_resp_add_int(o, (int64_t)p->v.u64);
-                return net_resp_add_bignum(o, buf,
-                                           (size_t)snprintf(buf, sizeof(buf), "%llu",
-                                                            (unsigned long long)p->v.u64));
+                /* A bulk string in RESP3 too: redis-cli 7.0 cannot show a
+                 * RESP3 big number ("Unknown reply type: 13"). */
+                return net_resp_add_bulk(o, buf,
+                                         (size_t)snprintf(buf, sizeof(buf), "%llu",
+                                                          (unsigned long long)p->v.u64));
         case ENG_TUPLE_BYTES:
                 return net_resp_add_bulk(o, p->v.bytes.p, p->v.bytes.len);
         case ENG_TUPLE_NULL:

@@ -946,7 +946,7 @@ Test(manifest_format, a_version_1_tail_cut_in_its_padding_is_whole)
         struct eng_manifest_reader r;
         struct eng_manifest_record rec;
         struct eng_manifest_state s, want;
-        size_t len = manifest_v1_sample_file(buf, sizeof(buf), SALT), last = 0, payload_end;
+        size_t len = manifest_v1_sample_file(buf, sizeof(buf), SALT), last = 0, payload_end = 0;
 
         cr_assert(eq(int, eng_manifest_reader_init(&r, buf, len), 0));
         while (eng_manifest_reader_next(&r, &rec) == 1) {

@@ -1270,7 +1270,8 @@ Test(tbl_args, key_write_typed_parts_resp2_and_resp3)
         net_resp_out_init(&o, 0);
         net_resp_out_set_proto(&o, NET_RESP3);
         cr_assert(eq(int, net_tbl_key_write(&o, t, p, n), 0));
-        EXPECT_OUT(&o, "*4\r\n_\r\n(9223372036854775808\r\n_\r\n$4\r\nNULL\r\n");
+        /* A bulk string in RESP3 too: redis-cli 7.0 shows no big numbers. */
+        EXPECT_OUT(&o, "*4\r\n_\r\n$19\r\n9223372036854775808\r\n_\r\n$4\r\nNULL\r\n");
         net_resp_out_fini(&o);
 }
 
