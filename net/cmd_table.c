@@ -61,6 +61,12 @@ static int alter_fn(struct tbl_change *tc, const struct eng_catalog *cur, struct
                 snprintf(tc->ch.err, sizeof(tc->ch.err), "no table %.200s", tc->path);
                 return -SCREE_ENOTFOUND;
         }
+        if (t->key_format == ENG_CATALOG_KEYS_RAW) {
+                /* The Redis commands set their own TTLs; nothing reads these. */
+                snprintf(tc->ch.err, sizeof(tc->ch.err), "table %.200s holds the Redis keyspace: "
+                         "it takes no options", tc->path);
+                return -EPERM;
+        }
         /* Over the options the table has now, on the shard that orders
          * the changes: two ALTERs never lose each other's settings. */
         r = net_tbl_options_parse(&t->options, req->argv + 2, req->argc - 2, &o, tc->ch.err,
@@ -97,6 +103,11 @@ static int change_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
         case TBL_RMDIR:
                 return eng_catalog_rmdir(cur, tc->path, ret, err, el);
         case TBL_CREATE:
+                if (strncmp(tc->create.spec.path, "/redis/", 7) == 0) {
+                        snprintf(err, el, "/redis holds the Redis databases (db0..db15): "
+                                 "create tables elsewhere");
+                        return -EPERM;
+                }
                 return eng_catalog_create_table(cur, &tc->create.spec, ret, NULL, err, el);
         case TBL_DROP:
                 if (is_redis_db(tc->path)) {

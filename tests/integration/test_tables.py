@@ -95,6 +95,8 @@ def test_bad_input_names_what_is_wrong(r):
     assert err(cmd, r, "TABLE.CREATE", "/t2", "KEY", "u64", "SPLIT-SIZE", "lots")
     assert "exists" in err(cmd, r, "TABLE.CREATE", "/t", "KEY", "u64")
     assert "Redis keyspace" in err(cmd, r, "ROW.GET", "/redis/db0", "k")
+    assert "Redis keyspace" in err(cmd, r, "TABLE.ALTER", "/redis/db0", "DEFAULT-TTL", 5)
+    assert "Redis databases" in err(cmd, r, "TABLE.CREATE", "/redis/db16", "KEY", "bytes")
     big = "k" * 3000
     assert "2048" in err(cmd, r, "ROW.PUT", "/t", 1, big, "v")
     assert cmd(r, "ROW.GET", "/t", 1, big[:10]) is None
