@@ -631,7 +631,7 @@ static void range_reply(struct net_req *req)
                         net_resp_add_error(req->out, "ERR out of memory", 17);
                         return;
                 }
-                len = net_tbl_cursor_format(rc->next, rc->next_len, rc->range.rev, cur,
+                len = net_tbl_cursor_format(rc->t->id, rc->next, rc->next_len, rc->range.rev, cur,
                                             NET_TBL_CURSOR_SIZE(rc->next_len));
         }
         net_resp_add_array(req->out, 2);

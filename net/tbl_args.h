@@ -196,15 +196,18 @@ int net_tbl_range_parse(const struct eng_catalog_table *t, const struct net_arg 
                         const struct net_tbl_limits *lim, struct net_tbl_range *ret, char *err,
                         size_t err_len);
 
-/* Cursor text: "A" (format 1), "F" or "R" (forward, reverse), then the
- * position in lowercase hex. "0" is the start, and a reply's "0" the end. */
+/* Cursor text: "B" (format 2), "F" or "R" (forward, reverse), the table's
+ * id (8 lowercase hex digits), then the position in lowercase hex. "0" is
+ * the start, and a reply's "0" the end. */
 #define NET_TBL_CURSOR_START "0"
-#define NET_TBL_CURSOR_SIZE(pos_len) (2 + 2 * (size_t)(pos_len) + 1)
+#define NET_TBL_CURSOR_SIZE(pos_len) (10 + 2 * (size_t)(pos_len) + 1)
 
-/* Writes the cursor of the row at position pos (len > 0 bytes) for a walk
- * in direction rev into buf (cap >= NET_TBL_CURSOR_SIZE(len)), NUL-terminated.
- * Returns its length, or 0 when cap is too small. */
-size_t net_tbl_cursor_format(const uint8_t *pos, size_t len, bool rev, char *buf, size_t cap);
+/* Writes the cursor of the row at position pos (len > 0 bytes) of table
+ * id table for a walk in direction rev into buf (cap >=
+ * NET_TBL_CURSOR_SIZE(len)), NUL-terminated. Returns its length, or 0
+ * when cap is too small. */
+size_t net_tbl_cursor_format(uint32_t table, const uint8_t *pos, size_t len, bool rev, char *buf,
+                             size_t cap);
 
 /* A decoded cursor: is_start, or the position of the next row. */
 struct net_tbl_cursor {
@@ -216,7 +219,7 @@ struct net_tbl_cursor {
 
 /*
  * Decodes cursor text a for table t: "0", or a cursor of
- * net_tbl_cursor_format whose position is a key of t (its parts of t's
+ * net_tbl_cursor_format made for t (its id) whose position is a key of t (its parts of t's
  * types or NULL, and for a hashed table the right hash). Returns 0 and
  * *ret (caller finis), -EINVAL ("invalid cursor: ...") or -ENOMEM.
  */

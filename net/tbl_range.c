@@ -279,14 +279,20 @@ int net_tbl_range_parse(const struct eng_catalog_table *t, const struct net_arg 
 
 static const char hex[] = "0123456789abcdef";
 
-size_t net_tbl_cursor_format(const uint8_t *pos, size_t len, bool rev, char *buf, size_t cap)
+/* A cursor's version letter, direction and table id (8 hex digits). */
+#define CURSOR_HEAD 10u
+
+size_t net_tbl_cursor_format(uint32_t table, const uint8_t *pos, size_t len, bool rev, char *buf,
+                             size_t cap)
 {
         size_t o = 0;
 
         if (len == 0 || cap < NET_TBL_CURSOR_SIZE(len))
                 return 0;
-        buf[o++] = 'A';
+        buf[o++] = 'B';
         buf[o++] = rev ? 'R' : 'F';
+        for (int sh = 28; sh >= 0; sh -= 4)
+                buf[o++] = hex[(table >> sh) & 15];
         for (size_t i = 0; i < len; i++) {
                 buf[o++] = hex[pos[i] >> 4];
                 buf[o++] = hex[pos[i] & 15];
@@ -345,7 +351,8 @@ int net_tbl_cursor_parse(const struct eng_catalog_table *t, const struct net_arg
                          const struct net_tbl_limits *lim, struct net_tbl_cursor *ret, char *err,
                          size_t err_len)
 {
-        size_t max = 2 + 2 * (lim->max_key_bytes + ENG_HASH_BYTES), n;
+        size_t max = CURSOR_HEAD + 2 * (lim->max_key_bytes + ENG_HASH_BYTES), n;
+        uint32_t table = 0;
         uint8_t *pos;
         int r;
 
@@ -353,16 +360,27 @@ int net_tbl_cursor_parse(const struct eng_catalog_table *t, const struct net_arg
                 *ret = (struct net_tbl_cursor){ .is_start = true };
                 return 0;
         }
-        if (a->len < 4 || a->len > max || a->len % 2 || a->ptr[0] != 'A' ||
+        if (a->len < CURSOR_HEAD + 2 || a->len > max || a->len % 2 || a->ptr[0] != 'B' ||
             (a->ptr[1] != 'F' && a->ptr[1] != 'R'))
                 return net_tbl_fail(err, err_len,
                                     "invalid cursor: give 0 or a cursor from a ROW.RANGE reply");
-        n = (a->len - 2) / 2;
+        for (size_t i = 2; i < CURSOR_HEAD; i++) {
+                int d = hex_digit(a->ptr[i]);
+
+                if (d < 0)
+                        return net_tbl_fail(err, err_len, "invalid cursor: bad character");
+                table = table << 4 | (uint32_t)d;
+        }
+        if (table != t->id)
+                return net_tbl_fail(err, err_len, "invalid cursor: it is another table's (give "
+                                    "the table it was made for)");
+        n = (a->len - CURSOR_HEAD) / 2;
         pos = malloc(n);
         if (!pos)
                 return net_tbl_nomem(err, err_len);
         for (size_t i = 0; i < n; i++) {
-                int hi = hex_digit(a->ptr[2 + 2 * i]), lo = hex_digit(a->ptr[3 + 2 * i]);
+                int hi = hex_digit(a->ptr[CURSOR_HEAD + 2 * i]);
+                int lo = hex_digit(a->ptr[CURSOR_HEAD + 1 + 2 * i]);
 
                 if (hi < 0 || lo < 0) {
                         free(pos);

@@ -125,9 +125,11 @@ def test_paged_ranges_in_key_order_across_tablets_and_shards(r):
         fwd, _ = range_all(r, "/t", "GE", 1, lo, "LE", 1, hi, limit=limit)
         back, _ = range_all(r, "/t", "GE", 1, lo, "LE", 1, hi, limit=limit, rev=True)
         assert len(fwd) == 101 and back == fwd[::-1]
-    # A cursor is for its direction.
+    # A cursor is for its direction, and its table.
     cur, _ = cmd(r, "ROW.RANGE", "/t", "LIMIT", 5, "REV")
     assert "REV" in err(cmd, r, "ROW.RANGE", "/t", "LIMIT", 5, "CURSOR", cur)
+    cmd(r, "TABLE.CREATE", "/t2", "KEY", "u64")
+    assert "another table" in err(cmd, r, "ROW.RANGE", "/t2", "LIMIT", 5, "REV", "CURSOR", cur)
     assert cmd(r, "ROW.COUNT", "/t", "GE", 1, lo, "LT", 1, hi) == 100
     assert cmd(r, "ROW.COUNT", "/t", "GT", 1, lo, "LE", 1, hi) == 100
     assert cmd(r, "ROW.DELRANGE", "/t", "GE", 1, lo, "LT", 1, hi) == 100

@@ -756,12 +756,13 @@ Test(tbl_args, cursor_round_trips)
                         uint8_t p[256];
                         size_t n = pos_of(t[i], keys[i], p);
                         char text[600];
-                        size_t tl = net_tbl_cursor_format(p, n, rev, text, sizeof(text));
+                        size_t tl = net_tbl_cursor_format(t[i]->id, p, n, rev, text,
+                                                          sizeof(text));
                         struct net_arg a = { text, tl };
                         struct net_tbl_cursor c;
 
-                        cr_assert(eq(sz, tl, 2 + 2 * n));
-                        cr_expect(eq(chr, text[0], 'A'));
+                        cr_assert(eq(sz, tl, 10 + 2 * n));
+                        cr_expect(eq(chr, text[0], 'B'));
                         cr_expect(eq(chr, text[1], rev ? 'R' : 'F'));
                         cr_assert(eq(int, net_tbl_cursor_parse(t[i], &a, &LIM, &c, err, sizeof(err)),
                                      0), "%s: %s", text, err);
@@ -771,7 +772,8 @@ Test(tbl_args, cursor_round_trips)
                         cr_expect(eq(int, memcmp(c.pos, p, n), 0));
                         net_tbl_cursor_fini(&c);
                         net_tbl_cursor_fini(&c);
-                        cr_expect(eq(sz, net_tbl_cursor_format(p, n, rev, text, 2 + 2 * n), 0),
+                        cr_expect(eq(sz, net_tbl_cursor_format(t[i]->id, p, n, rev, text,
+                                                               10 + 2 * n), 0),
                                   "no room for the NUL");
                 }
 }
@@ -792,7 +794,7 @@ static void cursor_text(const struct eng_catalog_table *t, const char *key, bool
         uint8_t p[256];
         size_t n = pos_of(t, key, p);
 
-        cr_assert(net_tbl_cursor_format(p, n, rev, text, 600) > 0);
+        cr_assert(net_tbl_cursor_format(t->id, p, n, rev, text, 600) > 0);
 }
 
 Test(tbl_args, corrupt_cursors_are_refused)
@@ -821,14 +823,14 @@ Test(tbl_args, corrupt_cursors_are_refused)
         cr_expect(eq(sz, c.len, 77));
         /* Uppercase hex is not what we write. */
         cursor_text(t, "-1 a", false, text);    /* 7fff..: letters to change */
-        for (char *p = text + 2; *p; p++)
+        for (char *p = text + 10; *p; p++)
                 if (*p >= 'a' && *p <= 'f')
                         *p = (char)(*p - 'a' + 'A');
         cr_expect(eq(int, net_tbl_cursor_parse(t, &(struct net_arg){ text, strlen(text) }, &LIM, &c,
                                                err, sizeof(err)), -EINVAL));
         /* A hashed table's cursor with the hash changed. */
         cursor_text(h, "42 1 x", false, text);
-        text[3] = text[3] == '0' ? '1' : '0';
+        text[11] = text[11] == '0' ? '1' : '0';     /* in the hash, past the table id */
         cr_expect(eq(int, net_tbl_cursor_parse(h, &(struct net_arg){ text, strlen(text) }, &LIM, &c,
                                                err, sizeof(err)), -EINVAL));
         cr_expect(eq(str, err, "invalid cursor: not a row position of table /uub"));
@@ -836,6 +838,8 @@ Test(tbl_args, corrupt_cursors_are_refused)
         cursor_text(t, "1 a", false, text);
         cr_expect(eq(int, net_tbl_cursor_parse(h, &(struct net_arg){ text, strlen(text) }, &LIM, &c,
                                                err, sizeof(err)), -EINVAL));
+        cr_expect(eq(str, err, "invalid cursor: it is another table's (give the table it was "
+                               "made for)"));
 }
 
 Test(tbl_args, cursor_of_the_other_direction_or_range_is_refused)
@@ -923,7 +927,7 @@ static void page_all(const struct eng_catalog_table *t, struct model_key *keys, 
                 net_tbl_bounds_fini(&r.b);
                 if (next < 0)
                         break;
-                cr_assert(net_tbl_cursor_format(keys[next].p, keys[next].n, rev, cursor,
+                cr_assert(net_tbl_cursor_format(t->id, keys[next].p, keys[next].n, rev, cursor,
                                                 sizeof(cursor)) > 0);
         }
         cr_expect(eq(sz, got, want), "%s rev %d limit %u", range_words, rev, limit);
