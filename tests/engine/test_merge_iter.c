@@ -25,27 +25,14 @@
 #include "engine/fault_fs.h"
 #include "engine/merge_iter.h"
 #include "engine/sst_io.h"
-#include "tests/engine/fake_child.h"
 #include "tests/engine/helpers.h"
+#include "tests/engine/merge_world.h"
 #include "tests/engine/model.h"
 #include "tests/tmpdir.h"
 
 enum {
-        MAX_CHILDREN = 8,
         MAX_PER_CHILD = 400,
 };
-
-enum child_kind {
-        CHILD_MEMTABLE,
-        CHILD_SST,
-        CHILD_FAKE,
-};
-
-static char dir[PATH_MAX];
-static struct rx_loop *loop;
-static struct eng_fs *fs;
-static struct eng_block_cache *cache;
-static uint64_t next_file_id = 1;
 
 static void setup(void)
 {
@@ -68,47 +55,6 @@ static void teardown(void)
 TestSuite(merge_iter, .init = setup, .fini = teardown, .timeout = 120);
 
 /* ---- a world: one seed's children and the model of all their versions ---- */
-
-struct child {
-        enum child_kind kind;
-        struct mver *v;
-        size_t n;
-        struct eng_memtable *mt;
-        struct eng_sst_table *t;
-        uint64_t file_id;
-};
-
-static struct {
-        struct child c[MAX_CHILDREN];
-        unsigned n_children;
-        struct mver *all;
-        size_t n;
-        size_t *want;                   /* model_view's output */
-} w;
-
-static void child_load(struct child *c)
-{
-        uint8_t *buf;
-
-        if (c->kind == CHILD_SST && c->n) {
-                c->file_id = next_file_id++;
-                c->t = model_sst_make(loop, fs, cache, dir, c->file_id, c->v, c->n);
-        } else if (c->kind == CHILD_SST) {
-                c->kind = CHILD_MEMTABLE;       /* a table is never empty */
-        }
-        if (c->kind != CHILD_MEMTABLE)
-                return;
-        buf = malloc(MODEL_MAX_VALUE);
-        c->mt = eng_memtable_new(NULL);
-        cr_assert(not(eq(ptr, c->mt, NULL)));
-        for (size_t i = 0; i < c->n; i++) {
-                struct eng_entry e;
-
-                mver_entry(&c->v[i], buf, &e);
-                cr_assert(eq(int, eng_memtable_put(c->mt, &e), 0));
-        }
-        free(buf);
-}
 
 /* n_mt memtables, n_sst tables and n_fake fakes over random versions
  * with unique seqs spread among them (an empty "table" is a memtable). */
@@ -141,47 +87,6 @@ static void world_make(uint64_t seed, unsigned n_mt, unsigned n_sst, unsigned n_
         w.n = total;
         qsort(w.all, w.n, sizeof(*w.all), mver_cmp);
         free(seqs);
-}
-
-static void world_free(void)
-{
-        for (unsigned i = 0; i < w.n_children; i++) {
-                eng_memtable_unref(w.c[i].mt);
-                eng_sst_table_unref(w.c[i].t);
-                if (w.c[i].t)
-                        eng_block_cache_erase_file(cache, w.c[i].file_id);
-                free(w.c[i].v);
-        }
-        free(w.all);
-        free(w.want);
-        memset(&w, 0, sizeof(w));
-}
-
-static struct eng_merge_iter *merge_make(const struct eng_merge_opts *o, bool async_fakes)
-{
-        struct eng_merge_iter *m;
-
-        cr_assert(eq(int, eng_merge_iter_new(o, &m), 0));
-        for (unsigned i = 0; i < w.n_children; i++) {
-                struct child *c = &w.c[i];
-
-                if (c->kind == CHILD_MEMTABLE)
-                        cr_assert(eq(int, eng_merge_iter_add_memtable(m, c->mt), 0));
-                else if (c->kind == CHILD_SST)
-                        cr_assert(eq(int, eng_merge_iter_add_sst(m, c->t), 0));
-                else
-                        fake_add(loop, m, c->v, c->n, async_fakes, 0);
-        }
-        return m;
-}
-
-/* Drops every cached block of the world's tables, so reads go to disk
- * (blocks pinned now go at their release). */
-static void cold_cache(void)
-{
-        for (unsigned i = 0; i < w.n_children; i++)
-                if (w.c[i].t)
-                        eng_block_cache_erase_file(cache, w.c[i].file_id);
 }
 
 /* ---- driving moves ---- */

@@ -24,28 +24,15 @@
 #include "base/compiler.h"
 #include "engine/merge_iter.h"
 #include "engine/sst_io.h"
-#include "tests/engine/fake_child.h"
 #include "tests/engine/helpers.h"
+#include "tests/engine/merge_world.h"
 #include "tests/engine/model.h"
 #include "tests/rng.h"
 #include "tests/tmpdir.h"
 
 enum {
-        MAX_CHILDREN = 8,
         MAX_PER_CHILD = 500,
 };
-
-enum child_kind {
-        CHILD_MEMTABLE,
-        CHILD_SST,
-        CHILD_FAKE,
-};
-
-static char dir[PATH_MAX];
-static struct rx_loop *loop;
-static struct eng_fs *fs;
-static struct eng_block_cache *cache;
-static uint64_t next_file_id = 1;
 
 static void setup(void)
 {
@@ -63,48 +50,6 @@ static void teardown(void)
 TestSuite(merge_reverse, .init = setup, .fini = teardown, .timeout = 120);
 
 /* ---- a world of children and the model of all their versions ---- */
-
-struct child {
-        enum child_kind kind;
-        struct mver *v;
-        size_t n;
-        struct eng_memtable *mt;
-        struct eng_sst_table *t;
-        uint64_t file_id;
-};
-
-static struct {
-        struct child c[MAX_CHILDREN];
-        unsigned n_children;
-        struct mver *all;
-        size_t n;
-        size_t *want;
-} w;
-
-/* Loads child c from its versions (an empty table becomes a memtable). */
-static void child_load(struct child *c)
-{
-        uint8_t *buf;
-
-        if (c->kind == CHILD_SST && c->n) {
-                c->file_id = next_file_id++;
-                c->t = model_sst_make(loop, fs, cache, dir, c->file_id, c->v, c->n);
-                return;
-        }
-        if (c->kind == CHILD_FAKE)
-                return;
-        c->kind = CHILD_MEMTABLE;
-        c->mt = eng_memtable_new(NULL);
-        cr_assert(not(eq(ptr, c->mt, NULL)));
-        buf = malloc(MODEL_MAX_VALUE);
-        for (size_t i = 0; i < c->n; i++) {
-                struct eng_entry e;
-
-                mver_entry(&c->v[i], buf, &e);
-                cr_assert(eq(int, eng_memtable_put(c->mt, &e), 0));
-        }
-        free(buf);
-}
 
 /* Adds a child of kind with the versions v[0..n) (sorted; copied). */
 static void world_add(enum child_kind kind, const struct mver *v, size_t n)
@@ -147,45 +92,6 @@ static void world_make(uint64_t seed, unsigned n_mt, unsigned n_sst, unsigned n_
                 free(v);
         }
         free(seqs);
-}
-
-static void world_free(void)
-{
-        for (unsigned i = 0; i < w.n_children; i++) {
-                eng_memtable_unref(w.c[i].mt);
-                eng_sst_table_unref(w.c[i].t);
-                if (w.c[i].t)
-                        eng_block_cache_erase_file(cache, w.c[i].file_id);
-                free(w.c[i].v);
-        }
-        free(w.all);
-        free(w.want);
-        memset(&w, 0, sizeof(w));
-}
-
-static void cold_cache(void)
-{
-        for (unsigned i = 0; i < w.n_children; i++)
-                if (w.c[i].t)
-                        eng_block_cache_erase_file(cache, w.c[i].file_id);
-}
-
-static struct eng_merge_iter *merge_make(const struct eng_merge_opts *o, bool async_fakes)
-{
-        struct eng_merge_iter *m;
-
-        cr_assert(eq(int, eng_merge_iter_new(o, &m), 0));
-        for (unsigned i = 0; i < w.n_children; i++) {
-                struct child *c = &w.c[i];
-
-                if (c->kind == CHILD_MEMTABLE)
-                        cr_assert(eq(int, eng_merge_iter_add_memtable(m, c->mt), 0));
-                else if (c->kind == CHILD_SST)
-                        cr_assert(eq(int, eng_merge_iter_add_sst(m, c->t), 0));
-                else
-                        fake_add(loop, m, c->v, c->n, async_fakes, 0);
-        }
-        return m;
 }
 
 /* ---- driving moves ---- */
