@@ -38,26 +38,6 @@
 #define REC_HDR ENG_MANIFEST_RECORD_HEADER_BYTES
 #define HEADER_CHECKED_BYTES (REC_HDR - REC_LENGTH_OFF)    /* what the header checksum covers */
 
-/* Snapshot payload: fixed part, then n_tablets TABLET entries, then tables. */
-#define SNAP_SHARD_OFF 0
-#define SNAP_N_SHARDS_OFF 4
-#define SNAP_TABLETS_PER_SHARD_OFF 8
-#define SNAP_N_TABLETS_OFF 12
-#define SNAP_NEXT_FILE_ID_OFF 16
-#define SNAP_LOG_SEGMENT_OFF 24
-#define SNAP_N_TABLES_OFF 32
-#define SNAP_RESERVED_OFF 36
-#define SNAP_FIXED_BYTES 40
-
-/* Edit payload: fixed part, then added tables, removed and flushed pairs,
- * dropped ids. */
-#define EDIT_NEXT_FILE_ID_OFF 0
-#define EDIT_LOG_SEGMENT_OFF 8
-#define EDIT_N_ADDED_OFF 16
-#define EDIT_N_REMOVED_OFF 20
-#define EDIT_N_FLUSHED_OFF 24
-#define EDIT_N_DROPPED_OFF 28
-#define EDIT_FIXED_BYTES 32
 
 /* Each entry: a u32 tablet id, 4 reserved bytes (0) so what follows is
  * aligned, then its u64s. */

@@ -38,4 +38,26 @@ int eng_manifest_v1_snapshot_decode(const void *src, size_t len, struct eng_mani
 int eng_manifest_v1_edit_decode(const void *src, size_t len, const struct eng_manifest_layout *layout,
                                 struct eng_manifest_edit *ret, void **ret_mem);
 
+/* Snapshot payload (both versions): fixed part, then the tablet entries
+ * (version 1: flushed-seq slots), then tables. */
+#define SNAP_SHARD_OFF 0
+#define SNAP_N_SHARDS_OFF 4
+#define SNAP_TABLETS_PER_SHARD_OFF 8
+#define SNAP_N_TABLETS_OFF 12
+#define SNAP_NEXT_FILE_ID_OFF 16
+#define SNAP_LOG_SEGMENT_OFF 24
+#define SNAP_N_TABLES_OFF 32
+#define SNAP_RESERVED_OFF 36
+#define SNAP_FIXED_BYTES 40
+
+/* Edit payload: fixed part, then added tables, removed and flushed pairs,
+ * dropped ids (version 2). */
+#define EDIT_NEXT_FILE_ID_OFF 0
+#define EDIT_LOG_SEGMENT_OFF 8
+#define EDIT_N_ADDED_OFF 16
+#define EDIT_N_REMOVED_OFF 20
+#define EDIT_N_FLUSHED_OFF 24
+#define EDIT_N_DROPPED_OFF 28
+#define EDIT_FIXED_BYTES 32
+
 #endif

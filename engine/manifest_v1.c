@@ -24,23 +24,9 @@
 #include "engine/manifest_int.h"
 #include "engine/tablet.h"
 
-#define SNAP_SHARD_OFF 0
-#define SNAP_N_SHARDS_OFF 4
-#define SNAP_TABLETS_PER_SHARD_OFF 8
-#define SNAP_N_TABLETS_OFF 12
-#define SNAP_NEXT_FILE_ID_OFF 16
-#define SNAP_LOG_SEGMENT_OFF 24
-#define SNAP_N_TABLES_OFF 32
-#define SNAP_RESERVED_OFF 36
-#define SNAP_FIXED_BYTES 40
-
-#define EDIT_NEXT_FILE_ID_OFF 0
-#define EDIT_LOG_SEGMENT_OFF 8
-#define EDIT_N_ADDED_OFF 16
-#define EDIT_N_REMOVED_OFF 20
-#define EDIT_N_FLUSHED_OFF 24
-#define EDIT_RESERVED_OFF 28
-#define EDIT_FIXED_BYTES 32
+/* The fixed parts are version 2's (manifest_int.h), but for the edit's
+ * last 4 bytes: reserved here, version 2's dropped count. */
+#define EDIT_RESERVED_OFF EDIT_N_DROPPED_OFF
 
 #define TABLE_BYTES 36u                 /* tablet u32, file_id, file_size, min_seq, max_seq */
 #define PAIR_BYTES 12u                  /* tablet u32 + u64 (removed: file_id; flushed: seq) */
