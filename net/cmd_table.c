@@ -215,11 +215,17 @@ int net_cmd_dir_list(struct net_req *req)
         return NET_CMD_DONE;
 }
 
+static int path_cmp(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 int net_cmd_table_list(struct net_req *req)
 {
         const struct eng_catalog *c = origin_catalog(req);
         char dir[ENG_CATALOG_MAX_PATH + 1] = "/", err[NET_TBL_ERR_MAX];
         uint32_t n = 0, nt = eng_catalog_n_tables(c);
+        const char **paths;
 
         if (req->argc > 2)
                 return reply_err(req, "TABLE.LIST takes at most one directory");
@@ -231,15 +237,17 @@ int net_cmd_table_list(struct net_req *req)
                         return NET_CMD_DONE;
                 }
         }
+        paths = calloc(nt ? nt : 1, sizeof(*paths));
+        if (!paths)
+                return reply_err(req, "out of memory");
         for (uint32_t i = 0; i < nt; i++)
-                n += net_tbl_path_is_under(eng_catalog_table_at(c, i)->path, dir);
+                if (net_tbl_path_is_under(eng_catalog_table_at(c, i)->path, dir))
+                        paths[n++] = eng_catalog_table_at(c, i)->path;
+        qsort(paths, n, sizeof(*paths), path_cmp);      /* as DIR.LIST: by name */
         net_resp_add_array(req->out, n);
-        for (uint32_t i = 0; i < nt; i++) {
-                const char *p = eng_catalog_table_at(c, i)->path;
-
-                if (net_tbl_path_is_under(p, dir))
-                        net_resp_add_bulk(req->out, p, strlen(p));
-        }
+        for (uint32_t i = 0; i < n; i++)
+                net_resp_add_bulk(req->out, paths[i], strlen(paths[i]));
+        free(paths);
         return NET_CMD_DONE;
 }
 
