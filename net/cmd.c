@@ -82,6 +82,9 @@ static const struct net_cmd_def table[] = {
         { "flushdb", -1, W | LC, 0, 0, 0, net_cmd_flushdb, NULL },
         { "move", 3, W | LC, 1, 1, 1, net_cmd_move, NULL },
         { "swapdb", 3, W | LC, 0, 0, 0, net_cmd_swapdb, NULL },
+        { "rename", 3, W | LC, 1, 2, 1, net_cmd_rename, NULL },
+        { "renamenx", 3, W | LC, 1, 2, 1, net_cmd_renamenx, NULL },
+        { "copy", -3, W | LC, 1, 2, 1, net_cmd_copy, NULL },
         { "getrange", 4, R, 1, 1, 1, net_cmd_getrange, NULL },
         { "substr", 4, R, 1, 1, 1, net_cmd_getrange, NULL },
         { "setrange", 4, W, 1, 1, 1, net_cmd_setrange, NULL },
@@ -111,6 +114,7 @@ static const struct net_cmd_def table[] = {
         { "watch", -2, R | LC | TX, 1, -1, 1, net_cmd_watch, NULL },
         { "unwatch", 1, LD | LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
         { "latency", -2, LD | LC | NE, 0, 0, 0, net_cmd_latency, latency_sub },
+        { "debug", -2, LD | LC | NE, 0, 0, 0, net_cmd_debug, NULL },
         /* The key is argv[2] (MEMORY USAGE key, OBJECT ENCODING key): they
          * run on its shard; without one (MEMORY STATS), on the origin. */
         { "memory", -2, R, 2, 2, 1, net_cmd_memory, memory_sub },

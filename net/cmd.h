@@ -241,6 +241,10 @@ int net_cmd_shard_flushall(struct net_req *req);
 int net_cmd_flushdb(struct net_req *req);
 int net_cmd_move(struct net_req *req);
 int net_cmd_swapdb(struct net_req *req);
+int net_cmd_rename(struct net_req *req);            /* cmd_rename.c */
+int net_cmd_renamenx(struct net_req *req);
+int net_cmd_copy(struct net_req *req);
+int net_cmd_debug(struct net_req *req);             /* cmd_debug.c */
 
 int net_cmd_getrange(struct net_req *req);
 int net_cmd_setrange(struct net_req *req);

@@ -308,22 +308,38 @@ int net_cmd_row_del(struct net_req *req)
         return point_start(req, &def_exec_del);
 }
 
+static void row_write_ok(struct net_req *req)
+{
+        net_resp_add_simple(req->out, "OK", 2);
+}
+
+static void row_cmd_release(void *arg)
+{
+        row_cmd_free(arg);
+        free(arg);
+}
+
 /* Rows on several shards: one atomic write across them (xwrite.h), which
- * takes over the plan's snapshot and rows. */
+ * takes over the plan. */
 static int write_shards(struct net_req *req, struct row_cmd *rc)
 {
+        struct eng_mutation *m = calloc(rc->ops.n, sizeof(*m));
         unsigned *own = calloc(rc->ops.n, sizeof(*own));
-        struct eng_catalog *snap = rc->snap;
         int r;
 
-        if (!own) {
+        if (!m || !own) {
+                free(m);
+                free(own);
                 row_cmd_free(rc);
                 return reply_err(req, "out of memory");
         }
-        for (uint32_t i = 0; i < rc->ops.n; i++)
+        for (uint32_t i = 0; i < rc->ops.n; i++) {
+                m[i] = mutation(rc, &rc->ops.ops[i]);
                 own[i] = owner(rc->t, rc->ops.ops[i].key, rc->ops.ops[i].key_len);
-        rc->snap = NULL;        /* the write's now, with the rows */
-        r = net_row_write_shards(req, snap, rc->t, &rc->ops, own, rc->now_ms);
+        }
+        req->info = NULL;       /* the write's now */
+        r = net_xwrite(req, m, own, rc->ops.n, row_write_ok, row_cmd_release, rc);
+        free(m);
         free(own);
         return r;
 }

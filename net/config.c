@@ -23,6 +23,7 @@
 
 static const char *const sync_words[] = { "batch", "periodic", NULL };
 static const char *const level_words[] = { "error", "warn", "info", "debug", NULL };
+static const char *const debug_words[] = { "no", "yes", "local", NULL };
 
 static int check_bind(const char *value, const char *cur, char *out, size_t len, char *err,
                       size_t err_len);
@@ -89,6 +90,10 @@ static const struct cfg_def defs[] = {
           .help = "commands one MULTI may queue" },
         { "multi-max-bytes", CFG_SIZE, RT, OFF(multi_max_bytes), "32MiB", 4096, UINT64_MAX,
           .help = "memory one MULTI's queued commands may hold" },
+        { "enable-debug-command", CFG_ENUM, 0, OFF(debug_command), "local", .words = debug_words,
+          .help = "who may run DEBUG: no one, every client (yes), or local ones (loopback and "
+          "Unix-socket clients). scree's DEBUG has only harmless subcommands, hence local by "
+          "default (Redis: no)" },
 };
 
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))

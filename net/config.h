@@ -46,6 +46,13 @@ enum cfg_sync {
         CFG_SYNC_PERIODIC = 1,
 };
 
+/* enable-debug-command: who may run DEBUG. */
+enum cfg_debug {
+        CFG_DEBUG_NO = 0,
+        CFG_DEBUG_YES = 1,
+        CFG_DEBUG_LOCAL = 2,            /* loopback and Unix-socket clients */
+};
+
 /* Slots for Redis's settings (config_compat.c has fewer). */
 #define CFG_REDIS_SLOTS 192
 
@@ -79,6 +86,7 @@ struct scree_config {
         uint64_t maxmemory_clients;     /* bytes, or CFG_PERCENT | percent of memory; 0 = off */
         uint64_t multi_max_commands;    /* commands one MULTI may queue */
         uint64_t multi_max_bytes;       /* bytes one MULTI's queue may hold */
+        uint64_t debug_command;         /* enum cfg_debug: who may run DEBUG */
         /* Redis's settings that scree keeps but does not use: each one's
          * canonical value as set, NULL while it has its default. */
         char *redis[CFG_REDIS_SLOTS];

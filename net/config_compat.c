@@ -425,7 +425,6 @@ const struct cfg_def cfg_redis_defs[] = {
         X("shutdown-on-sigterm", "default", check_shutdown, NOOP),
         I("shutdown-timeout", "10", 0, INT32_MAX, NOOP),
         E("enable-protected-configs", "no", protected_words, NOOP_RO),
-        E("enable-debug-command", "no", protected_words, NOOP_RO),
         E("enable-module-command", "no", protected_words, NOOP_RO),
         S("ignore-warnings", "", NOOP),
         E("sanitize-dump-payload", "no", sanitize_words, NOOP),

@@ -2,7 +2,8 @@
 /*
  * Writes of rows on several shards, atomic across a crash: the server's
  * half of the engine's two-phase commit (engine/shard_xtxn.h,
- * docs/transactions.md), for ROW.WRITE, and its resolution at start.
+ * docs/transactions.md), for ROW.WRITE and RENAME, and its resolution at
+ * start.
  *
  * A write: the parts (one per shard, in ascending shard order) are
  * prepared one after the other, each on its shard -- the first shard is
@@ -55,8 +56,9 @@ struct xw_part {
 
 /* The parent request's info. */
 struct xw_plan {
-        struct eng_catalog *snap;       /* the table's snapshot, held */
-        struct net_tbl_ops ops;         /* the rows (keys owned, values in argv) */
+        void (*ok)(struct net_req *req);
+        void (*release)(void *arg);     /* frees what muts' bytes live in */
+        void *arg;
         struct eng_mutation *muts;      /* grouped by part */
         struct xw_part *parts;          /* ascending shard */
         uint32_t *shards;               /* the parts' shards: the decision's participants */
@@ -78,8 +80,8 @@ struct xw_step {
 
 static void plan_free(struct xw_plan *p)
 {
-        eng_catalog_unref(p->snap);
-        net_tbl_ops_fini(&p->ops);
+        if (p->release)
+                p->release(p->arg);
         free(p->muts);
         free(p->parts);
         free(p->shards);
@@ -237,7 +239,7 @@ static void xw_reply(struct net_req *req, int res)
         struct xw_plan *p = req->info;
 
         if (res == 0)
-                net_resp_add_simple(req->out, "OK", 2);
+                p->ok(req);
         else
                 net_reply_engine_err(req, res);
         plan_free(p);
@@ -311,11 +313,11 @@ static int by_shard(const void *a, const void *b)
         return x->shard < y->shard ? -1 : x->shard > y->shard;
 }
 
-/* Groups ops into parts by owning shard. 0 or -ENOMEM. */
-static int plan_build(struct xw_plan *p, const struct eng_catalog_table *t, uint64_t now_ms,
-                      const unsigned *owner)
+/* Groups muts into parts by owning shard. 0 or -ENOMEM. */
+static int plan_build(struct xw_plan *p, const struct eng_mutation *muts, const unsigned *owner,
+                      uint32_t n)
 {
-        uint32_t n = p->ops.n, at = 0;
+        uint32_t at = 0;
 
         p->muts = calloc(n, sizeof(*p->muts));
         p->parts = calloc(n, sizeof(*p->parts));
@@ -335,38 +337,27 @@ static int plan_build(struct xw_plan *p, const struct eng_catalog_table *t, uint
         for (uint32_t k = 0; k < p->n_parts; k++) {
                 p->parts[k].m = p->muts + at;
                 p->shards[k] = p->parts[k].shard;
-                for (uint32_t i = 0; i < n; i++) {
-                        const struct net_tbl_op *op = &p->ops.ops[i];
-
-                        if (owner[i] != p->parts[k].shard)
-                                continue;
-                        p->muts[at++] = (struct eng_mutation){
-                                .kind = op->kind == NET_TBL_OP_PUT ? ENG_MUT_PUT : ENG_MUT_DEL,
-                                .table = t->id, .key = op->key, .key_len = op->key_len,
-                                .value = op->value, .value_len = op->value_len,
-                                .expiry_ms = op->ttl_ms ? now_ms + op->ttl_ms : 0,
-                        };
-                }
+                for (uint32_t i = 0; i < n; i++)
+                        if (owner[i] == p->parts[k].shard)
+                                p->muts[at++] = muts[i];
         }
         return 0;
 }
 
-int net_row_write_shards(struct net_req *req, struct eng_catalog *snap,
-                         const struct eng_catalog_table *t, struct net_tbl_ops *ops,
-                         const unsigned *owner, uint64_t now_ms)
+int net_xwrite(struct net_req *req, const struct eng_mutation *muts, const unsigned *owner,
+               uint32_t n, void (*ok)(struct net_req *req), void (*release)(void *arg),
+               void *arg)
 {
         struct xw_plan *p = calloc(1, sizeof(*p));
         int r;
 
         if (!p) {
-                net_tbl_ops_fini(ops);
-                eng_catalog_unref(snap);
+                if (release)
+                        release(arg);
                 net_resp_add_error(req->out, "ERR out of memory", 17);
                 return NET_CMD_DONE;
         }
-        p->snap = snap;
-        p->ops = *ops;
-        memset(ops, 0, sizeof(*ops));
+        *p = (struct xw_plan){ .ok = ok, .release = release, .arg = arg };
         free(req->info);
         req->info = p;
         if (!atomic_load(&req->origin->srv->xtxn_resolved)) {
@@ -375,7 +366,7 @@ int net_row_write_shards(struct net_req *req, struct eng_catalog *snap,
                                    49);
                 return NET_CMD_DONE;
         }
-        if (plan_build(p, t, now_ms, owner) < 0) {
+        if (plan_build(p, muts, owner, n) < 0) {
                 plan_free(p);
                 net_resp_add_error(req->out, "ERR out of memory", 17);
                 return NET_CMD_DONE;

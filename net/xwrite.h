@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Writes of rows on several shards, atomic across a crash (ROW.WRITE), and
+ * Writes on several shards, atomic across a crash (ROW.WRITE, RENAME), and
  * the resolution at start of what a stop left in doubt: the server's half
  * of the engine's two-phase commit (engine/shard_xtxn.h). See xwrite.c.
  */
@@ -9,22 +9,25 @@
 
 #include <stdint.h>
 
-#include "engine/catalog.h"
-#include "net/tbl_args.h"
+#include "engine/shard.h"
 
 struct net_req;
 struct net_shard;
 
 /*
- * Writes ops (rows of table t; owner[i] the shard of ops->ops[i]) as one
- * atomic write across their shards, and replies +OK or the error (nothing
- * written). Takes over snap (a reference: t lives in it) and ops' memory
- * (ops is zeroed); req->info is replaced by the write's plan. now_ms turns
- * the ops' TTLs into expiries. Returns what a handler returns. Origin.
+ * Writes muts[0..n) (owner[i]: the shard of muts[i]) as one atomic write
+ * across their shards, then writes the reply: ok(req)'s once every shard
+ * committed, else the error (nothing written). muts and owner are
+ * copied; the keys and values they point to must stay valid until
+ * release(arg) runs (NULL: nothing to release), once the write is over,
+ * whatever its outcome -- also when this returns NET_CMD_DONE. req->info
+ * is freed and replaced by the write's plan (a caller passing its info as
+ * arg sets req->info to NULL first). Returns what a handler returns.
+ * Origin.
  */
-int net_row_write_shards(struct net_req *req, struct eng_catalog *snap,
-                         const struct eng_catalog_table *t, struct net_tbl_ops *ops,
-                         const unsigned *owner, uint64_t now_ms);
+int net_xwrite(struct net_req *req, const struct eng_mutation *muts, const unsigned *owner,
+               uint32_t n, void (*ok)(struct net_req *req), void (*release)(void *arg),
+               void *arg);
 
 /*
  * Resolves on every shard what the last stop left in doubt, then sets
