@@ -258,7 +258,8 @@ int eng_compaction_start(struct eng_fs *fs, const struct eng_compaction_opts *o,
                          eng_compaction_cb done, void *arg, struct eng_compaction **ret)
 {
         struct eng_merge_opts mo = { .view = ENG_MERGE_COMPACT, .now_ms = o->now_ms,
-                                     .bottommost = o->bottommost };
+                                     .bottommost = o->bottommost, .end_key = o->hi,
+                                     .end_len = o->hi ? o->hi_len : 0 };
         struct eng_compaction *job;
         int r;
 
@@ -274,7 +275,8 @@ int eng_compaction_start(struct eng_fs *fs, const struct eng_compaction_opts *o,
         job->task = (struct rx_task){ .fn = on_first_task, .name = "compaction:first" };
         if ((r = eng_merge_iter_new(&mo, &job->m)) < 0 || (r = add_inputs(job, o)) < 0)
                 goto fail;
-        r = eng_merge_iter_seek_first(job->m, on_first, job);
+        r = o->lo_len ? eng_merge_iter_seek(job->m, o->lo, o->lo_len, on_first, job)
+                      : eng_merge_iter_seek_first(job->m, on_first, job);
         if (r < 0)
                 goto fail;
         if (r != ENG_SST_PENDING) {

@@ -100,6 +100,12 @@ struct eng_compaction_opts {
         uint32_t n_inputs;
         uint64_t now_ms;                /* wall-clock ms: what has expired */
         bool bottommost;                /* nothing older lies below the inputs */
+        /* Only keys in [lo, hi) are merged (borrowed for the call; lo_len
+         * 0: from the first, hi NULL: to the last): a tablet's range,
+         * since a tablet made by a split shares its parent's files, whose
+         * other keys belong to its sibling. */
+        const void *lo, *hi;
+        size_t lo_len, hi_len;
         /* Each input is read in runs of blocks of up to this many bytes,
          * one read each, past the block cache (sst_seq.h): a multiple of
          * 4096; 0 = ENG_SST_SEQ_DEFAULT_CHUNK; ENG_COMPACT_READ_CACHED =

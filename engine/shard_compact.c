@@ -284,7 +284,9 @@ static int compaction_start(struct eng_shard *s, struct eng_tablet *t, uint32_t 
         struct eng_shard_compaction *c = calloc(1, sizeof(*c) + plen);
         struct eng_sst_table *inputs[SHARD_MAX_COMPACT_INPUTS];
         struct eng_compaction_opts o = { .n_inputs = n, .inputs = inputs, .bottommost = bottommost,
-                                         .readahead_bytes = s->o.compaction_readahead };
+                                         .readahead_bytes = s->o.compaction_readahead,
+                                         .lo = t->start, .lo_len = t->start_len,
+                                         .hi = t->end, .hi_len = t->end_len };
         int r;
 
         if (!c || n > SHARD_MAX_COMPACT_INPUTS || !(c->removed = calloc(n, sizeof(*c->removed)))) {

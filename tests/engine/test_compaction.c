@@ -489,6 +489,63 @@ Test(compaction, the_output_holds_the_newest_version_of_each_key_over_random_inp
         }
 }
 
+/* Compacts only keys [model key lo, model key hi) (hi 0: to the end), as
+ * a tablet made by a split does with its parent's files: the output holds
+ * the newest versions of exactly the keys in range. */
+static void check_clipped_job(bool bottommost, uint32_t lo, uint32_t hi)
+{
+        uint64_t id = next_file_id++;
+        struct eng_compaction_opts o = job_opts(bottommost, id);
+        struct eng_merge_opts mo = { .view = ENG_MERGE_COMPACT, .now_ms = MODEL_NOW_MS,
+                                     .bottommost = bottommost };
+        struct eng_merge_stats st;
+        size_t n = model_view(in.all, in.n_all, &mo, in.want, &st), kept = 0;
+        const struct eng_compaction_result *rs;
+        struct eng_compaction *job;
+        struct eng_sst_table *t;
+
+        o.lo = model_keys[lo];
+        o.lo_len = model_key_lens[lo];
+        o.hi = hi ? model_keys[hi] : NULL;
+        o.hi_len = hi ? model_key_lens[hi] : 0;
+        for (size_t i = 0; i < n; i++) {
+                uint32_t k = in.all[in.want[i]].key;
+
+                if (model_key_cmp(k, o.lo, o.lo_len) >= 0 &&
+                    (!hi || model_key_cmp(k, o.hi, o.hi_len) < 0))
+                        in.want[kept++] = in.want[i];
+        }
+        cr_assert(eq(int, run_job(&o, &job), 0));
+        rs = eng_compaction_result(job);
+        if (!kept) {
+                cr_expect(not(rs->has_output));
+                eng_compaction_free(job);
+                return;
+        }
+        cr_assert(rs->has_output);
+        cr_expect(eq(u64, rs->entries_out, kept));
+        t = open_output(id, rs->file_size);
+        eng_compaction_free(job);
+        expect_scan(t, in.want, kept);
+        expect_gets(t, in.want, kept);
+        eng_sst_table_unref(t);
+}
+
+Test(compaction, a_clipped_job_keeps_only_the_keys_of_its_range)
+{
+        for (uint64_t seed = 0; seed < 8; seed++) {
+                uint32_t lo = (uint32_t)(seed * 7 % MODEL_KEYS);
+                uint32_t hi = seed % 3 == 0 ? 0 : (uint32_t)(lo + 1 + seed * 5 % (MODEL_KEYS - lo));
+
+                if (hi >= MODEL_KEYS)
+                        hi = 0;
+                job_readahead = readaheads[seed % ARRAY_SIZE(readaheads)];
+                inputs_make(seed, 2 + (uint32_t)(seed % 4), 0, NULL);
+                check_clipped_job(seed % 2 == 0, lo, hi);
+                inputs_free();
+        }
+}
+
 Test(compaction, streamed_inputs_leave_the_cache_alone_and_cached_ones_fill_it)
 {
         const struct eng_block_cache_stats *st = eng_block_cache_stats(cache);
