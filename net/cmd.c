@@ -114,7 +114,7 @@ static const struct net_cmd_def table[] = {
         { "watch", -2, R | LC | TX, 1, -1, 1, net_cmd_watch, NULL },
         { "unwatch", 1, LD | LC | NE | TX, 0, 0, 0, net_cmd_multi, NULL },
         { "latency", -2, LD | LC | NE, 0, 0, 0, net_cmd_latency, latency_sub },
-        { "debug", -2, LD | LC | NE, 0, 0, 0, net_cmd_debug, NULL },
+        { "debug", -2, LD | LC | NE | BR, 0, 0, 0, net_cmd_debug, NULL },
         /* The key is argv[2] (MEMORY USAGE key, OBJECT ENCODING key): they
          * run on its shard; without one (MEMORY STATS), on the origin. */
         { "memory", -2, R, 2, 2, 1, net_cmd_memory, memory_sub },

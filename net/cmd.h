@@ -245,6 +245,13 @@ int net_cmd_rename(struct net_req *req);            /* cmd_rename.c */
 int net_cmd_renamenx(struct net_req *req);
 int net_cmd_copy(struct net_req *req);
 int net_cmd_debug(struct net_req *req);             /* cmd_debug.c */
+/* Whether connection c may run DEBUG (enable-debug-command). Shard-local. */
+bool net_debug_allowed(const struct net_conn *c);
+/* Replies DEBUG's refusal on c (a DEBUG queued in MULTI). Shard-local. */
+void net_cmd_debug_refuse(struct net_conn *c);
+/* A database index argument: 0 and *ret, or <0 with Redis's error written
+ * (not an integer; "DB index is out of range"). cmd_db.c. */
+int net_db_arg(struct net_req *req, const struct net_arg *a, unsigned *ret);
 
 int net_cmd_getrange(struct net_req *req);
 int net_cmd_setrange(struct net_req *req);

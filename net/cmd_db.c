@@ -31,9 +31,7 @@
 #include "net/cmd.h"
 #include "net/server.h"
 
-/* A database index argument: 0 and *ret, or <0 with the reply written
- * (Redis's texts: not an integer, "DB index is out of range"). */
-static int db_arg(struct net_req *req, const struct net_arg *a, unsigned *ret)
+int net_db_arg(struct net_req *req, const struct net_arg *a, unsigned *ret)
 {
         int64_t v;
 
@@ -179,7 +177,7 @@ int net_cmd_move(struct net_req *req)
         struct net_req *c;
         unsigned dst;
 
-        if (db_arg(req, &req->argv[2], &dst) < 0)
+        if (net_db_arg(req, &req->argv[2], &dst) < 0)
                 return NET_CMD_DONE;
         if (dst == req->db) {
                 net_resp_add_errorf(req->out, "ERR source and destination objects are the same");

@@ -3,11 +3,11 @@
  * DEBUG (docs/server.md, "DEBUG"): the harmless part of Redis's debugging
  * command, for tools and test suites that use it -- HELP, SLEEP,
  * SET-ACTIVE-EXPIRE and PROTOCOL. Nothing here crashes, reloads or fills
- * the server; who may run it is enable-debug-command's (no, yes, local).
- * Runs on the connection's shard.
+ * the server; who may run it is enable-debug-command's (no, yes, local:
+ * clients on a loopback address). Runs on the connection's shard.
  */
 #include <errno.h>
-#include <math.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -22,27 +22,41 @@
  * stopping meanwhile waits no longer than one slice for it. */
 #define SLEEP_SLICE_NS (100 * NS_PER_MS)
 
-/* Redis's refusal, word for word. */
+/* Redis's refusal, word for word (an error line). */
 static const char not_allowed[] =
-        "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+        "-ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
         "you can run it from a local connection, otherwise you need to set this option in the "
         "configuration file, and then restart the server.";
 
-static bool allowed(const struct net_req *req)
+/* The connection req came from: its own, or (a command run by EXEC) its
+ * root's. */
+static struct net_conn *req_conn(const struct net_req *req)
+{
+        while (req->parent)
+                req = req->parent;
+        return req->conn;
+}
+
+bool net_debug_allowed(const struct net_conn *c)
 {
         struct sockaddr_storage ss;
         socklen_t len = sizeof(ss);
 
-        switch (req->origin->cfg.debug_command) {
+        switch (c->sh->cfg.debug_command) {
         case CFG_DEBUG_YES:
                 return true;
         case CFG_DEBUG_LOCAL:
                 memset(&ss, 0, sizeof(ss));
-                return req->conn && getpeername(req->conn->fd, (struct sockaddr *)&ss, &len) == 0 &&
+                return getpeername(c->fd, (struct sockaddr *)&ss, &len) == 0 &&
                        net_addr_is_loopback(&ss);
         default:
                 return false;
         }
+}
+
+void net_cmd_debug_refuse(struct net_conn *c)
+{
+        net_conn_reply_text(c, not_allowed);
 }
 
 /* ---- SLEEP ---- */
@@ -53,13 +67,27 @@ struct dbg_sleep {
         uint64_t until_ns;
 };
 
+/* Whether c's client is gone or going: closed by us, or its peer hung up
+ * (seen without reading: a sleeping connection reads nothing, DEBUG
+ * being a barrier). */
+static bool client_gone(const struct net_conn *c)
+{
+        struct pollfd p = { .fd = c->fd, .events = POLLRDHUP };
+
+        if (c->eof || c->closing)
+                return true;
+        return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
 /* Arms the next slice: 0, or -1 when the sleep is over (its time is
- * up, the server stops, or the timer cannot be armed). */
+ * up, the server stops, its client is gone, or the timer cannot be
+ * armed). */
 static int sleep_arm(struct rx_loop *loop, struct dbg_sleep *s)
 {
+        const struct net_conn *c = req_conn(s->req);
         uint64_t now = time_now_ns(), left;
 
-        if (now >= s->until_ns || s->req->exec->stopping)
+        if (now >= s->until_ns || s->req->exec->stopping || !c || client_gone(c))
                 return -1;
         left = s->until_ns - now;
         return rx_timer_arm_after(loop, &s->t, left < SLEEP_SLICE_NS ? left : SLEEP_SLICE_NS) == 0
@@ -77,23 +105,26 @@ static void sleep_slice(struct rx_loop *loop, struct rx_timer *t)
         net_req_complete(req);          /* req->info (s) goes with req */
 }
 
-/* DEBUG SLEEP seconds: replies +OK after that long (a decimal number, 0
- * and fractions allowed). Unlike Redis, whose whole server sleeps, only
- * this connection waits: its later commands queue behind the reply. */
+/* DEBUG SLEEP seconds: replies +OK after that long. The number is read
+ * as Redis reads it (its leading decimal part, fractions allowed; none,
+ * or a negative one, is 0). Unlike Redis, whose whole server sleeps, only
+ * this connection waits (DEBUG is a barrier: the commands after it are
+ * read once it is done). */
 static int debug_sleep(struct net_req *req)
 {
         const struct net_arg *a = &req->argv[2];
-        char buf[64], *end;
+        size_t n = a->len < 63 ? a->len : 63;
         struct dbg_sleep *s;
+        char buf[64];
         double secs;
 
-        if (a->len == 0 || a->len >= sizeof(buf))
-                goto bad;
-        memcpy(buf, a->ptr, a->len);
-        buf[a->len] = '\0';
-        secs = strtod(buf, &end);
-        if (*end || !isfinite(secs) || secs < 0 || secs > 1e9)
-                goto bad;
+        memcpy(buf, a->ptr, n);
+        buf[n] = '\0';
+        secs = strtod(buf, NULL);
+        if (!(secs > 0))
+                secs = 0;               /* NaN too */
+        if (secs > 1e9)
+                secs = 1e9;             /* 31 years: ended by its client or a stop */
         s = calloc(1, sizeof(*s));
         if (!s) {
                 net_resp_add_error(req->out, "ERR out of memory", 17);
@@ -106,9 +137,6 @@ static int debug_sleep(struct net_req *req)
         if (sleep_arm(req->exec->loop, s) == 0)
                 return NET_CMD_PENDING;
         net_resp_add_simple(req->out, "OK", 2);
-        return NET_CMD_DONE;
-bad:
-        net_resp_add_errorf(req->out, "ERR value is not a valid float");
         return NET_CMD_DONE;
 }
 
@@ -189,9 +217,10 @@ static const char *const help[] = {
 int net_cmd_debug(struct net_req *req)
 {
         const struct net_arg *sub = &req->argv[1];
+        const struct net_conn *c = req_conn(req);
 
-        if (!allowed(req)) {
-                net_resp_add_error(req->out, not_allowed, sizeof(not_allowed) - 1);
+        if (!c || !net_debug_allowed(c)) {
+                net_resp_add_error(req->out, not_allowed + 1, sizeof(not_allowed) - 2);
                 return NET_CMD_DONE;
         }
         if (net_arg_is(sub, "help") && req->argc == 2) {

@@ -128,6 +128,11 @@ static void multi_queue(struct net_conn *c, const struct net_cmd_def *d, const s
                 net_conn_reply_text(c, "-ERR Command not allowed inside a transaction");
                 return;
         }
+        if (d->fn == net_cmd_debug && !net_debug_allowed(c)) {
+                c->multi_dirty = true;          /* refused as it is queued, as Redis does */
+                net_cmd_debug_refuse(c);
+                return;
+        }
         if (c->multi_dirty) {
                 net_conn_reply_text(c, "QUEUED");      /* EXEC will abort: nothing to keep */
                 return;

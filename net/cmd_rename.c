@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * RENAME, RENAMENX and COPY (docs/server.md, "Keys across shards").
+ * RENAME, RENAMENX and COPY (docs/server.md, "RENAME, RENAMENX and COPY").
  *
  * Each runs on the origin under the lock set of its two keys (txn.h:
  * WRITE on both; the fingerprints ignore the database, so COPY ... DB n
@@ -296,20 +296,12 @@ int net_cmd_copy(struct net_req *req)
 
         for (size_t j = 3; j < req->argc; j++) {
                 const struct net_arg *a = &req->argv[j];
-                int64_t v;
 
                 if (net_arg_is(a, "replace")) {
                         replace = true;
                 } else if (net_arg_is(a, "db") && j + 1 < req->argc) {
-                        if (net_arg_i64(&req->argv[++j], &v) < 0) {
-                                net_resp_add_errorf(req->out, "ERR %s", NET_ERR_NOT_INT);
+                        if (net_db_arg(req, &req->argv[++j], &db) < 0)
                                 return NET_CMD_DONE;
-                        }
-                        if (v < 0 || v >= (int64_t)NET_DBS) {
-                                net_resp_add_errorf(req->out, "ERR DB index is out of range");
-                                return NET_CMD_DONE;
-                        }
-                        db = (unsigned)v;
                 } else {
                         net_resp_add_errorf(req->out, "ERR %s", NET_ERR_SYNTAX);
                         return NET_CMD_DONE;

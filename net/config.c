@@ -91,9 +91,9 @@ static const struct cfg_def defs[] = {
         { "multi-max-bytes", CFG_SIZE, RT, OFF(multi_max_bytes), "32MiB", 4096, UINT64_MAX,
           .help = "memory one MULTI's queued commands may hold" },
         { "enable-debug-command", CFG_ENUM, 0, OFF(debug_command), "local", .words = debug_words,
-          .help = "who may run DEBUG: no one, every client (yes), or local ones (loopback and "
-          "Unix-socket clients). scree's DEBUG has only harmless subcommands, hence local by "
-          "default (Redis: no)" },
+          .help = "who may run DEBUG: no one, every client (yes), or clients on a loopback "
+          "address (local). scree's DEBUG has only harmless subcommands, hence local by default "
+          "(Redis: no)" },
 };
 
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))

@@ -50,7 +50,7 @@ enum cfg_sync {
 enum cfg_debug {
         CFG_DEBUG_NO = 0,
         CFG_DEBUG_YES = 1,
-        CFG_DEBUG_LOCAL = 2,            /* loopback and Unix-socket clients */
+        CFG_DEBUG_LOCAL = 2,            /* clients on a loopback address */
 };
 
 /* Slots for Redis's settings (config_compat.c has fewer). */

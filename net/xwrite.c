@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Writes of rows on several shards, atomic across a crash: the server's
+ * Writes on several shards, atomic across a crash: the server's
  * half of the engine's two-phase commit (engine/shard_xtxn.h,
  * docs/transactions.md), for ROW.WRITE and RENAME, and its resolution at
  * start.
@@ -181,7 +181,7 @@ static int exec_step(struct net_req *req)
         return NET_CMD_DONE;
 }
 
-static const struct net_cmd_def def_step = { "row.write", -2, NET_CMD_WRITE, 0, 0, 0, exec_step,
+static const struct net_cmd_def def_step = { "xwrite", -2, NET_CMD_WRITE, 0, 0, 0, exec_step,
                                              NULL };
 
 /* ---- the write, on the origin ---- */

@@ -195,7 +195,8 @@ def test_debug_help_protocol_and_active_expire(server, r):
     assert "not an integer" in err(r.execute_command, "DEBUG", "SET-ACTIVE-EXPIRE", "x")
     assert "Try DEBUG HELP" in err(r.execute_command, "DEBUG", "NOPE")
     assert "Try DEBUG HELP" in err(r.execute_command, "DEBUG", "SLEEP")
-    assert "valid float" in err(r.execute_command, "DEBUG", "SLEEP", "x")
+    assert r.execute_command("DEBUG", "SLEEP", "x") == b"OK"        # Redis reads 0
+    assert r.execute_command("DEBUG", "SLEEP", "-5") == b"OK"
     raw = server.raw()
     raw.cmd("HELLO", 3)
     raw.reply()
@@ -247,6 +248,36 @@ def test_debug_sleep_waits_only_its_connection(server, r):
     assert r.slowlog_get()[0]["command"] == b"DEBUG SLEEP 0.25"
 
 
+def test_debug_sleep_is_a_barrier_for_its_pipeline(r):
+    p = r.pipeline(transaction=False)
+    p.set("pk", "1", px=300)
+    p.execute_command("DEBUG", "SLEEP", "0.6")
+    p.get("pk")
+    assert p.execute() == [True, b"OK", None]
+
+
+def test_debug_sleep_ends_when_its_client_goes(server, r):
+    def clients():
+        return r.info("clients")["connected_clients"]
+
+    for _ in range(5):
+        s = server.raw()
+        s.cmd("DEBUG", "SLEEP", 3600)
+        s.cmd("GET", "k")
+        s.close()
+    # Without the cut the five connections stayed for an hour.
+    wait_for(lambda: clients() == 1, "the sleepers' connections to go")
+    victim = server.client()
+    victim.client_setname("sleeper")
+    t = threading.Thread(target=lambda: pytest.raises(
+        redis.ConnectionError, victim.execute_command, "DEBUG", "SLEEP", 3600), daemon=True)
+    t.start()
+    wait_for(lambda: b"cmd=debug" in r.execute_command("CLIENT", "LIST"), "the sleep")
+    assert r.client_kill_filter(_type=None, skipme=True) >= 1
+    wait_for(lambda: clients() == 1, "the killed sleeper to go")
+    t.join(timeout=WAIT_S)
+
+
 def test_debug_sleep_does_not_hold_up_a_stop():
     s = Server().start()
     c = s.client()
@@ -275,6 +306,12 @@ def test_enable_debug_command():
     s = Server(args=["--enable-debug-command", "no"]).start()
     c = s.client()
     assert "DEBUG command not allowed" in err(c.execute_command, "DEBUG", "HELP")
+    p = c.pipeline(transaction=True)
+    p.set("x", "1")
+    p.execute_command("DEBUG", "SLEEP", 0)
+    # Refused as it is queued, as Redis does: EXEC aborts, nothing runs.
+    assert "DEBUG command not allowed" in err(p.execute)
+    assert c.get("x") is None
     assert c.config_get("enable-debug-command") == {"enable-debug-command": "no"}
     assert "immutable" in err(c.config_set, "enable-debug-command", "yes")
     s.close()
