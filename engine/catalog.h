@@ -46,6 +46,9 @@
 #define ENG_CATALOG_MAX_PARTS 16u
 #define ENG_CATALOG_MAX_TABLETS 65536u          /* per table */
 #define ENG_CATALOG_MAX_SPLIT_BYTES 2048u       /* an explicit split point's encoding */
+/* A tablet's start key: table id (4), a hashed table's hash (8), then at
+ * most a split point's bytes. */
+#define ENG_CATALOG_MAX_START_BYTES (12u + ENG_CATALOG_MAX_SPLIT_BYTES)
 #define ENG_CATALOG_MAX_SHARDS 256u
 /* Tables 0 and 1 are the static tables of engine/tablet.h; an empty
  * catalog's new ids start here. */
@@ -261,6 +264,54 @@ int eng_catalog_swap_tables(const struct eng_catalog *c, const char *a, const ch
 int eng_catalog_forget_dropped(const struct eng_catalog *c, uint32_t id, struct eng_catalog **ret,
                                char *err, size_t err_len);
 
+/* ---- tablet changes (catalog_tablets.c) ----
+ *
+ * The common contract above. A table's tablets stay sorted and cover its
+ * whole key range; new tablets get fresh ids from the catalog's next
+ * tablet id (ids are never reused: an id names one key range on one
+ * shard's data for good), and keep their table's place in it. The table's
+ * min_tablets and max_tablets options bound automatic splits and merges,
+ * not these: a split or merge asked for here may go past them. Errors:
+ * -SCREE_ENOTFOUND (no live tablet with that id), -EINVAL, -ENOSPC and
+ * -ENOMEM as each function says.
+ */
+
+/*
+ * Splits live tablet tablet_id, [start, end) (eng_catalog_tablet_end), at
+ * internal key at (at_len bytes, borrowed): it is replaced, in place in
+ * its table's tablets, by [start, at) and [at, end), both on its shard,
+ * with ids next_tablet_id and next_tablet_id + 1 (written to ret_ids[0],
+ * ret_ids[1]; ret_ids may be NULL); the next tablet id goes up by 2. at
+ * is any internal key strictly inside the range (routing compares bytes;
+ * for a tuple table it need not be a whole tuple). -EINVAL: at not
+ * starting with the table's id, not after start, not before end, or
+ * longer than ENG_CATALOG_MAX_START_BYTES; -ENOSPC: the table has
+ * ENG_CATALOG_MAX_TABLETS tablets, or fewer than 2 tablet ids are left.
+ */
+int eng_catalog_split_tablet(const struct eng_catalog *c, uint32_t tablet_id, const uint8_t *at,
+                             size_t at_len, struct eng_catalog **ret, uint32_t ret_ids[2],
+                             char *err, size_t err_len);
+
+/*
+ * Merges live tablet first_id with the next tablet of its table into one,
+ * [first's start, the second's end), on their shard, with id
+ * next_tablet_id (written to *ret_id, which may be NULL); the next tablet
+ * id goes up by 1. -EINVAL: first_id is its table's last tablet (nothing
+ * to merge with), or the two are on different shards (move one first);
+ * -ENOSPC: tablet ids exhausted.
+ */
+int eng_catalog_merge_tablets(const struct eng_catalog *c, uint32_t first_id,
+                              struct eng_catalog **ret, uint32_t *ret_id, char *err,
+                              size_t err_len);
+
+/*
+ * Moves live tablet tablet_id to shard: it keeps its id and range. The
+ * next tablet id does not change. -EINVAL: shard >= n_shards, or the
+ * tablet is on that shard already.
+ */
+int eng_catalog_move_tablet(const struct eng_catalog *c, uint32_t tablet_id, uint32_t shard,
+                            struct eng_catalog **ret, char *err, size_t err_len);
+
 /* ---- queries (any thread, on a referenced snapshot) ---- */
 
 /*
@@ -282,6 +333,16 @@ bool eng_catalog_is_dir(const struct eng_catalog *c, const char *path);
 /* The live table with id: 0 and *ret (borrowed), or -SCREE_ENOTFOUND. */
 int eng_catalog_table_by_id(const struct eng_catalog *c, uint32_t id,
                             const struct eng_catalog_table **ret);
+
+/*
+ * Tablet i's end key, exclusive: the next tablet's start, or for the
+ * table's last tablet the table's end, the next table id alone (4 bytes,
+ * big-endian, written into buf; a live table's id is below UINT32_MAX,
+ * so the end always exists). Returns its length and sets *ret to it
+ * (borrowed from t, or buf). REQUIRES: i < t->n_tablets.
+ */
+uint32_t eng_catalog_tablet_end(const struct eng_catalog_table *t, uint32_t i, uint8_t buf[4],
+                                const uint8_t **ret);
 
 /* The live tablet with id: 0, its table and its index there (borrowed),
  * or -SCREE_ENOTFOUND. A walk over every tablet: not for hot paths. */

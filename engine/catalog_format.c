@@ -35,8 +35,10 @@
 #define OPTIONS_BYTES 32u
 #define TABLE_MIN_BYTES (4u + 2u + 4u + OPTIONS_BYTES + 4u)      /* no path, parts or tablets */
 #define TABLET_MIN_BYTES 10u                                     /* id, shard, start length */
-#define MAX_START_BYTES (ENG_TABLE_ID_BYTES + ENG_HASH_BYTES + ENG_CATALOG_MAX_SPLIT_BYTES)
 
+_Static_assert(ENG_CATALOG_MAX_START_BYTES ==
+               ENG_TABLE_ID_BYTES + ENG_HASH_BYTES + ENG_CATALOG_MAX_SPLIT_BYTES,
+               "a start key is an id, a hash and a split point");
 _Static_assert(HDR_CHECKSUM_OFF + 8 == ENG_CATALOG_HEADER_BYTES, "catalog header size");
 
 /* ---- encoding ---- */
@@ -470,7 +472,7 @@ static bool tablets_ok(const struct eng_catalog *c, const struct eng_catalog_tab
                 const struct eng_catalog_tablet *b = &t->tablets[i];
                 const uint8_t *s = eng_catalog_tablet_start(t, i);
 
-                if (b->start_len < 4 || b->start_len > MAX_START_BYTES ||
+                if (b->start_len < 4 || b->start_len > ENG_CATALOG_MAX_START_BYTES ||
                     (uint64_t)b->start_off + b->start_len > t->keys_len || memcmp(s, id, 4) != 0 ||
                     b->shard >= c->n_shards || b->id >= c->next_tablet_id ||
                     b->key8 != eng_catalog_key8(s, b->start_len))

@@ -11,6 +11,7 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/check.h"
 #include "base/endian.h"
 #include "engine/catalog_int.h"
 #include "engine/key.h"
@@ -106,6 +107,21 @@ int eng_catalog_table_by_id(const struct eng_catalog *c, uint32_t id,
                         hi = mid;
         }
         return -SCREE_ENOTFOUND;
+}
+
+uint32_t eng_catalog_tablet_end(const struct eng_catalog_table *t, uint32_t i, uint8_t buf[4],
+                                const uint8_t **ret)
+{
+        SCREE_ASSERT(i < t->n_tablets);
+        if (i + 1 < t->n_tablets) {
+                *ret = eng_catalog_tablet_start(t, i + 1);
+                return t->tablets[i + 1].start_len;
+        }
+        /* Table ids stay below next_table_id <= UINT32_MAX: id + 1 exists. */
+        SCREE_ASSERT(t->id < UINT32_MAX);
+        be32_put(buf, t->id + 1);
+        *ret = buf;
+        return ENG_TABLE_ID_BYTES;
 }
 
 int eng_catalog_tablet_by_id(const struct eng_catalog *c, uint32_t id,

@@ -673,14 +673,6 @@ Test(catalog, every_corrupt_byte_and_truncation_is_refused)
         eng_catalog_unref(c);
 }
 
-/* Recomputes both checksums of an encoding after a change. */
-static void reseal(uint8_t *b, size_t len)
-{
-        le64_put(b + 24, checksum64(b + ENG_CATALOG_HEADER_BYTES, len - ENG_CATALOG_HEADER_BYTES,
-                                    ENG_CATALOG_SEED));
-        le64_put(b + 32, checksum64(b, 32, ENG_CATALOG_SEED));
-}
-
 Test(catalog, newer_format_version_is_unsupported)
 {
         struct eng_catalog *c = eng_catalog_new(1), *d = NULL;
@@ -688,10 +680,10 @@ Test(catalog, newer_format_version_is_unsupported)
         uint8_t *b = catalog_bytes(c, &len);
 
         le32_put(b + 8, ENG_CATALOG_FORMAT_VERSION + 1);
-        reseal(b, len);
+        catalog_reseal(b, len);
         cr_expect(eq(int, eng_catalog_decode(b, len, &d), -SCREE_EUNSUPPORTED));
         le32_put(b + 8, 0);
-        reseal(b, len);
+        catalog_reseal(b, len);
         cr_expect(eq(int, eng_catalog_decode(b, len, &d), -SCREE_ECORRUPT));
         free(b);
         eng_catalog_unref(c);
@@ -716,7 +708,7 @@ Test(catalog, sealed_garbage_is_refused_or_valid)
 
                         d = NULL;
                         b[i] = vals[v];
-                        reseal(b, len);
+                        catalog_reseal(b, len);
                         r = eng_catalog_decode(b, len, &d);
                         if (r == 0) {
                                 valid++;
@@ -732,7 +724,7 @@ Test(catalog, sealed_garbage_is_refused_or_valid)
                 }
                 b[i] = keep;
         }
-        reseal(b, len);
+        catalog_reseal(b, len);
         cr_expect(refused > valid);
         free(b);
         eng_catalog_unref(c);
@@ -775,7 +767,7 @@ Test(catalog, resealed_random_damage_never_crashes)
                         w[ENG_CATALOG_HEADER_BYTES + next() % (n - ENG_CATALOG_HEADER_BYTES)] =
                                 (uint8_t)next();
                 le64_put(w + 16, n - ENG_CATALOG_HEADER_BYTES);
-                reseal(w, n);
+                catalog_reseal(w, n);
                 d = NULL;
                 r = eng_catalog_decode(w, n, &d);
                 if (r < 0) {
