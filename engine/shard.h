@@ -495,10 +495,16 @@ uint64_t eng_shard_mem_bytes(const struct eng_shard *s);
  * memory counts no more; but for one a flush is writing, dropped when it
  * ends), and in the background their SSTables are removed from the
  * manifest, erased from the block cache and deleted, once no flush or
- * compaction of them runs. Operations already waiting re-route after their wait: a get
+ * compaction of them runs. A tablet of this shard that c splits hands
+ * its SSTables, memtables and flushed seq to its children at once, with
+ * no data copied (shard_relayout.c), and the manifest records the
+ * children. Operations already waiting re-route after their wait: a get
  * of a dropped table finds nothing, a scan of one ends with
  * -SCREE_ENOTFOUND. Returns 0 (installed, or c is not newer), -EINVAL (c
- * has another number of shards) or -ENOMEM (nothing changed).
+ * has another number of shards, or replaces a tablet of this shard other
+ * than by splitting it here: merges and moves are not installed this
+ * way), -EBUSY (a tablet c splits has a flush or compaction running: it
+ * starts no new one; call again) or -ENOMEM; nothing changed on error.
  *
  * Keys of a table the shard does not know: eng_shard_write, get, rmw and
  * scan return -SCREE_ENOTFOUND; a key another shard owns: -EINVAL.

@@ -384,7 +384,7 @@ static bool major_step(struct eng_shard *s)
                 uint32_t n;
                 int r;
 
-                if (t->id < mj->next_tablet || t->dropped || !major_needed(t, now_ms))
+                if (t->id < mj->next_tablet || t->dropped || t->frozen || !major_needed(t, now_ms))
                         continue;
                 mj->next_tablet = t->id;
                 if (tables_before_damage(t) < t->tset->n) {
@@ -436,7 +436,7 @@ void shard_maybe_compact(struct eng_shard *s)
                 uint32_t i = (s->compact_cursor + k) % s->n_tablets;
                 struct eng_tablet *t = s->tablets[i];
 
-                if (!t->dropped && pick_tablet(t, &p) &&
+                if (!t->dropped && !t->frozen && pick_tablet(t, &p) &&
                     compaction_start(s, t, p.first, p.n, p.bottommost, false) == 0) {
                         s->compact_cursor = i + 1;
                         return;

@@ -293,6 +293,7 @@ int net_cmd_table_drop(struct net_req *req);
 int net_cmd_table_alter(struct net_req *req);
 int net_cmd_table_list(struct net_req *req);
 int net_cmd_table_describe(struct net_req *req);
+int net_cmd_tablet_split(struct net_req *req);         /* cmd_tablet.c */
 int net_cmd_row_get(struct net_req *req);              /* cmd_row.c */
 int net_cmd_row_put(struct net_req *req);
 int net_cmd_row_del(struct net_req *req);
