@@ -268,7 +268,8 @@ void eng_manifest_snapshot_encode(void *dst, const struct eng_manifest_state *s)
 /*
  * Decodes a snapshot payload of a file of the given version (its header's)
  * into *ret (written only on success; free with eng_manifest_state_fini).
- * Versions 1 and 2: every entry is unranged. Version 1: each tablet number l is the static map's local tablet l of
+ * Versions 1 and 2: every entry is unranged. Version 1: each tablet
+ * number l is the static map's local tablet l of
  * the snapshot's own layout and becomes eng_tablet_static_id(layout,
  * shard, l); tablets with flushed seq 0 and no table get no entry.
  * Returns 0, -SCREE_ECORRUPT (length does not match the counts, nonzero

@@ -2,8 +2,12 @@
 /*
  * Shard start-up and shutdown; see shard.h.
  *
- * Start-up: load the manifest (or start a fresh one) -> open every SSTable
- * it names, in parallel -> delete files it does not name (SSTables of
+ * Start-up: load the manifest (or start a fresh one) -> make it follow the
+ * catalog (ranges for a version 1 or 2 file's tablets; tablets the
+ * catalog has and it lacks take the files of those they replace; tablets
+ * the catalog no longer has dropped) -> open every SSTable it names, in
+ * parallel, a file shared by several tablets once -> delete files it does
+ * not name (SSTables of
  * flushes and compactions that never got recorded, temporary files, log
  * segments older than the oldest one needed) -> replay the commit log from
  * that segment, skipping entries a tablet has flushed already -> start a
