@@ -751,6 +751,8 @@ int eng_manifest_create(struct eng_fs *fs, const char *dir, const struct eng_man
 
         if (r < 0)
                 return r == -SCREE_ECORRUPT ? -EINVAL : r;
+        if (!eng_manifest_state_is_ranged(state))
+                return -EINVAL;         /* every file written is version 3: ranges known */
         m = manifest_alloc(fs, dir);
         if (!m)
                 return -ENOMEM;
@@ -783,6 +785,8 @@ int eng_manifest_apply(struct eng_manifest *m, const struct eng_manifest_edit *e
                 return m->error;
         if (m->closing)
                 return -SCREE_ESHUTDOWN;
+        if (e->implicit_entries)
+                return -EINVAL;         /* a version 1 or 2 rule; not written */
         if (plen > ENG_MANIFEST_MAX_PAYLOAD_BYTES)
                 return -E2BIG;
         if (mbuf_reserve(&m->pend, eng_manifest_record_size(plen)) < 0)

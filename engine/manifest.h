@@ -87,7 +87,8 @@ int eng_manifest_load(struct eng_fs *fs, const char *dir, eng_manifest_load_cb d
  * applied right away; they are written after the snapshot -- then
  * done(arg, res) runs from the loop when the snapshot is published (res 0)
  * or creating failed (res < 0: the manifest is stopped; close it). Returns
- * -EINVAL if state fails eng_manifest_state_check, -E2BIG if its snapshot
+ * -EINVAL if state fails eng_manifest_state_check or has an unranged
+ * entry (eng_manifest_state_is_ranged: fill it in first), -E2BIG if its snapshot
  * is too large, -ENOMEM, or a submit error; then nothing was created and
  * done never runs. Shard-local.
  */
@@ -99,7 +100,8 @@ int eng_manifest_create(struct eng_fs *fs, const char *dir, const struct eng_man
  * it and queues its record. Returns 0: the state has changed and
  * w->done(w, res) will run from the loop -- res 0 once the edit is durable,
  * or the error that stopped the manifest. Or, with nothing changed and w
- * unused: -EINVAL (e does not apply; see eng_manifest_state_apply), -E2BIG,
+ * unused: -EINVAL (e does not apply, see eng_manifest_state_apply; or
+ * e->implicit_entries), -E2BIG,
  * -ENOMEM, -SCREE_ESHUTDOWN (closing), or the error that stopped the
  * manifest. Shard-local.
  */

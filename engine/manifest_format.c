@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Manifest format: the payload codecs of states and edits (version 2), the
- * file header, record framing and the reader. States and applying edits
- * are in manifest_state.c; version 1 payloads decode in manifest_v1.c. See manifest_format.h for the model and
- * docs/format/manifest.md for the bytes. All integers little-endian and
+ * Manifest format: the payload codecs of states and edits (version 3
+ * written; 3 and 2 read), the file header, record framing and the reader.
+ * States and applying edits are in manifest_state.c, ranges in
+ * manifest_range.c; version 1 payloads decode in manifest_v1.c. See
+ * manifest_format.h for the model and docs/format/manifest.md for the
+ * bytes. All integers little-endian and
  * fixed-width: a manifest is small and rewritten now and then, and fixed
  * widths make every payload's length exactly checkable against its counts.
  * Every u64 of a payload sits 8-byte aligned (payloads start aligned).
@@ -45,14 +47,18 @@
 #define PAIR_BYTES 16u                  /* tablet, u64 (TABLET: flushed seq; removed: file_id;
                                          * flushed: seq) */
 #define DROPPED_BYTES 8u                /* tablet */
+#define TABLET_BYTES 24u                /* version 3: id, table, flushed_seq, start_len, end_len;
+                                         * the keys in the payload's key area */
 
 _Static_assert(HDR_CHECKSUM_OFF + 8 == ENG_MANIFEST_HEADER_BYTES, "file header size");
 _Static_assert(REC_PAYLOAD_CHECKSUM_OFF + 8 == ENG_MANIFEST_RECORD_HEADER_BYTES, "record header size");
 _Static_assert(ENG_MANIFEST_HEADER_BYTES % ENG_MANIFEST_RECORD_ALIGN == 0, "records start aligned");
 _Static_assert(SNAP_RESERVED_OFF + 4 == SNAP_FIXED_BYTES, "snapshot fixed part");
 _Static_assert(EDIT_N_DROPPED_OFF + 4 == EDIT_FIXED_BYTES, "edit fixed part");
+_Static_assert(EDIT_KEY_BYTES_OFF + 4 == EDIT_V3_FIXED_BYTES, "version 3 edit fixed part");
 _Static_assert(SNAP_FIXED_BYTES % 8 == 0 && EDIT_FIXED_BYTES % 8 == 0 && TABLE_BYTES % 8 == 0 &&
-               PAIR_BYTES % 8 == 0 && DROPPED_BYTES % 8 == 0, "every u64 aligned");
+               PAIR_BYTES % 8 == 0 && DROPPED_BYTES % 8 == 0 && TABLET_BYTES % 8 == 0 &&
+               EDIT_V3_FIXED_BYTES % 8 == 0, "every u64 aligned");
 
 /* ---- payloads ---- */
 
@@ -95,16 +101,95 @@ static const uint8_t *pair_get(const uint8_t *p, uint32_t *tablet, uint64_t *v, 
         return p + PAIR_BYTES;
 }
 
+/* Bytes of a key area of len bytes: padded to 8 with zeros. */
+static uint64_t pad8(uint64_t len)
+{
+        return (len + 7) & ~(uint64_t)7;
+}
+
+static uint64_t keys_bytes(const struct eng_manifest_tablet *v, uint32_t n)
+{
+        uint64_t b = 0;
+
+        for (uint32_t i = 0; i < n; i++)
+                b += (uint64_t)v[i].start_len + v[i].end_len;
+        return b;
+}
+
+static uint8_t *tablet_put(uint8_t *p, const struct eng_manifest_tablet *t)
+{
+        le32_put(p, t->id);
+        le32_put(p + 4, t->table);
+        le64_put(p + 8, t->flushed_seq);
+        le32_put(p + 16, t->start_len);
+        le32_put(p + 20, t->end_len);
+        return p + TABLET_BYTES;
+}
+
+/* Writes v's keys (n entries) at p, then zeros to a multiple of 8. */
+static uint8_t *keys_put(uint8_t *p, const struct eng_manifest_tablet *v, uint32_t n)
+{
+        uint8_t *q = p;
+
+        for (uint32_t i = 0; i < n; i++) {
+                memcpy(q, v[i].start, v[i].start_len);
+                q += v[i].start_len;
+                memcpy(q, v[i].end, v[i].end_len);
+                q += v[i].end_len;
+        }
+        memset(q, 0, (size_t)(pad8((uint64_t)(q - p)) - (uint64_t)(q - p)));
+        return p + pad8((uint64_t)(q - p));
+}
+
+/*
+ * Reads n version 3 TABLET entries at p into v, their keys pointing into
+ * the key_bytes of keys. Returns 0, or -SCREE_ECORRUPT: an entry without
+ * a range, keys not adding up to key_bytes.
+ */
+static int tablets_get(const uint8_t *p, struct eng_manifest_tablet *v, uint32_t n,
+                       const uint8_t *keys, uint32_t key_bytes)
+{
+        uint64_t off = 0;
+
+        for (uint32_t i = 0; i < n; i++, p += TABLET_BYTES) {
+                struct eng_manifest_tablet *t = &v[i];
+
+                t->id = le32_get(p);
+                t->table = le32_get(p + 4);
+                t->flushed_seq = le64_get(p + 8);
+                t->start_len = le32_get(p + 16);
+                t->end_len = le32_get(p + 20);
+                if (!t->start_len || off + t->start_len + t->end_len > key_bytes)
+                        return -SCREE_ECORRUPT;
+                t->start = keys + off;
+                t->end = t->start + t->start_len;
+                off += (uint64_t)t->start_len + t->end_len;
+        }
+        return off == key_bytes ? 0 : -SCREE_ECORRUPT;
+}
+
+/* Whether the padding after a key area of key_bytes at keys is zeros. */
+static bool padding_is_zero(const uint8_t *keys, uint32_t key_bytes)
+{
+        for (uint64_t i = key_bytes; i < pad8(key_bytes); i++)
+                if (keys[i])
+                        return false;
+        return true;
+}
+
 size_t eng_manifest_snapshot_size(const struct eng_manifest_state *s)
 {
-        return SNAP_FIXED_BYTES + (size_t)s->n_tablets * PAIR_BYTES + s->n_tables * TABLE_BYTES;
+        return SNAP_FIXED_BYTES + (size_t)s->n_tablets * TABLET_BYTES + s->n_tables * TABLE_BYTES +
+               (size_t)pad8(keys_bytes(s->tablets, s->n_tablets));
 }
 
 void eng_manifest_snapshot_encode(void *dst, const struct eng_manifest_state *s)
 {
         uint8_t *p = dst;
+        uint64_t kb = keys_bytes(s->tablets, s->n_tablets);
 
-        SCREE_ASSERT(s->n_tables <= UINT32_MAX);
+        SCREE_ASSERT(s->n_tables <= UINT32_MAX && kb <= UINT32_MAX);
+        SCREE_ASSERT(eng_manifest_state_is_ranged(s));
         le32_put(p + SNAP_SHARD_OFF, s->layout.shard);
         le32_put(p + SNAP_N_SHARDS_OFF, s->layout.n_shards);
         le32_put(p + SNAP_TABLETS_PER_SHARD_OFF, s->layout.tablets_per_shard);
@@ -112,28 +197,54 @@ void eng_manifest_snapshot_encode(void *dst, const struct eng_manifest_state *s)
         le64_put(p + SNAP_NEXT_FILE_ID_OFF, s->next_file_id);
         le64_put(p + SNAP_LOG_SEGMENT_OFF, s->log_segment);
         le32_put(p + SNAP_N_TABLES_OFF, (uint32_t)s->n_tables);
-        le32_put(p + SNAP_RESERVED_OFF, 0);
+        le32_put(p + SNAP_KEY_BYTES_OFF, (uint32_t)kb);
         p += SNAP_FIXED_BYTES;
         for (uint32_t i = 0; i < s->n_tablets; i++)
-                p = pair_put(p, s->tablets[i].id, s->tablets[i].flushed_seq);
+                p = tablet_put(p, &s->tablets[i]);
         for (size_t i = 0; i < s->n_tables; i++)
                 p = table_put(p, &s->tables[i]);
+        keys_put(p, s->tablets, s->n_tablets);
 }
 
 /* Fills s (its arrays allocated for n_tablets and n_tables) from the
- * variable part of a snapshot payload at p. Returns its reserved bytes or'ed. */
-static uint32_t snapshot_fill(struct eng_manifest_state *s, const uint8_t *p, uint32_t n_tablets,
-                              uint32_t n_tables)
+ * variable part of a snapshot payload at p of the given version (2 or
+ * 3), key_bytes of keys (version 3). Returns 0 or -SCREE_ECORRUPT. */
+static int snapshot_fill(struct eng_manifest_state *s, const uint8_t *p, uint32_t version,
+                         uint32_t n_tablets, uint32_t n_tables, uint32_t key_bytes)
 {
         uint32_t reserved = 0;
+        const uint8_t *tables = p + (size_t)n_tablets *
+                                    (version == ENG_MANIFEST_VERSION ? TABLET_BYTES : PAIR_BYTES);
+        int r = 0;
 
-        for (uint32_t i = 0; i < n_tablets; i++)
-                p = pair_get(p, &s->tablets[i].id, &s->tablets[i].flushed_seq, &reserved);
+        if (version == ENG_MANIFEST_VERSION) {
+                const uint8_t *keys = tables + (size_t)n_tables * TABLE_BYTES;
+
+                r = tablets_get(p, s->tablets, n_tablets, keys, key_bytes);
+                if (!padding_is_zero(keys, key_bytes))
+                        r = -SCREE_ECORRUPT;
+        } else {
+                for (uint32_t i = 0; i < n_tablets; i++) {
+                        s->tablets[i] = (struct eng_manifest_tablet){ 0 };      /* unranged */
+                        p = pair_get(p, &s->tablets[i].id, &s->tablets[i].flushed_seq, &reserved);
+                }
+        }
+        p = tables;
         for (uint32_t i = 0; i < n_tables; i++)
                 p = table_get(p, &s->tables[i], &reserved);
         s->n_tablets = n_tablets;
         s->n_tables = n_tables;
-        return reserved;
+        return r < 0 || reserved ? -SCREE_ECORRUPT : 0;
+}
+
+/* The payload bytes a snapshot of these counts takes in version (2 or 3). */
+static uint64_t snapshot_bytes(uint32_t version, uint64_t n_tablets, uint64_t n_tables,
+                               uint64_t key_bytes)
+{
+        /* u32 counts times small sizes: no overflow in 64 bits. */
+        return SNAP_FIXED_BYTES + n_tables * TABLE_BYTES +
+               (version == ENG_MANIFEST_VERSION ? n_tablets * TABLET_BYTES + pad8(key_bytes)
+                                                : n_tablets * PAIR_BYTES);
 }
 
 int eng_manifest_snapshot_decode(const void *src, size_t len, uint32_t version,
@@ -142,20 +253,21 @@ int eng_manifest_snapshot_decode(const void *src, size_t len, uint32_t version,
         const uint8_t *p = src;
         struct eng_manifest_layout layout;
         struct eng_manifest_state s;
-        uint32_t n_tablets, n_tables;
+        uint32_t n_tablets, n_tables, key_bytes;
         int r;
 
         if (version == ENG_MANIFEST_VERSION_STATIC)
                 return eng_manifest_v1_snapshot_decode(src, len, ret);
-        if (version != ENG_MANIFEST_VERSION)
+        if (version != ENG_MANIFEST_VERSION && version != ENG_MANIFEST_VERSION_UNRANGED)
                 return -SCREE_EUNSUPPORTED;
-        if (len < SNAP_FIXED_BYTES || le32_get(p + SNAP_RESERVED_OFF) != 0)
+        if (len < SNAP_FIXED_BYTES)
+                return -SCREE_ECORRUPT;
+        key_bytes = le32_get(p + SNAP_KEY_BYTES_OFF);   /* version 2: reserved, 0 */
+        if (version == ENG_MANIFEST_VERSION_UNRANGED && key_bytes != 0)
                 return -SCREE_ECORRUPT;
         n_tablets = le32_get(p + SNAP_N_TABLETS_OFF);
         n_tables = le32_get(p + SNAP_N_TABLES_OFF);
-        /* u32 counts times small sizes: no overflow in 64 bits. */
-        if ((uint64_t)len !=
-            SNAP_FIXED_BYTES + (uint64_t)n_tablets * PAIR_BYTES + (uint64_t)n_tables * TABLE_BYTES)
+        if ((uint64_t)len != snapshot_bytes(version, n_tablets, n_tables, key_bytes))
                 return -SCREE_ECORRUPT;
         layout.shard = le32_get(p + SNAP_SHARD_OFF);
         layout.n_shards = le32_get(p + SNAP_N_SHARDS_OFF);
@@ -168,8 +280,11 @@ int eng_manifest_snapshot_decode(const void *src, size_t len, uint32_t version,
                 eng_manifest_state_fini(&s);
                 return -ENOMEM;
         }
-        r = snapshot_fill(&s, p + SNAP_FIXED_BYTES, n_tablets, n_tables) ? -SCREE_ECORRUPT
-                                                                           : eng_manifest_state_check(&s);
+        r = snapshot_fill(&s, p + SNAP_FIXED_BYTES, version, n_tablets, n_tables, key_bytes);
+        if (r == 0)
+                r = eng_manifest_keys_pack(s.tablets, s.n_tablets, &s.keys);    /* off the payload */
+        if (r == 0)
+                r = eng_manifest_state_check(&s);
         if (r < 0) {
                 eng_manifest_state_fini(&s);
                 return r;
@@ -178,28 +293,39 @@ int eng_manifest_snapshot_decode(const void *src, size_t len, uint32_t version,
         return 0;
 }
 
-static uint64_t edit_bytes(uint64_t n_added, uint64_t n_removed, uint64_t n_flushed, uint64_t n_dropped)
+/* The payload bytes an edit of these counts takes in version 3 (or 2:
+ * n_new and key_bytes 0). */
+static uint64_t edit_bytes(uint32_t version, const struct eng_manifest_edit *e, uint64_t key_bytes)
 {
-        return EDIT_FIXED_BYTES + n_added * TABLE_BYTES + (n_removed + n_flushed) * PAIR_BYTES +
-               n_dropped * DROPPED_BYTES;
+        uint64_t b = (uint64_t)e->n_added * TABLE_BYTES +
+                     ((uint64_t)e->n_removed + e->n_flushed) * PAIR_BYTES +
+                     (uint64_t)e->n_dropped * DROPPED_BYTES;
+
+        if (version != ENG_MANIFEST_VERSION)
+                return EDIT_FIXED_BYTES + b;
+        return EDIT_V3_FIXED_BYTES + b + (uint64_t)e->n_new_tablets * TABLET_BYTES + pad8(key_bytes);
 }
 
 size_t eng_manifest_edit_size(const struct eng_manifest_edit *e)
 {
-        return (size_t)edit_bytes(e->n_added, e->n_removed, e->n_flushed, e->n_dropped);
+        return (size_t)edit_bytes(ENG_MANIFEST_VERSION, e, keys_bytes(e->new_tablets, e->n_new_tablets));
 }
 
 void eng_manifest_edit_encode(void *dst, const struct eng_manifest_edit *e)
 {
         uint8_t *p = dst;
+        uint64_t kb = keys_bytes(e->new_tablets, e->n_new_tablets);
 
+        SCREE_ASSERT(!e->implicit_entries && kb <= UINT32_MAX);
         le64_put(p + EDIT_NEXT_FILE_ID_OFF, e->next_file_id);
         le64_put(p + EDIT_LOG_SEGMENT_OFF, e->log_segment);
         le32_put(p + EDIT_N_ADDED_OFF, e->n_added);
         le32_put(p + EDIT_N_REMOVED_OFF, e->n_removed);
         le32_put(p + EDIT_N_FLUSHED_OFF, e->n_flushed);
         le32_put(p + EDIT_N_DROPPED_OFF, e->n_dropped);
-        p += EDIT_FIXED_BYTES;
+        le32_put(p + EDIT_N_NEW_OFF, e->n_new_tablets);
+        le32_put(p + EDIT_KEY_BYTES_OFF, (uint32_t)kb);
+        p += EDIT_V3_FIXED_BYTES;
         for (uint32_t i = 0; i < e->n_added; i++)
                 p = table_put(p, &e->added[i]);
         for (uint32_t i = 0; i < e->n_removed; i++)
@@ -210,30 +336,37 @@ void eng_manifest_edit_encode(void *dst, const struct eng_manifest_edit *e)
                 le32_put(p, e->dropped_tablets[i]);
                 le32_put(p + 4, 0);
         }
+        for (uint32_t i = 0; i < e->n_new_tablets; i++)
+                p = tablet_put(p, &e->new_tablets[i]);
+        keys_put(p, e->new_tablets, e->n_new_tablets);
 }
 
-void *eng_manifest_edit_arrays_new(const struct eng_manifest_edit *e,
+void *eng_manifest_edit_arrays_new(const struct eng_manifest_edit *e, size_t key_bytes,
                                    struct eng_manifest_edit_arrays *a)
 {
         size_t n_tables = (size_t)e->n_added + e->n_removed;
         size_t bytes = n_tables * sizeof(*a->added) +
+                       (size_t)e->n_new_tablets * sizeof(*a->new_tablets) +
                        (size_t)e->n_flushed * (sizeof(*a->seqs) + sizeof(*a->tablets)) +
-                       (size_t)e->n_dropped * sizeof(*a->dropped);
+                       (size_t)e->n_dropped * sizeof(*a->dropped) + key_bytes;
         uint8_t *mem = bytes ? malloc(bytes) : NULL;
 
         if (!mem)
                 return NULL;
-        /* Widest first, so every array is aligned. */
+        /* Widest alignment first, so every array is aligned. */
         a->added = (struct eng_manifest_table *)(void *)mem;
         a->removed = a->added + e->n_added;
-        a->seqs = (uint64_t *)(void *)(a->removed + e->n_removed);
+        a->new_tablets = (struct eng_manifest_tablet *)(void *)(a->removed + e->n_removed);
+        a->seqs = (uint64_t *)(void *)(a->new_tablets + e->n_new_tablets);
         a->tablets = (uint32_t *)(void *)(a->seqs + e->n_flushed);
         a->dropped = a->tablets + e->n_flushed;
+        a->keys = (uint8_t *)(a->dropped + e->n_dropped);
         return mem;
 }
 
 void eng_manifest_edit_arrays_set(struct eng_manifest_edit *e, const struct eng_manifest_edit_arrays *a)
 {
+        e->new_tablets = e->n_new_tablets ? a->new_tablets : NULL;
         e->added = e->n_added ? a->added : NULL;
         e->removed = e->n_removed ? a->removed : NULL;
         e->flushed_tablets = e->n_flushed ? a->tablets : NULL;
@@ -242,11 +375,14 @@ void eng_manifest_edit_arrays_set(struct eng_manifest_edit *e, const struct eng_
 }
 
 /* Fills a (allocated for e's counts) from the variable part of an edit
- * payload at p. Returns its reserved bytes or'ed. */
-static uint32_t edit_fill(const struct eng_manifest_edit *e, const struct eng_manifest_edit_arrays *a,
-                          const uint8_t *p)
+ * payload at p (version 2 or 3, key_bytes of keys). Returns 0 or
+ * -SCREE_ECORRUPT. */
+static int edit_fill(const struct eng_manifest_edit *e, const struct eng_manifest_edit_arrays *a,
+                     const uint8_t *p, uint32_t key_bytes)
 {
+        const uint8_t *keys;
         uint32_t reserved = 0;
+        int r;
 
         for (uint32_t i = 0; i < e->n_added; i++)
                 p = table_get(p, &a->added[i], &reserved);
@@ -260,7 +396,14 @@ static uint32_t edit_fill(const struct eng_manifest_edit *e, const struct eng_ma
                 a->dropped[i] = le32_get(p);
                 reserved |= le32_get(p + 4);
         }
-        return reserved;
+        /* The keys go with the arrays, off the payload. */
+        keys = p + (size_t)e->n_new_tablets * TABLET_BYTES;
+        if (key_bytes)
+                memcpy(a->keys, keys, key_bytes);
+        r = tablets_get(p, a->new_tablets, e->n_new_tablets, a->keys, key_bytes);
+        if (!padding_is_zero(keys, key_bytes))
+                r = -SCREE_ECORRUPT;
+        return r < 0 || reserved ? -SCREE_ECORRUPT : 0;
 }
 
 int eng_manifest_edit_decode(const void *src, size_t len, uint32_t version,
@@ -270,13 +413,14 @@ int eng_manifest_edit_decode(const void *src, size_t len, uint32_t version,
         const uint8_t *p = src;
         struct eng_manifest_edit e = { 0 };
         struct eng_manifest_edit_arrays a = { 0 };
+        uint32_t key_bytes = 0;
         void *mem = NULL;
 
         if (version == ENG_MANIFEST_VERSION_STATIC)
                 return eng_manifest_v1_edit_decode(src, len, layout, ret, ret_mem);
-        if (version != ENG_MANIFEST_VERSION)
+        if (version != ENG_MANIFEST_VERSION && version != ENG_MANIFEST_VERSION_UNRANGED)
                 return -SCREE_EUNSUPPORTED;
-        if (len < EDIT_FIXED_BYTES)
+        if (len < (version == ENG_MANIFEST_VERSION ? EDIT_V3_FIXED_BYTES : EDIT_FIXED_BYTES))
                 return -SCREE_ECORRUPT;
         e.next_file_id = le64_get(p + EDIT_NEXT_FILE_ID_OFF);
         e.log_segment = le64_get(p + EDIT_LOG_SEGMENT_OFF);
@@ -284,11 +428,19 @@ int eng_manifest_edit_decode(const void *src, size_t len, uint32_t version,
         e.n_removed = le32_get(p + EDIT_N_REMOVED_OFF);
         e.n_flushed = le32_get(p + EDIT_N_FLUSHED_OFF);
         e.n_dropped = le32_get(p + EDIT_N_DROPPED_OFF);
-        if ((uint64_t)len != edit_bytes(e.n_added, e.n_removed, e.n_flushed, e.n_dropped))
+        if (version == ENG_MANIFEST_VERSION) {
+                e.n_new_tablets = le32_get(p + EDIT_N_NEW_OFF);
+                key_bytes = le32_get(p + EDIT_KEY_BYTES_OFF);
+        }
+        e.implicit_entries = version != ENG_MANIFEST_VERSION;
+        if ((uint64_t)len != edit_bytes(version, &e, key_bytes))
                 return -SCREE_ECORRUPT;
-        if (len > EDIT_FIXED_BYTES && !(mem = eng_manifest_edit_arrays_new(&e, &a)))
+        if (!(mem = eng_manifest_edit_arrays_new(&e, key_bytes, &a)) &&
+            len > (version == ENG_MANIFEST_VERSION ? EDIT_V3_FIXED_BYTES : EDIT_FIXED_BYTES))
                 return -ENOMEM;
-        if (mem && edit_fill(&e, &a, p + EDIT_FIXED_BYTES) != 0) {
+        if (mem && edit_fill(&e, &a, p + (version == ENG_MANIFEST_VERSION ? EDIT_V3_FIXED_BYTES
+                                                                          : EDIT_FIXED_BYTES),
+                             key_bytes) < 0) {
                 free(mem);
                 return -SCREE_ECORRUPT;
         }

@@ -3,9 +3,10 @@
  * Manifest states: init/copy/fini, lookups, the invariants
  * (eng_manifest_state_check) and applying edits, which validates the whole
  * edit before changing anything. The codecs and the reader are in
- * manifest_format.c; the contracts in manifest_format.h. A state's tablet
- * entries stay sorted by id: an edit builds the new array aside and swaps
- * it in only once nothing else can fail.
+ * manifest_format.c, ranges and the relayout in manifest_range.c; the
+ * contracts in manifest_format.h. A state's tablet entries stay sorted by
+ * id: an edit builds the new array (and, when it creates entries, a new
+ * key arena) aside and swaps it in only once nothing else can fail.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -15,6 +16,7 @@
 #include <scree/scree_errors.h>
 
 #include "engine/manifest_format.h"
+#include "engine/manifest_int.h"
 
 /* ---- states ---- */
 
@@ -51,6 +53,11 @@ int eng_manifest_state_copy(struct eng_manifest_state *dst, const struct eng_man
                 free(tablets);
                 return -ENOMEM;
         }
+        if (eng_manifest_keys_pack(tablets, src->n_tablets, &c.keys) < 0) {
+                free(tablets);
+                free(tables);
+                return -ENOMEM;
+        }
         c.tablets = tablets;
         c.tables = tables;
         *dst = c;
@@ -61,6 +68,7 @@ void eng_manifest_state_fini(struct eng_manifest_state *s)
 {
         free(s->tablets);
         free(s->tables);
+        free(s->keys);
         memset(s, 0, sizeof(*s));
 }
 
@@ -92,6 +100,25 @@ static bool has_tablet(const struct eng_manifest_state *s, uint32_t id)
         return tablet_find(s->tablets, s->n_tablets, id) != NULL;
 }
 
+bool eng_manifest_has_tablet(const struct eng_manifest_state *s, uint32_t tablet_id)
+{
+        return has_tablet(s, tablet_id);
+}
+
+const struct eng_manifest_tablet *eng_manifest_tablet_get(const struct eng_manifest_state *s,
+                                                          uint32_t id)
+{
+        return tablet_find(s->tablets, s->n_tablets, id);
+}
+
+bool eng_manifest_state_is_ranged(const struct eng_manifest_state *s)
+{
+        for (uint32_t i = 0; i < s->n_tablets; i++)
+                if (!eng_manifest_tablet_is_ranged(&s->tablets[i]))
+                        return false;
+        return true;
+}
+
 uint64_t eng_manifest_flushed_seq(const struct eng_manifest_state *s, uint32_t tablet_id)
 {
         const struct eng_manifest_tablet *t = tablet_find(s->tablets, s->n_tablets, tablet_id);
@@ -99,40 +126,67 @@ uint64_t eng_manifest_flushed_seq(const struct eng_manifest_state *s, uint32_t t
         return t ? t->flushed_seq : 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* Tables by file id, then tablet. */
+static int cmp_file(const void *a, const void *b)
 {
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+        const struct eng_manifest_table *x = *(const struct eng_manifest_table *const *)a;
+        const struct eng_manifest_table *y = *(const struct eng_manifest_table *const *)b;
 
-        return (x > y) - (x < y);
+        if (x->file_id != y->file_id)
+                return x->file_id < y->file_id ? -1 : 1;
+        return (x->tablet > y->tablet) - (x->tablet < y->tablet);
 }
 
-static int check_file_ids_unique(const struct eng_manifest_state *s)
+static bool same_file_meta(const struct eng_manifest_table *a, const struct eng_manifest_table *b)
 {
-        uint64_t *ids;
+        return a->file_size == b->file_size && a->min_seq == b->min_seq && a->max_seq == b->max_seq;
+}
+
+/* (tablet, file_id) unique; the tables of one file agree on it. */
+static int check_tables_unique(const struct eng_manifest_state *s)
+{
+        const struct eng_manifest_table **v;
         int r = 0;
 
         if (s->n_tables < 2)
                 return 0;
-        ids = malloc(s->n_tables * sizeof(*ids));
-        if (!ids)
+        v = malloc(s->n_tables * sizeof(*v));
+        if (!v)
                 return -ENOMEM;
         for (size_t i = 0; i < s->n_tables; i++)
-                ids[i] = s->tables[i].file_id;
-        qsort(ids, s->n_tables, sizeof(*ids), cmp_u64);
+                v[i] = &s->tables[i];
+        qsort(v, s->n_tables, sizeof(*v), cmp_file);
         for (size_t i = 1; i < s->n_tables && r == 0; i++)
-                if (ids[i] == ids[i - 1])
+                if (v[i]->file_id == v[i - 1]->file_id &&
+                    (v[i]->tablet == v[i - 1]->tablet || !same_file_meta(v[i], v[i - 1])))
                         r = -SCREE_ECORRUPT;
-        free(ids);
+        free(v);
         return r;
+}
+
+static int check_tablets(const struct eng_manifest_state *s)
+{
+        for (uint32_t i = 0; i < s->n_tablets; i++) {
+                const struct eng_manifest_tablet *t = &s->tablets[i];
+
+                if (i && t->id <= s->tablets[i - 1].id)
+                        return -SCREE_ECORRUPT;
+                if (eng_manifest_tablet_is_ranged(t) ? !eng_manifest_range_is_valid(t)
+                                                     : !eng_manifest_unranged_is_valid(t))
+                        return -SCREE_ECORRUPT;
+        }
+        return eng_manifest_ranges_check(s->tablets, s->n_tablets);
 }
 
 int eng_manifest_state_check(const struct eng_manifest_state *s)
 {
+        int r;
+
         if ((s->n_tablets && !s->tablets) || (s->n_tables && !s->tables))
                 return -SCREE_ECORRUPT;
-        for (uint32_t i = 1; i < s->n_tablets; i++)
-                if (s->tablets[i].id <= s->tablets[i - 1].id)
-                        return -SCREE_ECORRUPT;
+        r = check_tablets(s);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < s->n_tables; i++) {
                 const struct eng_manifest_table *t = &s->tables[i];
 
@@ -140,7 +194,15 @@ int eng_manifest_state_check(const struct eng_manifest_state *s)
                     !has_tablet(s, t->tablet))
                         return -SCREE_ECORRUPT;
         }
-        return check_file_ids_unique(s);
+        return check_tables_unique(s);
+}
+
+bool eng_manifest_names_file(const struct eng_manifest_state *s, uint64_t file_id)
+{
+        for (size_t i = 0; i < s->n_tables; i++)
+                if (s->tables[i].file_id == file_id)
+                        return true;
+        return false;
 }
 
 static bool has_table(const struct eng_manifest_state *s, uint32_t tablet, uint64_t file_id)
@@ -151,12 +213,13 @@ static bool has_table(const struct eng_manifest_state *s, uint32_t tablet, uint6
         return false;
 }
 
-static bool has_file_id(const struct eng_manifest_state *s, uint64_t file_id)
+/* A table of s naming file_id, or NULL. */
+static const struct eng_manifest_table *file_of(const struct eng_manifest_state *s, uint64_t file_id)
 {
         for (size_t i = 0; i < s->n_tables; i++)
                 if (s->tables[i].file_id == file_id)
-                        return true;
-        return false;
+                        return &s->tables[i];
+        return NULL;
 }
 
 static bool removes(const struct eng_manifest_edit *e, uint32_t upto, const struct eng_manifest_table *t)
@@ -175,21 +238,58 @@ static bool has_u32(const uint32_t *v, uint32_t n, uint32_t x)
         return false;
 }
 
+/* e's new tablet id, or NULL. */
+static const struct eng_manifest_tablet *new_of(const struct eng_manifest_edit *e, uint32_t id)
+{
+        for (uint32_t i = 0; i < e->n_new_tablets; i++)
+                if (e->new_tablets[i].id == id)
+                        return &e->new_tablets[i];
+        return NULL;
+}
+
+/* Whether tablet id has an entry by step 1 of e (or gets one implicitly). */
+static bool entry_by_step1(const struct eng_manifest_state *s, const struct eng_manifest_edit *e,
+                           uint32_t id)
+{
+        return e->implicit_entries || has_tablet(s, id) || new_of(e, id);
+}
+
+static int validate_new(const struct eng_manifest_state *s, const struct eng_manifest_edit *e)
+{
+        for (uint32_t i = 0; i < e->n_new_tablets; i++) {
+                const struct eng_manifest_tablet *t = &e->new_tablets[i];
+
+                if (!eng_manifest_range_is_valid(t) || has_tablet(s, t->id) ||
+                    new_of(e, t->id) != t)
+                        return -SCREE_ECORRUPT;
+        }
+        return 0;
+}
+
+static int validate_added(const struct eng_manifest_state *s, const struct eng_manifest_edit *e,
+                          uint32_t i)
+{
+        const struct eng_manifest_table *a = &e->added[i], *same = file_of(s, a->file_id);
+
+        if (a->min_seq > a->max_seq || a->file_id == UINT64_MAX || has_table(s, a->tablet, a->file_id) ||
+            !entry_by_step1(s, e, a->tablet) || (same && !same_file_meta(same, a)))
+                return -SCREE_ECORRUPT;
+        for (uint32_t j = 0; j < i; j++)
+                if (e->added[j].file_id == a->file_id &&
+                    (e->added[j].tablet == a->tablet || !same_file_meta(&e->added[j], a)))
+                        return -SCREE_ECORRUPT;
+        return 0;
+}
+
 static int validate_tables(const struct eng_manifest_state *s, const struct eng_manifest_edit *e)
 {
         for (uint32_t i = 0; i < e->n_removed; i++)
                 if (!has_table(s, e->removed[i].tablet, e->removed[i].file_id) ||
                     removes(e, i, &e->removed[i]))
                         return -SCREE_ECORRUPT;
-        for (uint32_t i = 0; i < e->n_added; i++) {
-                const struct eng_manifest_table *a = &e->added[i];
-
-                if (a->min_seq > a->max_seq || a->file_id == UINT64_MAX || has_file_id(s, a->file_id))
+        for (uint32_t i = 0; i < e->n_added; i++)
+                if (validate_added(s, e, i) < 0)
                         return -SCREE_ECORRUPT;
-                for (uint32_t j = 0; j < i; j++)
-                        if (e->added[j].file_id == a->file_id)
-                                return -SCREE_ECORRUPT;
-        }
         return 0;
 }
 
@@ -197,8 +297,10 @@ static int validate_flushed(const struct eng_manifest_state *s, const struct eng
 {
         for (uint32_t i = 0; i < e->n_flushed; i++) {
                 uint32_t t = e->flushed_tablets[i];
+                const struct eng_manifest_tablet *nt = new_of(e, t);
 
-                if (e->flushed_seqs[i] < eng_manifest_flushed_seq(s, t))
+                if (!entry_by_step1(s, e, t) ||
+                    e->flushed_seqs[i] < (nt ? nt->flushed_seq : eng_manifest_flushed_seq(s, t)))
                         return -SCREE_ECORRUPT;
                 /* Twice in one edit: applied in order, so it must not go back. */
                 for (uint32_t j = 0; j < i; j++)
@@ -237,53 +339,46 @@ static int validate_edit(const struct eng_manifest_state *s, const struct eng_ma
 {
         int r;
 
-        if ((e->n_added && !e->added) || (e->n_removed && !e->removed) ||
+        if ((e->n_new_tablets && !e->new_tablets) || (e->n_added && !e->added) ||
+            (e->n_removed && !e->removed) ||
             (e->n_flushed && (!e->flushed_tablets || !e->flushed_seqs)) ||
             (e->n_dropped && !e->dropped_tablets))
                 return -SCREE_ECORRUPT;
         if ((e->next_file_id && e->next_file_id < s->next_file_id) ||
             (e->log_segment && e->log_segment < s->log_segment))
                 return -SCREE_ECORRUPT;
-        r = validate_tables(s, e);
+        r = validate_new(s, e);
+        if (r == 0)
+                r = validate_tables(s, e);
         if (r == 0)
                 r = validate_flushed(s, e);
         return r < 0 ? r : validate_dropped(s, e);
 }
 
-/* Adds an entry (flushed seq 0) for id to v (n sorted entries, room for
- * one more) unless it has one; returns the new count. */
-static uint32_t tablet_add(struct eng_manifest_tablet *v, uint32_t n, uint32_t id)
+/* Adds entry t to v (n sorted entries, room for one more) unless v has
+ * its id; returns the new count. */
+static uint32_t tablet_add(struct eng_manifest_tablet *v, uint32_t n, const struct eng_manifest_tablet *t)
 {
-        uint32_t i = tablet_lower_bound(v, n, id);
+        uint32_t i = tablet_lower_bound(v, n, t->id);
 
-        if (i < n && v[i].id == id)
+        if (i < n && v[i].id == t->id)
                 return n;
         memmove(&v[i + 1], &v[i], (n - i) * sizeof(*v));
-        v[i] = (struct eng_manifest_tablet){ .id = id };
+        v[i] = *t;
         return n + 1;
 }
 
-/*
- * The tablets of s after e (validated), in a new array *ret (NULL when
- * empty) of *ret_n entries: an entry added for every new id of e's added
- * tables and flushed seqs, flushed seqs set in e's order, dropped entries
- * gone. Returns 0 or -ENOMEM (s untouched either way).
- */
-static int tablets_after(const struct eng_manifest_state *s, const struct eng_manifest_edit *e,
-                         struct eng_manifest_tablet **ret, uint32_t *ret_n)
+/* Steps 1, 4 and 5 of e (validated) on v, a copy of s's entries with
+ * room for e's new ones. Returns the new count. */
+static uint32_t tablets_edit(struct eng_manifest_tablet *v, uint32_t n, const struct eng_manifest_edit *e)
 {
-        size_t cap = (size_t)s->n_tablets + e->n_added + e->n_flushed;
-        struct eng_manifest_tablet *v = cap ? malloc(cap * sizeof(*v)) : NULL;
-        uint32_t n = s->n_tablets;
-
-        if (cap && !v)
-                return -ENOMEM;
-        if (n)
-                memcpy(v, s->tablets, n * sizeof(*v));
-        for (uint32_t i = 0; i < e->n_added; i++)
-                n = tablet_add(v, n, e->added[i].tablet);
+        for (uint32_t i = 0; i < e->n_new_tablets; i++)
+                n = tablet_add(v, n, &e->new_tablets[i]);
+        for (uint32_t i = 0; e->implicit_entries && i < e->n_added; i++)
+                n = tablet_add(v, n, &(struct eng_manifest_tablet){ .id = e->added[i].tablet });
         for (uint32_t i = 0; i < e->n_flushed; i++) {
-                n = tablet_add(v, n, e->flushed_tablets[i]);
+                if (e->implicit_entries)
+                        n = tablet_add(v, n, &(struct eng_manifest_tablet){ .id = e->flushed_tablets[i] });
                 v[tablet_lower_bound(v, n, e->flushed_tablets[i])].flushed_seq = e->flushed_seqs[i];
         }
         for (uint32_t i = 0; i < e->n_dropped; i++) {
@@ -292,39 +387,57 @@ static int tablets_after(const struct eng_manifest_state *s, const struct eng_ma
                 memmove(&v[k], &v[k + 1], (n - k - 1) * sizeof(*v));
                 n--;
         }
-        if (n == 0) {
+        return n;
+}
+
+/* What applying an edit replaces in a state, made before anything changes. */
+struct after {
+        struct eng_manifest_tablet *tablets;
+        uint32_t n_tablets;
+        uint8_t *keys;                  /* a new arena when e creates entries, else s's */
+};
+
+/*
+ * The tablets of s after e (validated), in a new array (NULL when empty)
+ * and, when e creates entries, a new key arena. Returns 0,
+ * -SCREE_ECORRUPT (the ranges would overlap) or -ENOMEM; s untouched
+ * either way.
+ */
+static int tablets_after(const struct eng_manifest_state *s, const struct eng_manifest_edit *e,
+                         struct after *ret)
+{
+        size_t cap = (size_t)s->n_tablets + e->n_new_tablets +
+                     (e->implicit_entries ? (size_t)e->n_added + e->n_flushed : 0);
+        struct eng_manifest_tablet *v = cap ? malloc(cap * sizeof(*v)) : NULL;
+        struct after a = { .keys = s->keys };
+        int r = 0;
+
+        if (cap && !v)
+                return -ENOMEM;
+        if (s->n_tablets)
+                memcpy(v, s->tablets, s->n_tablets * sizeof(*v));
+        a.n_tablets = tablets_edit(v, s->n_tablets, e);
+        if (e->n_new_tablets) {
+                r = eng_manifest_ranges_check(v, a.n_tablets);
+                if (r == 0)
+                        r = eng_manifest_keys_pack(v, a.n_tablets, &a.keys);
+        }
+        if (r < 0 || a.n_tablets == 0) {
                 free(v);
                 v = NULL;
         }
-        *ret = v;
-        *ret_n = n;
+        if (r < 0)
+                return r;
+        a.tablets = v;
+        *ret = a;
         return 0;
 }
 
-int eng_manifest_state_apply(struct eng_manifest_state *s, const struct eng_manifest_edit *e)
+/* Steps 2 and 3: tables removed, then added. REQUIRES: room for them. */
+static void tables_edit(struct eng_manifest_state *s, const struct eng_manifest_edit *e)
 {
-        struct eng_manifest_tablet *tablets = s->tablets;
-        uint32_t n_tablets = s->n_tablets;
         size_t kept = 0;
-        int r = validate_edit(s, e);
 
-        if (r < 0)
-                return r;
-        /* Everything allocated first: from here on nothing can fail. */
-        if ((e->n_added || e->n_flushed || e->n_dropped) &&
-            tablets_after(s, e, &tablets, &n_tablets) < 0)
-                return -ENOMEM;
-        if (e->n_added) {
-                size_t n = s->n_tables + e->n_added;
-                struct eng_manifest_table *v = realloc(s->tables, n * sizeof(*v));
-
-                if (!v) {
-                        if (tablets != s->tablets)
-                                free(tablets);
-                        return -ENOMEM;
-                }
-                s->tables = v;
-        }
         for (size_t i = 0; i < s->n_tables; i++)
                 if (!removes(e, e->n_removed, &s->tables[i]))
                         s->tables[kept++] = s->tables[i];
@@ -334,11 +447,41 @@ int eng_manifest_state_apply(struct eng_manifest_state *s, const struct eng_mani
                 if (e->added[i].file_id >= s->next_file_id)
                         s->next_file_id = e->added[i].file_id + 1;
         }
-        if (tablets != s->tablets) {
-                free(s->tablets);
-                s->tablets = tablets;
+}
+
+int eng_manifest_state_apply(struct eng_manifest_state *s, const struct eng_manifest_edit *e)
+{
+        struct after a = { .tablets = s->tablets, .n_tablets = s->n_tablets, .keys = s->keys };
+        int r = validate_edit(s, e);
+
+        if (r < 0)
+                return r;
+        /* Everything allocated first: from here on nothing can fail. */
+        if (e->n_new_tablets || e->n_added || e->n_flushed || e->n_dropped) {
+                r = tablets_after(s, e, &a);
+                if (r < 0)
+                        return r;
         }
-        s->n_tablets = n_tablets;
+        if (e->n_added) {
+                struct eng_manifest_table *v = realloc(s->tables, (s->n_tables + e->n_added) * sizeof(*v));
+
+                if (!v) {
+                        if (a.tablets != s->tablets)
+                                free(a.tablets);
+                        if (a.keys != s->keys)
+                                free(a.keys);
+                        return -ENOMEM;
+                }
+                s->tables = v;
+        }
+        tables_edit(s, e);
+        if (a.tablets != s->tablets)
+                free(s->tablets);
+        if (a.keys != s->keys)
+                free(s->keys);
+        s->tablets = a.tablets;
+        s->n_tablets = a.n_tablets;
+        s->keys = a.keys;
         if (e->next_file_id > s->next_file_id)
                 s->next_file_id = e->next_file_id;
         if (e->log_segment > s->log_segment)

@@ -5,8 +5,9 @@
  * by the static map of engine/tablet.h; these decoders turn every number
  * -- flushed slots and SSTables' tablets, in snapshots and in edits --
  * into its catalog tablet id with eng_tablet_static_id, using the file's
- * own layout (from its snapshot), so the rest of the engine sees version 2
- * states and edits only. Nothing writes version 1 any more.
+ * own layout (from its snapshot), so the rest of the engine sees states
+ * and edits as a version 2 file reads: unranged entries, edits creating
+ * entries implicitly. Nothing writes version 1 any more.
  *
  * Version 1 payloads: fixed parts as version 2's (the snapshot's
  * identical; the edit's last u32 reserved), tablet numbers as u32 directly
@@ -193,13 +194,14 @@ int eng_manifest_v1_edit_decode(const void *src, size_t len, const struct eng_ma
         if ((uint64_t)len != EDIT_FIXED_BYTES + (uint64_t)e.n_added * TABLE_BYTES +
                              ((uint64_t)e.n_removed + e.n_flushed) * PAIR_BYTES)
                 return -SCREE_ECORRUPT;
-        if (len > EDIT_FIXED_BYTES && !(mem = eng_manifest_edit_arrays_new(&e, &a)))
+        if (len > EDIT_FIXED_BYTES && !(mem = eng_manifest_edit_arrays_new(&e, 0, &a)))
                 return -ENOMEM;
         if (mem && edit_fill(&e, &a, &m, layout->shard, p + EDIT_FIXED_BYTES) < 0) {
                 free(mem);
                 return -SCREE_ECORRUPT;
         }
         eng_manifest_edit_arrays_set(&e, &a);
+        e.implicit_entries = true;
         *ret = e;
         *ret_mem = mem;
         return 0;

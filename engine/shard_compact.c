@@ -108,6 +108,10 @@ static void unlink_input(struct eng_shard_compaction *c)
         while (c->unlinked < c->n) {
                 uint64_t id = c->removed[c->unlinked].file_id;
 
+                if (eng_manifest_names_file(eng_manifest_state(s->man), id)) {
+                        c->unlinked++;  /* shared: another tablet still reads it */
+                        continue;
+                }
                 eng_block_cache_erase_file(s->cache, id);
                 snprintf(c->unlink_path, sizeof(c->unlink_path), "%s/%016" PRIx64 ".sst", s->dir, id);
                 c->op.ctx = c;

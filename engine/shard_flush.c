@@ -340,6 +340,14 @@ static void flush_opened(void *arg, int res, struct eng_sst_table *table)
         uint32_t tablet = f->t->id;
         uint64_t seq = f->imm.sealed_seq;
         struct eng_manifest_edit e = { 0 };
+        const struct eng_tablet *t = f->t;
+        /* A tablet made since the open (its table created, or given to
+         * this shard, by a catalog installed meanwhile) gets its entry,
+         * with its range, in its first flush's edit. */
+        const struct eng_manifest_tablet entry = {
+                .id = t->id, .table = t->table, .start = t->start, .end = t->end,
+                .start_len = t->start_len, .end_len = t->end_len,
+        };
 
         if (res < 0) {
                 flush_failed(f, res, "opening the new table");
@@ -353,6 +361,10 @@ static void flush_opened(void *arg, int res, struct eng_sst_table *table)
                 .min_seq = p->min_seq, .max_seq = p->max_seq,
         };
         f->mw_log_segment = shard_log_needed(s);
+        if (!eng_manifest_has_tablet(eng_manifest_state(s->man), tablet)) {
+                e.new_tablets = &entry;
+                e.n_new_tablets = 1;
+        }
         e.added = &f->meta;
         e.n_added = 1;
         e.flushed_tablets = &tablet;

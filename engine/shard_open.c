@@ -2,8 +2,12 @@
 /*
  * Shard start-up and shutdown; see shard.h.
  *
- * Start-up: load the manifest (or start a fresh one) -> open every SSTable
- * it names, in parallel -> delete files it does not name (SSTables of
+ * Start-up: load the manifest (or start a fresh one) -> make it follow the
+ * catalog (ranges for a version 1 or 2 file's tablets; tablets the
+ * catalog has and it lacks take the files of those they replace; tablets
+ * the catalog no longer has dropped) -> open every SSTable it names, in
+ * parallel, a file shared by several tablets once -> delete files it does
+ * not name (SSTables of
  * flushes and compactions that never got recorded, temporary files, log
  * segments older than the oldest one needed) -> replay the commit log from
  * that segment, skipping entries a tablet has flushed already -> start a
@@ -38,7 +42,12 @@ struct shard_open {
         eng_shard_open_cb done;
         void *arg;
         struct eng_manifest_state st;
-        struct eng_sst_table **opened;  /* per st.tables entry */
+        /* Per st.tables entry: the open table of its file, held by the
+         * first entry naming the file only (a file several tablets share
+         * is opened once, and their table sets share the eng_sst_table);
+         * first[i] is that entry's index. */
+        struct eng_sst_table **opened;
+        size_t *first;
         struct table_slot *slots;
         uint32_t pending;
         int err;
@@ -135,6 +144,7 @@ static void open_finish(struct shard_open *op, int res)
                         eng_sst_table_unref(op->opened[i]);
                 free(op->opened);
         }
+        free(op->first);
         free(op->slots);
         eng_manifest_state_fini(&op->st);
         if (res < 0) {
@@ -199,9 +209,10 @@ static void manifest_created(void *arg, int res)
                         manifest_closed_on_failure(op, 0);
                 return;
         }
-        for (uint32_t i = 0; i < op->s->n_tablets; i++)
-                for (uint32_t k = 0; op->s->tablets[i]->tset && k < op->s->tablets[i]->tset->n; k++)
-                        shard_track_table(op->s, op->s->tablets[i]->tset->e[k].t);
+        /* Each file once, though several tablets may share it. */
+        for (size_t i = 0; i < op->st.n_tables; i++)
+                if (op->opened[i])
+                        shard_track_table(op->s, op->opened[i]);
         /* What the log replayed goes to SSTables in the background, as
          * RocksDB does at recovery: reads stop searching big memtables
          * and the next start-up replays less. */
@@ -404,9 +415,9 @@ static void tables_ready(struct shard_open *op)
                 for (size_t i = 0; i < op->st.n_tables; i++) {
                         if (op->st.tables[i].tablet != t->id)
                                 continue;
-                        ts->e[n].t = op->opened[i];
+                        ts->e[n].t = op->opened[op->first[i]];
+                        eng_sst_table_ref(ts->e[n].t);
                         ts->e[n++].meta = op->st.tables[i];
-                        op->opened[i] = NULL;
                 }
                 qsort(ts->e, n, sizeof(ts->e[0]), cmp_newest_first);
                 t->tset = ts;
@@ -465,6 +476,8 @@ static void open_tables(struct shard_open *op)
                 const struct eng_manifest_table *mt = &op->st.tables[i];
                 int r;
 
+                if (op->first[i] != i)
+                        continue;       /* a shared file: its first entry opens it */
                 op->slots[i] = (struct table_slot){ .op = op, .i = i };
                 snprintf(path, sizeof(path), "%s/%016" PRIx64 ".sst", s->dir, mt->file_id);
                 r = eng_sst_table_open(s->fs, s->cache, path, mt->file_id, mt->file_size,
@@ -478,21 +491,12 @@ static void open_tables(struct shard_open *op)
         table_open_ended(op);
 }
 
-/*
- * Leaves out of op->st (and so out of the manifest the open writes, and
- * off the disk: remove_leftovers) the SSTables and entries of tablets the
- * catalog does not give this shard: those of dropped tables, whose
- * removal a crash or a stop interrupted. Seqs stay counted: s->last_seq
- * takes their highest first, so no seq is given twice. Returns 0, or
- * -SCREE_ECORRUPT for a tablet the catalog never made or gives to
- * another shard (a catalog and manifest that do not belong together).
- */
-static int keep_live_tablets(struct shard_open *op)
+/* Raises s->last_seq to every seq op->st has used, so none is given twice
+ * (those of tablets about to be dropped too). */
+static void count_seqs(struct shard_open *op)
 {
         struct eng_shard *s = op->s;
-        struct eng_manifest_state *st = &op->st;
-        uint32_t next_id = eng_catalog_next_tablet_id(s->cat), n = 0;
-        size_t m = 0;
+        const struct eng_manifest_state *st = &op->st;
 
         for (uint32_t i = 0; i < st->n_tablets; i++)
                 if (st->tablets[i].flushed_seq > s->last_seq)
@@ -500,29 +504,133 @@ static int keep_live_tablets(struct shard_open *op)
         for (size_t i = 0; i < st->n_tables; i++)
                 if (st->tables[i].max_seq > s->last_seq)
                         s->last_seq = st->tables[i].max_seq;
-        for (uint32_t i = 0; i < st->n_tablets; i++) {
-                uint32_t id = st->tablets[i].id;
+}
+
+/* -SCREE_ECORRUPT if op->st names a tablet the catalog never made or
+ * gives to another shard (a catalog and manifest that do not belong
+ * together); 0 if each is this shard's or gone from the catalog. */
+static int check_manifest_tablets(struct shard_open *op)
+{
+        struct eng_shard *s = op->s;
+        uint32_t next_id = eng_catalog_next_tablet_id(s->cat);
+
+        for (uint32_t i = 0; i < op->st.n_tablets; i++) {
+                uint32_t id = op->st.tablets[i].id;
                 const struct eng_catalog_table *ct;
                 uint32_t at;
 
-                if (shard_tablet_by_id(s, id)) {
-                        st->tablets[n++] = st->tablets[i];
+                if (shard_tablet_by_id(s, id))
                         continue;
-                }
-                if (id >= next_id ||
-                    eng_catalog_tablet_by_id(s->cat, id, &ct, &at) == 0) {
+                if (id >= next_id || eng_catalog_tablet_by_id(s->cat, id, &ct, &at) == 0) {
                         log_error("shard %u: the manifest in %s names tablet %u, which the "
                                   "catalog %s", s->o.shard, s->dir, id,
                                   id >= next_id ? "never made" : "gives to another shard");
                         return -SCREE_ECORRUPT;
                 }
-                log_info("shard %u: removing tablet %u of a dropped table", s->o.shard, id);
         }
-        st->n_tablets = n;
-        for (size_t i = 0; i < st->n_tables; i++)
-                if (shard_tablet_by_id(s, st->tables[i].tablet))
-                        st->tables[m++] = st->tables[i];
-        st->n_tables = m;
+        return 0;
+}
+
+static void log_relayout(const struct eng_shard *s, const struct eng_manifest_edit *e)
+{
+        for (uint32_t i = 0; i < e->n_dropped; i++)
+                log_info("shard %u: removing tablet %u, which the catalog no longer has",
+                         s->o.shard, e->dropped_tablets[i]);
+        for (uint32_t i = 0; i < e->n_new_tablets; i++) {
+                uint32_t n = 0;
+
+                for (uint32_t k = 0; k < e->n_added; k++)
+                        n += e->added[k].tablet == e->new_tablets[i].id;
+                if (n)
+                        log_info("shard %u: tablet %u takes over %u SSTable(s) of the tablets it "
+                                 "replaces", s->o.shard, e->new_tablets[i].id, n);
+        }
+}
+
+/*
+ * Makes op->st (and so the manifest the open writes) follow the catalog:
+ * entries read from a version 1 or 2 file get their ranges; tablets the
+ * catalog gives this shard that the manifest lacks get entries, with the
+ * SSTables of the manifest's tablets they replace -- a split's or a
+ * merge's sources, when a crash came between the catalog's save and the
+ * manifest's edit (eng_manifest_relayout) -- and tablets the catalog no
+ * longer has are dropped: a dropped table's, a crash or a stop having
+ * interrupted its removal, or sources whose data went to their
+ * replacements. Their files not inherited go with remove_leftovers.
+ * Returns 0, -SCREE_ECORRUPT (see check_manifest_tablets) or -ENOMEM.
+ */
+static int follow_catalog(struct shard_open *op)
+{
+        struct eng_shard *s = op->s;
+        struct eng_manifest_tablet *want = calloc(s->n_tablets + 1, sizeof(*want));
+        struct eng_manifest_edit e;
+        void *mem = NULL;
+        int r;
+
+        if (!want)
+                return -ENOMEM;
+        count_seqs(op);
+        for (uint32_t i = 0; i < s->n_tablets; i++) {
+                const struct eng_tablet *t = s->tablets[i];
+
+                want[i] = (struct eng_manifest_tablet){
+                        .id = t->id, .table = t->table, .start = t->start, .end = t->end,
+                        .start_len = t->start_len, .end_len = t->end_len,
+                };
+        }
+        r = check_manifest_tablets(op);
+        if (r < 0) {
+                free(want);
+                return r;
+        }
+        r = eng_manifest_state_fill_ranges(&op->st, want, s->n_tablets);
+        if (r == 0)
+                r = eng_manifest_relayout(&op->st, want, s->n_tablets, &e, &mem);
+        if (r == 0) {
+                log_relayout(s, &e);
+                r = eng_manifest_state_apply(&op->st, &e);
+        }
+        free(mem);
+        free(want);
+        if (r < 0 && r != -ENOMEM) {
+                log_error("shard %u: the manifest in %s does not fit the catalog's tablets "
+                          "(ranges that overlap or differ)", s->o.shard, s->dir);
+                r = -SCREE_ECORRUPT;
+        }
+        return r;
+}
+
+/* Entry indexes by file id, then index (qsort_r: arg is the tables). */
+static int cmp_by_file(const void *a, const void *b, void *arg)
+{
+        const struct eng_manifest_table *t = arg;
+        size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+        if (t[x].file_id != t[y].file_id)
+                return t[x].file_id < t[y].file_id ? -1 : 1;
+        return (x > y) - (x < y);
+}
+
+/* Sets op->first: for each table entry, the first entry naming its file.
+ * 0 or -ENOMEM. */
+static int find_first_entries(struct shard_open *op)
+{
+        size_t n = op->st.n_tables, *by_file = malloc((n + 1) * sizeof(*by_file));
+
+        op->first = malloc((n + 1) * sizeof(*op->first));
+        if (!by_file || !op->first) {
+                free(by_file);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+                by_file[i] = i;
+        qsort_r(by_file, n, sizeof(*by_file), cmp_by_file, op->st.tables);
+        for (size_t i = 0; i < n; i++)
+                op->first[by_file[i]] = i && op->st.tables[by_file[i - 1]].file_id ==
+                                                     op->st.tables[by_file[i]].file_id
+                                                ? op->first[by_file[i - 1]]
+                                                : by_file[i];
+        free(by_file);
         return 0;
 }
 
@@ -553,7 +661,7 @@ static void manifest_loaded(void *arg, int res, const struct eng_manifest_state 
                           res == -SCREE_ECORRUPT ? "corrupt" : strerror(-res));
         }
         if (res == 0)
-                res = keep_live_tablets(op);
+                res = follow_catalog(op);
         if (res < 0) {
                 open_finish(op, res);
                 return;
@@ -563,7 +671,7 @@ static void manifest_loaded(void *arg, int res, const struct eng_manifest_state 
                 s->tablets[i]->flushed_seq = eng_manifest_flushed_seq(&op->st, s->tablets[i]->id);
         op->opened = calloc(op->st.n_tables + 1, sizeof(*op->opened));
         op->slots = calloc(op->st.n_tables + 1, sizeof(*op->slots));
-        if (!op->opened || !op->slots) {
+        if (!op->opened || !op->slots || find_first_entries(op) < 0) {
                 open_finish(op, -ENOMEM);
                 return;
         }

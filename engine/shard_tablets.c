@@ -10,9 +10,11 @@
  * shard and marks those of dropped tables; a dropped tablet is emptied in
  * the background (shard_drop_step): once nothing uses it, its memtables
  * go, one manifest edit removes its SSTables and its entry, its files are
- * deleted, and it is freed. A crash in between leaves SSTables the next
- * open finds without a live tablet: it leaves them out of its manifest,
- * and start-up deletes the files the manifest does not name.
+ * deleted (but for those another tablet's entry still names: a split's
+ * children share files), and it is freed. A crash in between leaves
+ * SSTables the next open finds without a live tablet: it leaves them out
+ * of its manifest (eng_manifest_relayout), and start-up deletes the files
+ * the manifest does not name.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -455,6 +457,11 @@ static void drop_unlinked(struct eng_fs_op *op, int res)
 static void drop_unlink_next(struct shard_drop *d)
 {
         while (d->unlinked < d->n_removed) {
+                if (eng_manifest_names_file(eng_manifest_state(d->s->man),
+                                            d->removed[d->unlinked].file_id)) {
+                        d->unlinked++;  /* shared: another tablet still reads it */
+                        continue;
+                }
                 eng_block_cache_erase_file(d->s->cache, d->removed[d->unlinked].file_id);
                 eng_shard_sst_path(d->s, d->removed[d->unlinked].file_id, d->path, sizeof(d->path));
                 d->op.ctx = d;
@@ -500,7 +507,7 @@ static int drop_start(struct eng_shard *s, struct eng_tablet *t)
         tablet_release_memory(s, t);
         s->dropping = true;
         s->busy++;
-        if (!d->n_removed && !t->flushed_seq) {
+        if (!eng_manifest_has_tablet(eng_manifest_state(s->man), t->id)) {
                 drop_finish(d);         /* the manifest never heard of it */
                 return 0;
         }

@@ -35,8 +35,33 @@ static void print_added(const struct eng_manifest_table *t)
                t->file_id, t->tablet, t->file_size, t->min_seq, t->max_seq);
 }
 
+static void print_key(const uint8_t *k, uint32_t len)
+{
+        for (uint32_t i = 0; i < len; i++)
+                printf("%02x", k[i]);
+}
+
+/* ", table T, [start, end)" in hex, or ", unranged"; then a newline. */
+static void print_range(const struct eng_manifest_tablet *t)
+{
+        if (!eng_manifest_tablet_is_ranged(t)) {
+                printf(", unranged\n");
+                return;
+        }
+        printf(", table %u, [", t->table);
+        print_key(t->start, t->start_len);
+        printf(", ");
+        print_key(t->end, t->end_len);
+        printf(")\n");
+}
+
 static void print_edit(const struct eng_manifest_edit *e)
 {
+        for (uint32_t i = 0; i < e->n_new_tablets; i++) {
+                printf("    new tablet %u: flushed seq %" PRIu64, e->new_tablets[i].id,
+                       e->new_tablets[i].flushed_seq);
+                print_range(&e->new_tablets[i]);
+        }
         for (uint32_t i = 0; i < e->n_added; i++)
                 print_added(&e->added[i]);
         for (uint32_t i = 0; i < e->n_removed; i++)
@@ -65,7 +90,8 @@ static void print_state(const struct eng_manifest_state *s)
         for (uint32_t t = 0; t < s->n_tablets; t++) {
                 uint32_t id = s->tablets[t].id;
 
-                printf("  tablet %u: flushed seq %" PRIu64 "\n", id, s->tablets[t].flushed_seq);
+                printf("  tablet %u: flushed seq %" PRIu64, id, s->tablets[t].flushed_seq);
+                print_range(&s->tablets[t]);
                 for (size_t i = 0; i < s->n_tables; i++)
                         if (s->tables[i].tablet == id)
                                 printf("    table %#" PRIx64 ": %" PRIu64 " bytes, seq %" PRIu64 "..%"
@@ -223,20 +249,25 @@ void tool_manifest_xref_fini(struct tool_manifest_xref *x)
         x->found = NULL;
 }
 
+/* Every table naming file id is found (several tablets may share a file). */
 static enum tool_ref xref_table(struct tool_manifest_xref *x, uint64_t id, uint64_t size,
                                 struct tool_report *rep, char *why, size_t why_len)
 {
+        bool named = false;
+
         for (size_t i = 0; i < x->state.n_tables; i++) {
                 const struct eng_manifest_table *t = &x->state.tables[i];
 
                 if (t->file_id != id)
                         continue;
                 x->found[i] = true;
-                if (size != t->file_size)
+                if (!named && size != t->file_size)
                         tool_corrupt(rep, 0, "size %" PRIu64 " bytes, the manifest says %" PRIu64, size,
                                      t->file_size);
-                return TOOL_REF_NAMED;
+                named = true;
         }
+        if (named)
+                return TOOL_REF_NAMED;
         snprintf(why, why_len, "the manifest does not name it");
         return TOOL_REF_UNREFERENCED;
 }

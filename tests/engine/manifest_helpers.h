@@ -2,7 +2,7 @@
 /*
  * Shared by the manifest tests: comparing two manifest states field by
  * field (tablets and tables in order), a small sample state with sparse
- * tablet ids, and a version 1 encoder -- the engine only reads version 1
+ * tablet ids and ranges, and a version 1 encoder -- the engine only reads version 1
  * now, so the tests keep the writer of the old files. Header-only; tests
  * only.
  */
@@ -27,6 +27,16 @@ static inline bool manifest_table_is_equal(const struct eng_manifest_table *a,
                a->min_seq == b->min_seq && a->max_seq == b->max_seq;
 }
 
+/* Same id, seq, table and range (both unranged counts as the same range). */
+static inline bool manifest_tablet_is_equal(const struct eng_manifest_tablet *a,
+                                            const struct eng_manifest_tablet *b)
+{
+        return a->id == b->id && a->flushed_seq == b->flushed_seq && a->table == b->table &&
+               a->start_len == b->start_len && a->end_len == b->end_len &&
+               (!a->start_len || !memcmp(a->start, b->start, a->start_len)) &&
+               (!a->end_len || !memcmp(a->end, b->end, a->end_len));
+}
+
 static inline bool manifest_state_is_equal(const struct eng_manifest_state *a,
                                            const struct eng_manifest_state *b)
 {
@@ -36,8 +46,7 @@ static inline bool manifest_state_is_equal(const struct eng_manifest_state *a,
             a->n_tablets != b->n_tablets || a->n_tables != b->n_tables)
                 return false;
         for (uint32_t i = 0; i < a->n_tablets; i++)
-                if (a->tablets[i].id != b->tablets[i].id ||
-                    a->tablets[i].flushed_seq != b->tablets[i].flushed_seq)
+                if (!manifest_tablet_is_equal(&a->tablets[i], &b->tablets[i]))
                         return false;
         for (size_t i = 0; i < a->n_tables; i++)
                 if (!manifest_table_is_equal(&a->tables[i], &b->tables[i]))
@@ -50,9 +59,58 @@ static inline bool manifest_state_is_equal(const struct eng_manifest_state *a,
 #define T0 6u
 #define T1 10u
 #define T2 18u
+/* The sample's table: T0 holds [SAMPLE_TABLE|"a", SAMPLE_TABLE|"m"), T2
+ * [SAMPLE_TABLE|"m", SAMPLE_TABLE + 1); T1's range, if made, is
+ * [SAMPLE_TABLE, SAMPLE_TABLE|"a"). */
+#define SAMPLE_TABLE 7u
 
-/* A state of shard 2 of 4: tablets T0 (flushed 200) and T2 (7), 3 tables;
- * fini it after. */
+/* Sets t's table and range [table|start, table|end), or up to table + 1
+ * when end is NULL, with the keys in buf (room for 16 + both strings). */
+static inline void manifest_range_set(struct eng_manifest_tablet *t, uint32_t table, const char *start,
+                                      const char *end, uint8_t *buf)
+{
+        size_t sl = strlen(start), el = end ? strlen(end) : 0;
+
+        t->table = table;
+        be32_put(buf, table);
+        memcpy(buf + 4, start, sl);
+        t->start = buf;
+        t->start_len = (uint32_t)(4 + sl);
+        be32_put(buf + t->start_len, end ? table : table + 1);
+        memcpy(buf + t->start_len + 4, end ? end : "", el);
+        t->end = buf + t->start_len;
+        t->end_len = (uint32_t)(4 + el);
+}
+
+/* Gives s's entries (made by the test, not by the engine) an arena of
+ * their own, as a state's: s->keys. */
+static inline void manifest_state_own_keys(struct eng_manifest_state *s)
+{
+        size_t bytes = 0;
+        uint8_t *p;
+
+        for (uint32_t i = 0; i < s->n_tablets; i++)
+                bytes += (size_t)s->tablets[i].start_len + s->tablets[i].end_len;
+        free(s->keys);
+        s->keys = NULL;
+        if (!bytes)
+                return;
+        p = s->keys = malloc(bytes);
+        cr_assert(not(eq(ptr, p, NULL)));
+        for (uint32_t i = 0; i < s->n_tablets; i++) {
+                struct eng_manifest_tablet *t = &s->tablets[i];
+
+                memmove(p, t->start, t->start_len);
+                t->start = p;
+                p += t->start_len;
+                memmove(p, t->end, t->end_len);
+                t->end = p;
+                p += t->end_len;
+        }
+}
+
+/* A state of shard 2 of 4: tablets T0 (flushed 200) and T2 (7) of table
+ * SAMPLE_TABLE, 3 tables; fini it after. */
 static inline void manifest_sample_state(struct eng_manifest_state *s)
 {
         static const struct eng_manifest_table t[] = {
@@ -60,10 +118,13 @@ static inline void manifest_sample_state(struct eng_manifest_state *s)
                 { .tablet = T2, .file_id = 5, .file_size = 81920, .min_seq = 7, .max_seq = 7 },
                 { .tablet = T0, .file_id = 8, .file_size = 12288, .min_seq = 91, .max_seq = 200 },
         };
-        static const struct eng_manifest_tablet tablets[] = { { .id = T0, .flushed_seq = 200 },
-                                                              { .id = T2, .flushed_seq = 7 } };
+        struct eng_manifest_tablet tablets[] = { { .id = T0, .flushed_seq = 200 },
+                                                 { .id = T2, .flushed_seq = 7 } };
         struct eng_manifest_layout layout = { .shard = 2, .n_shards = 4, .tablets_per_shard = 3 };
+        uint8_t k0[32], k2[32];
 
+        manifest_range_set(&tablets[0], SAMPLE_TABLE, "a", "m", k0);
+        manifest_range_set(&tablets[1], SAMPLE_TABLE, "m", NULL, k2);
         eng_manifest_state_init(s, &layout);
         s->next_file_id = 9;
         s->log_segment = 17;
@@ -75,6 +136,7 @@ static inline void manifest_sample_state(struct eng_manifest_state *s)
         memcpy(s->tables, t, sizeof(t));
         s->n_tablets = 2;
         s->n_tables = 3;
+        manifest_state_own_keys(s);
 }
 
 /* ---- version 1, as the engine wrote it before tablets were catalog ids ---- */

@@ -168,6 +168,8 @@ static uint64_t fingerprint(const struct eng_manifest_state *s)
 
 struct gen {
         uint64_t rng;
+        struct eng_manifest_tablet new_tablets[1];
+        uint8_t keys[8];                /* the new tablet's range */
         struct eng_manifest_table added[1], removed[2];
         uint32_t tablets[1];
         uint64_t seqs[1];
@@ -184,9 +186,10 @@ static uint64_t next_rand(uint64_t *s)
         return *s;
 }
 
-/* Makes g->e: one table added to a random tablet (flushing it), and past
- * eight tables the two oldest removed, so the state stays small while the
- * file grows; now and then the ids move on. */
+/* Makes g->e: one table added to a random tablet (flushing it; the
+ * tablet's first flush makes its entry, the whole of a table of its own
+ * id), and past eight tables the two oldest removed, so the state stays
+ * small while the file grows; now and then the ids move on. */
 static const struct eng_manifest_edit *gen_edit(struct gen *g, const struct eng_manifest_state *s)
 {
         /* Sparse ids, as catalog ids are; the first table of one adds its entry. */
@@ -202,6 +205,16 @@ static const struct eng_manifest_edit *gen_edit(struct gen *g, const struct eng_
         g->e = (struct eng_manifest_edit){ .added = g->added, .n_added = 1,
                                            .flushed_tablets = g->tablets, .flushed_seqs = g->seqs,
                                            .n_flushed = 1 };
+        if (!eng_manifest_has_tablet(s, t)) {
+                g->new_tablets[0] = (struct eng_manifest_tablet){
+                        .id = t, .table = t, .start = g->keys, .end = g->keys + 4,
+                        .start_len = 4, .end_len = 4,
+                };
+                be32_put(g->keys, t);
+                be32_put(g->keys + 4, t + 1);
+                g->e.new_tablets = g->new_tablets;
+                g->e.n_new_tablets = 1;
+        }
         if (s->n_tables > 8) {
                 g->removed[0] = s->tables[0];
                 g->removed[1] = s->tables[1];
@@ -343,7 +356,23 @@ Test(manifest, create_then_load_gives_the_same_state)
 /* A directory written before version 2: its manifest loads with catalog
  * ids, and the fresh file create writes at every start is version 2 and
  * loads back the same; edits keyed by catalog id go on from there. */
-Test(manifest, a_version_1_file_loads_and_create_rewrites_it_as_version_2)
+/* The ranges the catalog would give the version 1 sample's tablets: each
+ * the whole of a table of its own id. */
+static void fill_v1_sample_ranges(struct eng_manifest_state *s)
+{
+        static const uint32_t ids[] = { 1, 3, 7, 11, 13 };
+        struct eng_manifest_tablet r[5] = { 0 };
+        uint8_t keys[5][16];
+
+        for (uint32_t i = 0; i < 5; i++) {
+                r[i].id = ids[i];
+                manifest_range_set(&r[i], ids[i], "", NULL, keys[i]);
+        }
+        cr_assert(eq(int, eng_manifest_state_fill_ranges(s, r, 5), 0));
+        cr_assert(eng_manifest_state_is_ranged(s));
+}
+
+Test(manifest, a_version_1_file_loads_unranged_and_is_rewritten_as_version_3_once_ranged)
 {
         static uint8_t buf[4096];
         static const uint32_t t7[] = { 7 };
@@ -360,13 +389,18 @@ Test(manifest, a_version_1_file_loads_and_create_rewrites_it_as_version_2)
         cr_assert(eq(int, load_from(fs, dir, &got), 0));
         manifest_v1_sample_want(&want);
         cr_expect(manifest_state_is_equal(&got, &want));
+        cr_expect(not(eng_manifest_state_is_ranged(&got)));
+        cr_expect(eq(int, eng_manifest_create(fs, dir, &got, res_done, NULL, &m), -EINVAL),
+                  "no file is written without ranges");
+        fill_v1_sample_ranges(&got);
+        fill_v1_sample_ranges(&want);
         m = create_on(fs, dir, &got, 0);
         snprintf(path, sizeof(path), "%s/MANIFEST", dir);
         f = fopen(path, "rb");
         cr_assert(not(eq(ptr, f, NULL)));
         cr_assert(eq(sz, fread(h, 1, sizeof(h), f), sizeof(h)));
         fclose(f);
-        cr_expect(eq(u32, h[8] | (uint32_t)h[9] << 8, 2), "rewritten as version 2");
+        cr_expect(eq(u32, h[8] | (uint32_t)h[9] << 8, 3), "rewritten as version 3");
         memset(reqs, 0, sizeof(reqs));
         n_acked_in_order = 0;
         reqs[0].w.done = req_done;
@@ -378,6 +412,7 @@ Test(manifest, a_version_1_file_loads_and_create_rewrites_it_as_version_2)
         eng_manifest_state_fini(&got);
         cr_assert(eq(int, load_from(fs, dir, &got), 0));
         cr_expect(manifest_state_is_equal(&got, &want));
+        cr_expect(eng_manifest_state_is_ranged(&got));
         cr_expect(eq(u64, eng_manifest_flushed_seq(&got, 7), 0));
         eng_manifest_state_fini(&got);
         eng_manifest_state_fini(&want);

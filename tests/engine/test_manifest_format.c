@@ -32,7 +32,8 @@ TestSuite(manifest_format, .timeout = 30);
 #define SALT UINT64_C(0x5eed5a1700000001)
 #define FILE_CAP (64u * 1024u)
 #define MAX_RECS 16
-#define V2 ENG_MANIFEST_VERSION
+#define V3 ENG_MANIFEST_VERSION
+#define V2 ENG_MANIFEST_VERSION_UNRANGED
 
 /* A manifest file built in memory the way the writer builds it: records
  * claim durable what the last fb_sync covered. */
@@ -101,13 +102,20 @@ static void reseal_payload(struct fbuf *fb, size_t off)
 }
 
 /* The edits used by the file tests, on top of manifest_sample_state. e1
- * adds T1's entry (its first table and flushed seq). */
+ * makes T1's entry, [SAMPLE_TABLE, SAMPLE_TABLE|"a"), with its first
+ * table and flushed seq. */
+static const uint8_t t1_keys[] = { 0, 0, 0, SAMPLE_TABLE, 0, 0, 0, SAMPLE_TABLE, 'a' };
+static const struct eng_manifest_tablet e1_new[] = {
+        { .id = T1, .table = SAMPLE_TABLE, .start = t1_keys, .start_len = 4, .end = t1_keys + 4,
+          .end_len = 5 },
+};
 static const struct eng_manifest_table e1_added[] = {
         { .tablet = T1, .file_id = 9, .file_size = 4096, .min_seq = 1, .max_seq = 300 },
 };
 static const uint32_t e1_tablets[] = { T1 };
 static const uint64_t e1_seqs[] = { 300 };
-static const struct eng_manifest_edit e1 = { .added = e1_added, .n_added = 1, .flushed_tablets = e1_tablets,
+static const struct eng_manifest_edit e1 = { .new_tablets = e1_new, .n_new_tablets = 1,
+                                             .added = e1_added, .n_added = 1, .flushed_tablets = e1_tablets,
                                              .flushed_seqs = e1_seqs, .n_flushed = 1, .log_segment = 18 };
 static const struct eng_manifest_table e2_removed[] = {
         { .tablet = T0, .file_id = 3 },
@@ -191,22 +199,45 @@ Test(manifest_format, snapshot_round_trips_every_field)
 
         manifest_sample_state(&s);
         n = eng_manifest_snapshot_size(&s);
-        cr_assert(eq(sz, n, 40 + 2 * 16 + 3 * 40));
+        /* keys: T0 5 + 5 bytes, T2 5 + 4: 19, padded to 24 */
+        cr_assert(eq(sz, n, 40 + 2 * 24 + 3 * 40 + 24));
         eng_manifest_snapshot_encode(buf, &s);
+        cr_expect(eq(u32, le32_get(buf + 36), 19), "key_bytes");
         cr_expect(eq(u32, le32_get(buf + 40), T0), "the first TABLET entry");
+        cr_expect(eq(u32, le32_get(buf + 44), SAMPLE_TABLE));
         cr_expect(eq(u64, le64_get(buf + 48), 200));
-        cr_expect(eq(u32, le32_get(buf + 56), T2));
-        cr_expect(eq(u32, le32_get(buf + 72), T0), "the first TABLE entry");
-        cr_expect(eq(u64, le64_get(buf + 80), 3));
+        cr_expect(eq(u32, le32_get(buf + 56), 5), "start_len");
+        cr_expect(eq(u32, le32_get(buf + 60), 5), "end_len");
+        cr_expect(eq(u32, le32_get(buf + 64), T2));
+        cr_expect(eq(u32, le32_get(buf + 88), T0), "the first TABLE entry");
+        cr_expect(eq(u64, le64_get(buf + 96), 3));
+        cr_expect(eq(u32, be32_get(buf + 208), SAMPLE_TABLE), "the key area: T0's start");
+        cr_expect(eq(u8, buf[212], 'a'));
+        cr_expect(eq(u8, buf[217], 'm'), "T0's end");
+        cr_expect(eq(u32, be32_get(buf + 223), SAMPLE_TABLE + 1), "T2's end");
+        cr_expect(eq(u8, buf[227], 0), "padding");
         cr_assert(eq(int, eng_manifest_snapshot_decode(buf, n, ENG_MANIFEST_VERSION, &got), 0));
         cr_expect(manifest_state_is_equal(&s, &got));
-        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n - 1, ENG_MANIFEST_VERSION, &got),
+        cr_expect(eq(ptr, (void *)got.tablets[0].start, got.keys), "keys in the state's arena");
+        eng_manifest_state_fini(&got);
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n - 8, ENG_MANIFEST_VERSION, &got),
                      -SCREE_ECORRUPT));
         cr_expect(eq(int, eng_manifest_snapshot_decode(buf, 39, ENG_MANIFEST_VERSION, &got),
                      -SCREE_ECORRUPT));
         cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, ENG_MANIFEST_VERSION + 1, &got),
                      -SCREE_EUNSUPPORTED));
-        eng_manifest_state_fini(&got);
+        buf[227] = 1;
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V3, &got), -SCREE_ECORRUPT),
+                  "nonzero padding");
+        buf[227] = 0;
+        le32_put(buf + 36, 20);
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V3, &got), -SCREE_ECORRUPT),
+                  "key lengths not adding up to key_bytes");
+        le32_put(buf + 36, 19);
+        le32_put(buf + 56, 0);
+        le32_put(buf + 60, 10);
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V3, &got), -SCREE_ECORRUPT),
+                  "an unranged entry in a version 3 file");
         eng_manifest_state_fini(&s);
 }
 
@@ -237,26 +268,26 @@ Test(manifest_format, a_snapshot_of_an_invalid_state_or_with_reserved_bits_is_co
         manifest_sample_state(&s);
         n = eng_manifest_snapshot_size(&s);
         eng_manifest_snapshot_encode(buf, &s);
-        cr_assert(eq(int, eng_manifest_snapshot_decode(buf, n, V2, &got), 0));
+        cr_assert(eq(int, eng_manifest_snapshot_decode(buf, n, V3, &got), 0));
         eng_manifest_state_fini(&got);
         s.tables[1].file_id = 3;        /* duplicate id */
         eng_manifest_snapshot_encode(buf, &s);
-        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V2, &got), -SCREE_ECORRUPT));
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V3, &got), -SCREE_ECORRUPT));
         s.tables[1].file_id = 9;        /* not below next_file_id */
         eng_manifest_snapshot_encode(buf, &s);
-        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V2, &got), -SCREE_ECORRUPT));
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V3, &got), -SCREE_ECORRUPT));
         s.tables[1].file_id = 5;
         s.tables[1].tablet = T1;        /* a tablet without an entry */
         eng_manifest_snapshot_encode(buf, &s);
-        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V2, &got), -SCREE_ECORRUPT));
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V3, &got), -SCREE_ECORRUPT));
         s.tables[1].tablet = T2;
         s.tablets[1].id = T0;           /* an id twice */
         eng_manifest_snapshot_encode(buf, &s);
-        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V2, &got), -SCREE_ECORRUPT));
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V3, &got), -SCREE_ECORRUPT));
         s.tablets[0].id = T2;           /* ids out of order */
         s.tablets[1].id = T0;
         eng_manifest_snapshot_encode(buf, &s);
-        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V2, &got), -SCREE_ECORRUPT));
+        cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V3, &got), -SCREE_ECORRUPT));
         s.tablets[0].id = T0;
         s.tablets[1].id = T2;
         for (size_t off = 36; off < n; off += 8) {
@@ -268,7 +299,7 @@ Test(manifest_format, a_snapshot_of_an_invalid_state_or_with_reserved_bits_is_co
                         continue;
                 eng_manifest_snapshot_encode(buf, &s);
                 buf[off + (off == 36 ? 0 : 4)] = 1;
-                cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V2, &got), -SCREE_ECORRUPT),
+                cr_expect(eq(int, eng_manifest_snapshot_decode(buf, n, V3, &got), -SCREE_ECORRUPT),
                           "reserved byte at %zu", off + (off == 36 ? 0 : 4));
         }
         eng_manifest_state_fini(&s);
@@ -281,9 +312,9 @@ Test(manifest_format, an_edit_round_trips_every_field)
         void *mem;
         size_t n = eng_manifest_edit_size(&e2);
 
-        cr_assert(eq(sz, n, 32 + 40 + 2 * 16));
+        cr_assert(eq(sz, n, 40 + 40 + 2 * 16));
         eng_manifest_edit_encode(buf, &e2);
-        cr_assert(eq(int, eng_manifest_edit_decode(buf, n, V2, NULL, &got, &mem), 0));
+        cr_assert(eq(int, eng_manifest_edit_decode(buf, n, V3, NULL, &got, &mem), 0));
         cr_expect(eq(u64, got.next_file_id, 12));
         cr_expect(eq(u64, got.log_segment, 0));
         cr_assert(eq(u32, got.n_added, 1));
@@ -299,16 +330,33 @@ Test(manifest_format, an_edit_round_trips_every_field)
 
         n = eng_manifest_edit_size(&e1);
         eng_manifest_edit_encode(buf, &e1);
-        cr_assert(eq(int, eng_manifest_edit_decode(buf, n, V2, NULL, &got, &mem), 0));
+        cr_assert(eq(int, eng_manifest_edit_decode(buf, n, V3, NULL, &got, &mem), 0));
         cr_assert(eq(u32, got.n_flushed, 1));
         cr_expect(eq(u32, got.flushed_tablets[0], T1));
         cr_expect(eq(u64, got.flushed_seqs[0], 300));
         cr_expect(eq(u64, got.log_segment, 18));
+        cr_expect(not(got.implicit_entries));
+        cr_assert(eq(u32, got.n_new_tablets, 1));
+        cr_expect(manifest_tablet_is_equal(&got.new_tablets[0], &e1_new[0]));
+        cr_expect(eq(sz, n, 40 + 40 + 16 + 24 + 16), "a new tablet, 9 bytes of keys padded to 16");
+        cr_expect(eq(u32, le32_get(buf + 32), 1), "n_new_tablets");
+        cr_expect(eq(u32, le32_get(buf + 36), 9), "key_bytes");
+        cr_expect(eq(u32, le32_get(buf + 96), T1), "the new TABLET entry");
+        cr_expect(eq(u32, be32_get(buf + 120), SAMPLE_TABLE), "its keys");
         free(mem);
-        cr_expect(eq(int, eng_manifest_edit_decode(buf, n - 16, V2, NULL, &got, &mem), -SCREE_ECORRUPT),
+        cr_assert(eq(int, eng_manifest_edit_decode(buf, n, V3, NULL, &got, &mem), 0));
+        memset(buf + 120, 0, 9);
+        cr_expect(eq(u32, be32_get(got.new_tablets[0].start), SAMPLE_TABLE),
+                  "keys copied off the payload");
+        free(mem);
+        eng_manifest_edit_encode(buf, &e1);
+        buf[130] = 1;
+        cr_expect(eq(int, eng_manifest_edit_decode(buf, n, V3, NULL, &got, &mem), -SCREE_ECORRUPT),
+                  "nonzero padding");
+        cr_expect(eq(int, eng_manifest_edit_decode(buf, n - 16, V3, NULL, &got, &mem), -SCREE_ECORRUPT),
                   "counts say more than the payload holds");
-        cr_expect(eq(int, eng_manifest_edit_decode(buf, 31, V2, NULL, &got, &mem), -SCREE_ECORRUPT));
-        cr_expect(eq(int, eng_manifest_edit_decode(buf, n, V2 + 1, NULL, &got, &mem),
+        cr_expect(eq(int, eng_manifest_edit_decode(buf, 39, V3, NULL, &got, &mem), -SCREE_ECORRUPT));
+        cr_expect(eq(int, eng_manifest_edit_decode(buf, n, V3 + 1, NULL, &got, &mem),
                      -SCREE_EUNSUPPORTED));
 }
 
@@ -326,11 +374,11 @@ Test(manifest_format, an_edit_with_drops_round_trips_and_reserved_bytes_are_chec
         void *mem;
         size_t n = eng_manifest_edit_size(&e);
 
-        cr_assert(eq(sz, n, 32 + 2 * 16 + 2 * 8));
+        cr_assert(eq(sz, n, 40 + 2 * 16 + 2 * 8));
         eng_manifest_edit_encode(buf, &e);
         cr_expect(eq(u32, le32_get(buf + 28), 2), "n_dropped");
-        cr_expect(eq(u32, le32_get(buf + 64), 3), "the first dropped id");
-        cr_assert(eq(int, eng_manifest_edit_decode(buf, n, V2, NULL, &got, &mem), 0));
+        cr_expect(eq(u32, le32_get(buf + 72), 3), "the first dropped id");
+        cr_assert(eq(int, eng_manifest_edit_decode(buf, n, V3, NULL, &got, &mem), 0));
         cr_expect(eq(u64, got.next_file_id, 80));
         cr_assert(eq(u32, got.n_removed, 1));
         cr_expect(eq(u32, got.removed[0].tablet, 0xfffffff0u));
@@ -342,19 +390,19 @@ Test(manifest_format, an_edit_with_drops_round_trips_and_reserved_bytes_are_chec
         cr_expect(eq(u32, got.dropped_tablets[0], 3));
         cr_expect(eq(u32, got.dropped_tablets[1], 0xfffffff0u));
         free(mem);
-        cr_expect(eq(int, eng_manifest_edit_decode(buf, n - 8, V2, NULL, &got, &mem), -SCREE_ECORRUPT));
+        cr_expect(eq(int, eng_manifest_edit_decode(buf, n - 8, V3, NULL, &got, &mem), -SCREE_ECORRUPT));
         /* The reserved halves of the removed and flushed pairs and of each drop. */
         for (size_t i = 0; i < 4; i++) {
-                static const size_t at[] = { 32 + 4, 48 + 4, 64 + 4, 72 + 4 };
+                static const size_t at[] = { 40 + 4, 56 + 4, 72 + 4, 80 + 4 };
 
                 eng_manifest_edit_encode(buf, &e);
                 buf[at[i]] = 1;
-                cr_expect(eq(int, eng_manifest_edit_decode(buf, n, V2, NULL, &got, &mem),
+                cr_expect(eq(int, eng_manifest_edit_decode(buf, n, V3, NULL, &got, &mem),
                              -SCREE_ECORRUPT), "reserved byte at %zu", at[i]);
         }
         eng_manifest_edit_encode(buf, &e2);     /* an added TABLE's */
-        buf[32 + 4] = 1;
-        cr_expect(eq(int, eng_manifest_edit_decode(buf, eng_manifest_edit_size(&e2), V2, NULL, &got,
+        buf[40 + 4] = 1;
+        cr_expect(eq(int, eng_manifest_edit_decode(buf, eng_manifest_edit_size(&e2), V3, NULL, &got,
                                                    &mem), -SCREE_ECORRUPT));
 }
 
@@ -366,7 +414,7 @@ Test(manifest_format, an_empty_edit_round_trips_and_changes_nothing)
         void *mem = &buf;
 
         eng_manifest_edit_encode(buf, &empty);
-        cr_assert(eq(int, eng_manifest_edit_decode(buf, eng_manifest_edit_size(&empty), V2, NULL, &got,
+        cr_assert(eq(int, eng_manifest_edit_decode(buf, eng_manifest_edit_size(&empty), V3, NULL, &got,
                                                    &mem), 0));
         cr_expect(eq(ptr, mem, NULL));
         manifest_sample_state(&s);
@@ -406,7 +454,7 @@ Test(manifest_format, apply_removes_adds_in_order_and_moves_ids_forward)
         eng_manifest_state_fini(&s);
 }
 
-Test(manifest_format, tables_and_flushed_seqs_of_new_ids_add_entries_and_drops_remove_them)
+Test(manifest_format, with_implicit_entries_tables_and_seqs_of_new_ids_add_unranged_entries)
 {
         static const struct eng_manifest_table t1_table[] = {
                 { .tablet = T1, .file_id = 20, .file_size = 1, .min_seq = 1, .max_seq = 2 },
@@ -415,11 +463,14 @@ Test(manifest_format, tables_and_flushed_seqs_of_new_ids_add_entries_and_drops_r
         static const uint32_t far[] = { 0xfffffffeu }, t2[] = { T2 }, t1_far[] = { T1, 0xfffffffeu };
         static const uint32_t low[] = { 1 };
         static const uint64_t seq[] = { 42 };
-        const struct eng_manifest_edit add = { .added = t1_table, .n_added = 1 };
+        /* The rule of versions 1 and 2 (their decoders set implicit_entries). */
+        const struct eng_manifest_edit add = { .added = t1_table, .n_added = 1,
+                                               .implicit_entries = true };
         const struct eng_manifest_edit flush_far = { .flushed_tablets = far, .flushed_seqs = seq,
-                                                     .n_flushed = 1 };
+                                                     .n_flushed = 1, .implicit_entries = true };
         const struct eng_manifest_edit flush_low = { .flushed_tablets = low, .flushed_seqs = seq,
-                                                     .n_flushed = 1 };
+                                                     .n_flushed = 1, .implicit_entries = true };
+        struct eng_manifest_edit strict;
         /* T2's last table goes and T2 with it, in one edit. */
         const struct eng_manifest_edit drop_t2 = { .removed = t2_tables, .n_removed = 1,
                                                    .dropped_tablets = t2, .n_dropped = 1 };
@@ -430,10 +481,20 @@ Test(manifest_format, tables_and_flushed_seqs_of_new_ids_add_entries_and_drops_r
         struct eng_manifest_state s;
 
         manifest_sample_state(&s);
+        strict = add;
+        strict.implicit_entries = false;
+        cr_expect(eq(int, eng_manifest_state_apply(&s, &strict), -SCREE_ECORRUPT),
+                  "version 3: a table of a tablet without an entry");
+        strict = flush_far;
+        strict.implicit_entries = false;
+        cr_expect(eq(int, eng_manifest_state_apply(&s, &strict), -SCREE_ECORRUPT),
+                  "version 3: a seq of a tablet without an entry");
         cr_assert(eq(int, eng_manifest_state_apply(&s, &add), 0));
         cr_assert(eq(u32, s.n_tablets, 3));
         cr_expect(eq(u32, s.tablets[1].id, T1), "an added table's tablet gets an entry, sorted in");
         cr_expect(eq(u64, s.tablets[1].flushed_seq, 0));
+        cr_expect(not(eng_manifest_tablet_is_ranged(&s.tablets[1])), "made unranged");
+        cr_expect(not(eng_manifest_state_is_ranged(&s)));
         cr_assert(eq(int, eng_manifest_state_apply(&s, &flush_far), 0));
         cr_assert(eq(int, eng_manifest_state_apply(&s, &flush_low), 0));
         cr_assert(eq(u32, s.n_tablets, 5));
@@ -967,20 +1028,24 @@ Test(manifest_format, a_version_1_tail_cut_in_its_padding_is_whole)
         eng_manifest_state_fini(&want);
 }
 
-Test(manifest_format, files_are_written_as_version_2)
+Test(manifest_format, files_are_written_as_version_3)
 {
         uint8_t h[ENG_MANIFEST_HEADER_BYTES];
         uint64_t salt;
         uint32_t version = 0;
 
         eng_manifest_header_encode(h, SALT);
-        cr_expect(eq(u32, le32_get(h + 8), 2));
+        cr_expect(eq(u32, le32_get(h + 8), 3));
         cr_assert(eq(int, eng_manifest_header_decode(h, sizeof(h), &salt, &version), 0));
-        cr_expect(eq(u32, version, 2));
+        cr_expect(eq(u32, version, 3));
         manifest_v1_header_encode(h, SALT);
         cr_assert(eq(int, eng_manifest_header_decode(h, sizeof(h), &salt, &version), 0));
         cr_expect(eq(u32, version, 1), "version 1 still reads");
-        le32_put(h + 8, 3);
+        le32_put(h + 8, 2);
+        le64_put(h + 24, checksum64(h, 24, 0));
+        cr_assert(eq(int, eng_manifest_header_decode(h, sizeof(h), &salt, &version), 0));
+        cr_expect(eq(u32, version, 2), "version 2 still reads");
+        le32_put(h + 8, 4);
         le64_put(h + 24, checksum64(h, 24, 0));
         cr_expect(eq(int, eng_manifest_header_decode(h, sizeof(h), &salt, &version),
                      -SCREE_EUNSUPPORTED));

@@ -848,7 +848,8 @@ static void manifest_file_write_v1(const struct eng_tablet_map *m, const struct 
 
 /* A shard directory written before manifest version 2 (tablets by local
  * number) opens with its data, and start-up rewrites its manifest as
- * version 2 with the same tablets and tables, by catalog id. */
+ * version 3 with the same tablets and tables, by catalog id, and the
+ * tablets' ranges from the catalog. */
 Test(shard, a_directory_with_a_version_1_manifest_opens_with_its_data)
 {
         struct eng_manifest_state before, after;
@@ -863,7 +864,7 @@ Test(shard, a_directory_with_a_version_1_manifest_opens_with_its_data)
         put_own_keys(&m, "b", 40);
         shard_close_sync();
         manifest_file_state(&before, &version);
-        cr_assert(eq(u32, version, 2));
+        cr_assert(eq(u32, version, 3));
         manifest_file_write_v1(&m, &before);
         manifest_file_state(&after, &version);
         cr_assert(eq(u32, version, 1), "the directory now looks as the old code left it");
@@ -873,11 +874,13 @@ Test(shard, a_directory_with_a_version_1_manifest_opens_with_its_data)
         expect_own_keys(&m, "a", 40);
         expect_own_keys(&m, "b", 40);
         manifest_file_state(&after, &version);
-        cr_expect(eq(u32, version, 2), "rewritten as version 2 at start-up");
+        cr_expect(eq(u32, version, 3), "rewritten as version 3 at start-up");
         cr_assert(eq(u32, after.n_tablets, before.n_tablets));
         for (uint32_t i = 0; i < after.n_tablets; i++) {
                 cr_expect(eq(u32, after.tablets[i].id, before.tablets[i].id));
                 cr_expect(eq(u64, after.tablets[i].flushed_seq, before.tablets[i].flushed_seq));
+                cr_expect(manifest_tablet_is_equal(&after.tablets[i], &before.tablets[i]),
+                          "the catalog gave it back its range");
         }
         cr_assert(eq(sz, after.n_tables, before.n_tables));
         for (size_t i = 0; i < after.n_tables; i++)
@@ -914,8 +917,14 @@ Test(shard, a_table_in_a_tablet_not_of_this_shard_is_refused_at_start_up)
                                                           .file_size = st.tables[0].file_size,
                                                           .min_seq = st.tables[0].min_seq,
                                                           .max_seq = st.tables[0].max_seq };
+                static const uint8_t start[] = { 0, 0, 3, 232 }, end[] = { 0, 0, 3, 233 };
+                const struct eng_manifest_tablet entry = {      /* in table 1000: overlaps none */
+                        .id = bad_ids[i], .table = 1000, .start = start, .end = end,
+                        .start_len = 4, .end_len = 4,
+                };
                 const struct eng_manifest_edit out = { .removed = &st.tables[0], .n_removed = 1 };
-                const struct eng_manifest_edit in = { .added = &moved, .n_added = 1 };
+                const struct eng_manifest_edit in = { .new_tablets = &entry, .n_new_tablets = 1,
+                                                      .added = &moved, .n_added = 1 };
                 struct eng_manifest_state bad;
                 uint8_t p[4096];
                 size_t off = ENG_MANIFEST_HEADER_BYTES;
