@@ -266,15 +266,17 @@ bool shard_tablet_replaced(const struct eng_catalog *cat, const struct eng_table
 /* Whether every tablet cat replaces can hand over now: 0, or -EBUSY with
  * those whose flush or compaction runs frozen (call again once they end). */
 int shard_relayout_ready(struct eng_shard *s, const struct eng_catalog *cat);
-/* Whether each tablet cat replaces is split among made[0..n_made) (the
- * tablets made for cat): 0, or -EINVAL (a merge, or a range gone to
- * another shard). Changes nothing. */
-int shard_relayout_check(const struct eng_shard *s, const struct eng_catalog *cat,
-                         struct eng_tablet *const *made, uint32_t n_made);
-/* Hands replaced tablet p's SSTables, memtables and flushed seq to its
- * children among made (see the file). REQUIRES: shard_relayout_ready and
- * shard_relayout_check said 0. p stays in s->tablets for the caller to
- * remove and free. */
+/* Checks that each tablet cat replaces is split among made[0..n_made)
+ * (the tablets made for cat, still empty) and gives each child its
+ * parent's table set. 0, -EINVAL (a merge, or a range gone to another
+ * shard) or -ENOMEM; either way the live tablets are unchanged (freeing
+ * made undoes it). */
+int shard_relayout_prepare(struct eng_shard *s, const struct eng_catalog *cat,
+                           struct eng_tablet *const *made, uint32_t n_made);
+/* Hands replaced tablet p's memtables and flushed seq to its children
+ * among made and records the split (see the file). REQUIRES:
+ * shard_relayout_ready and shard_relayout_prepare said 0. p stays in
+ * s->tablets for the caller to remove and free. */
 void shard_relayout(struct eng_shard *s, struct eng_tablet *p, struct eng_tablet *const *made,
                     uint32_t n_made);
 

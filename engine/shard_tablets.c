@@ -324,7 +324,7 @@ int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *cat)
                 return r;
         r = routes_build(s, cat, &routes, &n_routes, &made, &n_made);
         if (r == 0)
-                r = shard_relayout_check(s, cat, made, n_made);
+                r = shard_relayout_prepare(s, cat, made, n_made);
         if (r < 0) {
                 routes_free(routes, n_routes);
                 made_undo(s, made, n_made);
