@@ -280,6 +280,13 @@ int shard_relayout_prepare(struct eng_shard *s, const struct eng_catalog *cat,
 void shard_relayout(struct eng_shard *s, struct eng_tablet *p, struct eng_tablet *const *made,
                     uint32_t n_made);
 
+/* shard_split.c */
+/* What SSTable tb holds of tablet t's range, estimated from its index
+ * (all of it unless tb is shared with a sibling since a split): bytes of
+ * the file and rows (versions). */
+void shard_table_share(const struct eng_tablet *t, const struct eng_sst_table *tb,
+                       uint64_t *bytes, uint64_t *rows);
+
 /* shard.c */
 /* Inserts a decoded batch (entries from first_seq on) into the memtables,
  * skipping entries a tablet has flushed; segment is the log segment holding

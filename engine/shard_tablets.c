@@ -332,6 +332,7 @@ int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *cat)
         }
         relayout_all(s, cat, made, n_made);
         free(made);
+        shard_maybe_compact(s);         /* the children separate once nothing else is due */
         /* A live tablet no route names any more belongs to a dropped table. */
         for (uint32_t i = 0; i < s->n_tablets; i++) {
                 struct eng_tablet *t = s->tablets[i];
@@ -380,8 +381,11 @@ static void tablet_stats(const struct eng_tablet *t, struct eng_tablet_stats *st
                 st->rows += eng_memtable_count(t->imm[k].mt);
         }
         for (uint32_t k = 0; ts && k < ts->n; k++) {
-                st->bytes += ts->e[k].meta.file_size;
-                st->rows += eng_sst_reader_props(eng_sst_table_reader(ts->e[k].t))->n_entries;
+                uint64_t bytes, rows;
+
+                shard_table_share(t, ts->e[k].t, &bytes, &rows);
+                st->bytes += bytes;
+                st->rows += rows;
         }
 }
 

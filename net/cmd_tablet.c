@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * TABLET.SPLIT: a table's tablet split in two by hand (docs/tables.md,
- * "Splitting a tablet"). A catalog change (catalog_svc.h): on shard 0 the
+ * Tablets that split: by hand (TABLET.SPLIT, docs/tables.md "Tablets"),
+ * and by size (net_tablet_tick: once a second each shard asks its engine
+ * for a tablet past its table's split size and splits it at the key that
+ * halves its data, eng_shard_split_wanted; one at a time per shard). A catalog change (catalog_svc.h): on shard 0 the
  * split point is checked (or chosen) against the newest snapshot, the
  * catalog with the two children is saved, and every shard installs it --
  * the owner hands the parent's SSTables and memtables to the children at
@@ -23,6 +25,7 @@
 #include <scree/scree_errors.h>
 
 #include "base/endian.h"
+#include "base/log.h"
 #include "engine/catalog.h"
 #include "engine/tablet.h"
 #include "net/catalog_svc.h"
@@ -31,10 +34,13 @@
 #include "net/tbl_args.h"
 #include "net/tbl_int.h"
 
-/* A split in flight, owned by the origin's request until it is answered. */
+/* A split in flight, owned by the origin's request until it is answered
+ * (an automatic one's: by its shard, auto_sh). */
 struct split_change {
         struct net_cat_change ch;
         struct net_req *req;
+        struct net_shard *auto_sh;
+        uint64_t bytes;                 /* automatic: the tablet's size */
         uint32_t table, tablet;
         char path[ENG_CATALOG_MAX_PATH + 1];
         bool at;                        /* at_key holds the point's position */
@@ -103,6 +109,18 @@ static void split_done(struct net_cat_change *ch)
         struct split_change *sc = container_of(ch, struct split_change, ch);
         struct net_req *req = sc->req;
 
+        if (sc->auto_sh) {
+                if (ch->res < 0)
+                        log_info("shard %u: splitting tablet %u of %s by size: %s",
+                                 sc->auto_sh->id, sc->tablet, sc->path, ch->err);
+                else
+                        log_info("shard %u: tablet %u of %s split by size (%llu bytes) into %u "
+                                 "and %u", sc->auto_sh->id, sc->tablet, sc->path,
+                                 (unsigned long long)sc->bytes, sc->kids[0], sc->kids[1]);
+                sc->auto_sh->split_busy = false;
+                free(sc);
+                return;
+        }
         if (ch->res < 0) {
                 net_resp_add_errorf(req->out, "ERR %s", ch->err);
         } else {
@@ -203,4 +221,29 @@ int net_cmd_tablet_split(struct net_req *req)
 bad:
         free(sc);
         return reply_err(req, err);
+}
+
+void net_tablet_tick(struct net_shard *sh)
+{
+        struct eng_split_want *w;
+        struct split_change *sc;
+        const struct eng_catalog_table *t;
+
+        if (sh->split_busy || sh->stopping || !sh->eng || net_shard_is_loading(sh))
+                return;
+        w = malloc(sizeof(*w));
+        if (!w || eng_shard_split_wanted(sh->eng, w) != 1 ||
+            eng_catalog_table_by_id(eng_shard_catalog(sh->eng), w->table, &t) < 0 ||
+            !(sc = calloc(1, sizeof(*sc)))) {
+                free(w);
+                return;
+        }
+        *sc = (struct split_change){ .auto_sh = sh, .table = w->table, .tablet = w->tablet,
+                                     .bytes = w->bytes, .at = true, .at_len = w->key_len };
+        memcpy(sc->at_key, w->key, w->key_len);
+        snprintf(sc->path, sizeof(sc->path), "%s", t->path);
+        free(w);
+        sc->ch = (struct net_cat_change){ .fn = split_fn, .done = split_done };
+        sh->split_busy = true;
+        net_cat_submit(sh, &sc->ch);
 }
