@@ -504,8 +504,9 @@ uint64_t eng_shard_mem_bytes(const struct eng_shard *s);
  * -SCREE_ENOTFOUND. Returns 0 (installed, or c is not newer), -EINVAL (c
  * has another number of shards, or replaces a tablet of this shard other
  * than by splitting it here: merges and moves are not installed this
- * way), -EBUSY (a tablet c splits has a flush or compaction running: it
- * starts no new one; call again) or -ENOMEM; nothing changed on error.
+ * way), -EBUSY (a tablet c splits has a flush or compaction running --
+ * it starts no new one -- or more memtables than its children could hold
+ * -- it flushes first; call again) or -ENOMEM; nothing changed on error.
  *
  * Keys of a table the shard does not know: eng_shard_write, get, rmw and
  * scan return -SCREE_ENOTFOUND; a key another shard owns: -EINVAL.

@@ -70,10 +70,17 @@ int shard_relayout_ready(struct eng_shard *s, const struct eng_catalog *cat)
                 if (!shard_tablet_replaced(cat, t))
                         continue;
                 if (t->compacting || shard_flushing(s, t)) {
-                        t->frozen = true;
+                        t->frozen = true;       /* no new job: this one is waited for */
+                        r = -EBUSY;
+                } else if (t->n_imm + (t->active_first_segment ? 1u : 0u) > SHARD_MAX_IMM) {
+                        /* Its children could not hold its memtables: let
+                         * its flushes make room first. */
+                        t->frozen = false;
                         r = -EBUSY;
                 }
         }
+        if (r < 0)
+                shard_maybe_flush(s);
         return r;
 }
 

@@ -332,7 +332,10 @@ int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *cat)
         }
         relayout_all(s, cat, made, n_made);
         free(made);
-        shard_maybe_compact(s);         /* the children separate once nothing else is due */
+        /* The children flush what the parent could not while frozen, and
+         * separate once nothing else is due. */
+        shard_maybe_flush(s);
+        shard_maybe_compact(s);
         /* A live tablet no route names any more belongs to a dropped table. */
         for (uint32_t i = 0; i < s->n_tablets; i++) {
                 struct eng_tablet *t = s->tablets[i];

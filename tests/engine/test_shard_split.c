@@ -443,7 +443,7 @@ Test(shard_split, children_read_the_parents_tables_and_memtables)
  * parent's sealed memtable to the children but starts no flush
  * (eng_shard_set_catalog never calls shard_maybe_flush), so the waiter is
  * answered only by the next write or flush call. Enable once fixed. */
-Test(shard_split, a_flush_waiter_from_before_the_split_is_answered, .disabled = true)
+Test(shard_split, a_flush_waiter_from_before_the_split_is_answered)
 {
         uint32_t parent = open_with_table(ENG_CATALOG_ORDERED), kids[2];
         uint64_t files[64];
@@ -694,7 +694,7 @@ Test(shard_split, a_hashed_tablet_splits_at_the_hash_midpoint)
  * SHARD_MAX_IMM each; splitting a child that has them and took a write
  * then fails parent_seal_all's assertion (shard_relayout.c: n_imm <
  * SHARD_MAX_IMM), or without asserts writes past imm[]. Enable once fixed. */
-Test(shard_split, a_child_holding_the_most_memtables_splits_again, .disabled = true)
+Test(shard_split, a_child_holding_the_most_memtables_splits_again)
 {
         uint32_t parent = open_with_table(ENG_CATALOG_ORDERED), kids[2], gk[2];
         int first = 0, more[10] = { 0 };
