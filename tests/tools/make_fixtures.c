@@ -328,8 +328,18 @@ static void write_manifest(const char *dir, uint64_t table_size, bool bad_edit, 
         const struct eng_manifest_table ghost = { .tablet = 3, .file_id = 0x99 };
         const uint32_t tablets[] = { 2, 0 };
         const uint64_t seqs[] = { 50, 60 };
-        /* Tablets 0 and 2 known from the start, 7 added by its first table. */
-        struct eng_manifest_tablet known[] = { { .id = 0 }, { .id = 2 } };
+        /* Table 0's key ranges [00, 40), [40, 80) and [c0, table 1) (the
+         * hash's first byte): tablets 0 and 2 known from the start, 7
+         * made with its first table. */
+        static const uint8_t k00[] = { 0, 0, 0, 0 }, k40[] = { 0, 0, 0, 0, 0x40 },
+                             k80[] = { 0, 0, 0, 0, 0x80 }, kc0[] = { 0, 0, 0, 0, 0xc0 },
+                             k1[] = { 0, 0, 0, 1 };
+        struct eng_manifest_tablet known[] = {
+                { .id = 0, .start = k00, .start_len = 4, .end = k40, .end_len = 5 },
+                { .id = 2, .start = k40, .start_len = 5, .end = k80, .end_len = 5 },
+        };
+        const struct eng_manifest_tablet seven = { .id = 7, .start = kc0, .start_len = 5,
+                                                   .end = k1, .end_len = 4 };
         struct eng_manifest_state st;
         uint8_t *buf = calloc(1, 4096), *snap;
         size_t off = ENG_MANIFEST_HEADER_BYTES, len;
@@ -349,7 +359,8 @@ static void write_manifest(const char *dir, uint64_t table_size, bool bad_edit, 
         printf("\"manifest\": {\"offsets\": [%zu", off);
         off += eng_manifest_record_encode(buf + off, MANIFEST_SALT, ENG_MANIFEST_RECORD_SNAPSHOT, 0,
                                           snap, len);
-        put_edit(buf, &off, &(struct eng_manifest_edit){ .added = &t, .n_added = 1,
+        put_edit(buf, &off, &(struct eng_manifest_edit){ .new_tablets = &seven, .n_new_tablets = 1,
+                                                          .added = &t, .n_added = 1,
                                                           .next_file_id = 0xa2, .log_segment = SEGMENT });
         put_edit(buf, &off, &(struct eng_manifest_edit){ .flushed_tablets = &tablets[0],
                                                           .flushed_seqs = &seqs[0], .n_flushed = 1,

@@ -344,9 +344,9 @@ def test_manifest_prints_records_and_the_state(fx):
     assert "  layout           shard 1 of 2, 8 tablets per shard" in out
     assert "  next file id     0xa2" in out
     assert "  log segment      0x3" in out
-    assert "  tablet 0: flushed seq 60" in out
-    assert out.rstrip().endswith(f"  tablet 7: flushed seq 0\n    table 0xa1: {s['size']} bytes, "
-                                 f"seq {s['min_seq']}..{s['max_seq']}")
+    assert "  tablet 0: flushed seq 60, table 0, [00000000, 0000000040)" in out
+    assert out.rstrip().endswith(f"  tablet 7: flushed seq 0, table 0, [00000000c0, 00000001)\n"
+                                 f"    table 0xa1: {s['size']} bytes, seq {s['min_seq']}..{s['max_seq']}")
 
 
 def test_manifest_bit_flip_in_a_middle_record_is_corruption(fx):
