@@ -364,10 +364,12 @@ static void on_flushed(void *arg, int res)
 }
 
 /* Runs the loop until *st is set (at most ~ms), without writing. */
+/* Runs the loop until *st is set (a callback ran), for at most ms. */
 static void wait_flag(const int *st, unsigned ms)
 {
         for (unsigned i = 0; i < ms && !*st; i++)
                 run_for_ms(1);
+        cr_assert(ne(int, *st, 0), "waited %u ms for a callback", ms);
 }
 
 static int major_compact_sync(void)
@@ -405,7 +407,7 @@ static uint32_t load_and_split(uint32_t parent, uint32_t kids[2], uint64_t *file
         cr_assert(eq(int, eng_shard_flush(sh, on_flushed, &flush2), 0));
         split_at_row(parent, MID, kids);
         cr_assert(eq(int, eng_shard_set_catalog(sh, cat), -EBUSY));
-        wait_flag(&flush1, 10000);
+        wait_flag(&flush1, 60000);
         cr_assert(eq(int, flush1, 1));
         for (unsigned i = 0; i < nw; i++)
                 TEST_RUN_UNTIL(loop, async_w[i].done);
@@ -439,10 +441,9 @@ Test(shard_split, children_read_the_parents_tables_and_memtables)
         cat_fini();
 }
 
-/* Fails now (an engine bug, reported): the install hands the frozen
- * parent's sealed memtable to the children but starts no flush
- * (eng_shard_set_catalog never calls shard_maybe_flush), so the waiter is
- * answered only by the next write or flush call. Enable once fixed. */
+/* Regression: the install handed the frozen parent's sealed memtable to
+ * the children but started no flush, so the waiter was answered only by
+ * the next write or flush call. */
 Test(shard_split, a_flush_waiter_from_before_the_split_is_answered)
 {
         uint32_t parent = open_with_table(ENG_CATALOG_ORDERED), kids[2];
@@ -451,7 +452,7 @@ Test(shard_split, a_flush_waiter_from_before_the_split_is_answered)
         load_and_split(parent, kids, files);
         /* The parent's sealed memtable went to the children: their flushes
          * of it answer the waiter, with no later write to start them. */
-        wait_flag(&flush2, 3000);
+        wait_flag(&flush2, 60000);
         cr_expect(eq(int, flush2, 1), "waiter for the sealed memtable: %d", flush2);
         cat_fini();
 }
@@ -558,7 +559,7 @@ Test(shard_split, a_split_waits_for_the_parents_flush)
         cr_expect(eq(ptr, (void *)shard_tablet_by_id(sh, kids[0]), NULL));
         cr_expect(eq(ptr, (void *)shard_tablet_by_id(sh, kids[1]), NULL));
         check_gets();
-        wait_flag(&flushed, 10000);
+        wait_flag(&flushed, 60000);
         cr_assert(eq(int, flushed, 1));
         cr_expect(eng_manifest_has_tablet(eng_manifest_state(sh->man), parent));
         install();
@@ -688,12 +689,12 @@ Test(shard_split, a_hashed_tablet_splits_at_the_hash_midpoint)
         cat_fini();
 }
 
-/* Crashes now (an engine bug, reported): a parent frozen by a -EBUSY
- * install keeps sealing (up to SHARD_MAX_SEALED memtables) while its
- * flush ends, then hands them and its active memtable to its children:
- * SHARD_MAX_IMM each; splitting a child that has them and took a write
- * then fails parent_seal_all's assertion (shard_relayout.c: n_imm <
- * SHARD_MAX_IMM), or without asserts writes past imm[]. Enable once fixed. */
+/* Regression: a parent frozen by a -EBUSY install keeps sealing (up to
+ * SHARD_MAX_SEALED memtables) while its flush ends, then hands them and
+ * its active memtable to its children: SHARD_MAX_IMM each; splitting a
+ * child that has them and took a write failed parent_seal_all's
+ * assertion (or wrote past imm[]). The install now waits, flushing, for
+ * room. */
 Test(shard_split, a_child_holding_the_most_memtables_splits_again)
 {
         uint32_t parent = open_with_table(ENG_CATALOG_ORDERED), kids[2], gk[2];
@@ -703,7 +704,7 @@ Test(shard_split, a_child_holding_the_most_memtables_splits_again)
         cr_assert(eq(int, eng_shard_flush(sh, on_flushed, &first), 0));
         split_at_row(parent, MID, kids);
         cr_assert(eq(int, eng_shard_set_catalog(sh, cat), -EBUSY));
-        wait_flag(&first, 10000);
+        wait_flag(&first, 60000);
         for (int i = 0; i < 9; i++) {
                 write_rows(0, N_ROWS, 50, "b", NULL);
                 cr_assert(eq(int, eng_shard_flush(sh, on_flushed, &more[i]), 0));
@@ -714,5 +715,73 @@ Test(shard_split, a_child_holding_the_most_memtables_splits_again)
         split_at_row(kids[1], 3750, gk);
         install_when_idle();
         check_all();
+        for (int i = 0; i < 9; i++)
+                wait_flag(&more[i], 60000);     /* answered before more[] goes */
         cat_fini();
+}
+
+/* ---- a scan across a split installed while it runs ---- */
+
+static uint32_t split_id, split_row, items;
+
+/* Collects like collect_item; at the 10th row installs a split of
+ * split_id at split_row, as if it came while the scan waited for a
+ * block. */
+static int split_item(struct eng_scan *sc, const struct eng_scan_item *it)
+{
+        uint32_t kids[2];
+        int r = collect_item(sc, it);
+
+        if (++items == 10) {
+                split_at_row(split_id, split_row, kids);
+                install();
+        }
+        return r;
+}
+
+/* A full scan, up or down, with a split installed midway, gives every row
+ * once, in order (it kept tablet indexes across waits: forward rows came
+ * twice, in reverse a tablet was skipped). */
+static void check_scan_across(bool reverse)
+{
+        static struct collect c;
+        int r;
+
+        items = 0;
+        memset(&c, 0, sizeof(c));
+        c.sc = (struct eng_scan){ .item = split_item, .done = collect_done, .ctx = &c,
+                                  .reverse = reverse };
+        r = eng_shard_scan(sh, tbl, NULL, 0, NULL, 0, 100000, &c.sc);
+        if (r == 1) {
+                cr_assert(eq(int, rx_loop_run_until(loop, &c.done), 0));
+                r = c.res;
+        }
+        cr_assert(eq(int, r, 0));
+        eng_scan_release(&c.sc);
+        cr_assert(eq(u32, c.n, N_ROWS), "%u rows for %u", c.n, N_ROWS);
+        for (uint32_t i = 0; i < N_ROWS; i++)
+                cr_assert(eq(u64, c.keys[i], reverse ? N_ROWS - 1 - i : i), "row %u", i);
+}
+
+Test(shard_split, a_scan_goes_on_right_across_a_split_of_its_own_tablet)
+{
+        split_id = open_with_table(ENG_CATALOG_ORDERED);
+        write_rows(0, N_ROWS, 1, "v", NULL);
+        split_row = MID;
+        check_scan_across(false);
+}
+
+Test(shard_split, a_reverse_scan_goes_on_right_across_a_split_below_it)
+{
+        uint32_t parent = open_with_table(ENG_CATALOG_ORDERED), kids[2];
+
+        write_rows(0, N_ROWS, 1, "v", NULL);
+        split_at_row(parent, MID, kids);
+        install_when_idle();
+        for (unsigned ms = 0; ms < 60000 && (sh->compaction || sh->flush); ms++)
+                run_for_ms(1);          /* the separation: the next install is not -EBUSY */
+        cr_assert(not(sh->compaction || sh->flush));
+        split_id = kids[0];             /* below the tablet the scan starts in */
+        split_row = 1000;
+        check_scan_across(true);
 }
