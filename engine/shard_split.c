@@ -138,9 +138,20 @@ static bool over_size(const struct eng_catalog_table *ct, uint64_t bytes)
         return o->split_by_size && ct->n_tablets < o->max_tablets && bytes >= o->split_size_bytes;
 }
 
+/* The bytes of t's files: what t holds of its range at most. */
+static uint64_t files_bytes(const struct eng_tablet *t)
+{
+        uint64_t n = 0;
+
+        for (uint32_t i = 0; t->tset && i < t->tset->n; i++)
+                n += t->tset->e[i].meta.file_size;
+        return n;
+}
+
 int eng_shard_split_wanted(struct eng_shard *s, struct eng_split_want *ret)
 {
         struct sample *v = NULL;
+        size_t cap = 0;
         uint64_t best = 0;
         int found = 0;
 
@@ -153,12 +164,16 @@ int eng_shard_split_wanted(struct eng_shard *s, struct eng_split_want *ret)
                         uint64_t bytes;
                         uint32_t n;
 
-                        if (!t || t->frozen || !t->tset)
+                        /* Cheap checks first: most tablets stop here. */
+                        if (!t || t->frozen || !t->tset || files_bytes(t) <= best ||
+                            !over_size(rt->ct, files_bytes(t)))
                                 continue;
-                        free(v);
-                        v = malloc((SPLIT_SAMPLES + t->tset->n + 1) * sizeof(*v));
-                        if (!v)
-                                return -ENOMEM;
+                        if (cap < SPLIT_SAMPLES + t->tset->n + 1) {
+                                free(v);
+                                cap = SPLIT_SAMPLES + t->tset->n + 1;
+                                if (!(v = malloc(cap * sizeof(*v))))
+                                        return -ENOMEM;
+                        }
                         n = sample_blocks(t, v, &bytes);
                         if (bytes <= best || !over_size(rt->ct, bytes))
                                 continue;
