@@ -53,6 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/catalog.h"
 #include "engine/compaction.h"
 #include "engine/fs.h"
 #include "engine/keyq.h"
@@ -495,10 +496,17 @@ uint64_t eng_shard_mem_bytes(const struct eng_shard *s);
  * memory counts no more; but for one a flush is writing, dropped when it
  * ends), and in the background their SSTables are removed from the
  * manifest, erased from the block cache and deleted, once no flush or
- * compaction of them runs. Operations already waiting re-route after their wait: a get
+ * compaction of them runs. A tablet of this shard that c splits hands
+ * its SSTables, memtables and flushed seq to its children at once, with
+ * no data copied (shard_relayout.c), and the manifest records the
+ * children. Operations already waiting re-route after their wait: a get
  * of a dropped table finds nothing, a scan of one ends with
  * -SCREE_ENOTFOUND. Returns 0 (installed, or c is not newer), -EINVAL (c
- * has another number of shards) or -ENOMEM (nothing changed).
+ * has another number of shards, or replaces a tablet of this shard other
+ * than by splitting it here: merges and moves are not installed this
+ * way), -EBUSY (a tablet c splits has a flush or compaction running --
+ * it starts no new one -- or more memtables than its children could hold
+ * -- it flushes first; call again) or -ENOMEM; nothing changed on error.
  *
  * Keys of a table the shard does not know: eng_shard_write, get, rmw and
  * scan return -SCREE_ENOTFOUND; a key another shard owns: -EINVAL.
@@ -528,6 +536,25 @@ struct eng_tablet_stats {
  * only cap were written). Shard-local. */
 uint32_t eng_shard_table_stats(const struct eng_shard *s, uint32_t table,
                                struct eng_tablet_stats *ret, uint32_t cap);
+
+/* A tablet that has grown past its table's split size (eng_shard_split_wanted). */
+struct eng_split_want {
+        uint32_t table, tablet;         /* catalog ids */
+        uint64_t bytes;                 /* what its SSTables hold of its range */
+        uint32_t key_len;
+        uint8_t key[ENG_CATALOG_MAX_START_BYTES];       /* the split point, an internal key */
+};
+
+/*
+ * Of this shard's tablets whose table splits by size (options
+ * split_by_size on, fewer than max_tablets tablets), the one whose SSTables
+ * hold the most of its key range past split_size_bytes, and the key that
+ * halves that data (a row's key, strictly inside the tablet; estimated
+ * from the files' indexes, memtables left out: shard_split.c). Returns 1
+ * and *ret, 0 (none), or -ENOMEM. Costs a sort of at most a few thousand
+ * index keys per tablet over the size. Shard-local.
+ */
+int eng_shard_split_wanted(struct eng_shard *s, struct eng_split_want *ret);
 
 /* The error that stopped writes, or 0. */
 int eng_shard_error(const struct eng_shard *s);

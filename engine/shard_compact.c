@@ -31,6 +31,7 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "engine/compaction.h"
+#include "engine/key.h"
 #include "engine/shard_internal.h"
 
 /* Tables one compaction merges at most (a major one does a bigger tablet
@@ -388,7 +389,7 @@ static bool major_step(struct eng_shard *s)
                 uint32_t n;
                 int r;
 
-                if (t->id < mj->next_tablet || t->dropped || !major_needed(t, now_ms))
+                if (t->id < mj->next_tablet || t->dropped || t->frozen || !major_needed(t, now_ms))
                         continue;
                 mj->next_tablet = t->id;
                 if (tables_before_damage(t) < t->tset->n) {
@@ -412,6 +413,44 @@ static bool major_step(struct eng_shard *s)
                 if (n == t->tset->n)
                         mj->next_tablet = t->id + 1;
                 return true;
+        }
+        return false;
+}
+
+/* Whether table tb holds keys outside t's range: a file t shares with its
+ * sibling since a split (shard_relayout.c). */
+static bool reaches_out(const struct eng_tablet *t, const struct eng_sst_table *tb)
+{
+        const struct eng_sst_props *p = eng_sst_reader_props(eng_sst_table_reader(tb));
+
+        return p->n_entries &&
+               (eng_key_cmp(p->smallest, p->smallest_len, t->start, t->start_len) < 0 ||
+                eng_key_cmp(p->largest, p->largest_len, t->end, t->end_len) >= 0);
+}
+
+/*
+ * Once nothing else needs compacting: rewrites alone, clipped to its
+ * tablet's range, the oldest table some tablet shares with its sibling
+ * since a split, so that the two separate -- each file ends up with one
+ * tablet's keys, the shared one is deleted once neither names it, and a
+ * tablet's size is its own again. Returns whether one started.
+ */
+static bool start_separation(struct eng_shard *s)
+{
+        for (uint32_t k = 0; k < s->n_tablets; k++) {
+                uint32_t i = (s->compact_cursor + k) % s->n_tablets;
+                struct eng_tablet *t = s->tablets[i];
+
+                if (t->dropped || t->frozen || !t->tset)
+                        continue;
+                for (uint32_t j = tables_before_damage(t); j-- > 0;) {
+                        if (!reaches_out(t, t->tset->e[j].t))
+                                continue;
+                        if (compaction_start(s, t, j, 1, j + 1 == t->tset->n, false) < 0)
+                                return false;
+                        s->compact_cursor = i + 1;
+                        return true;
+                }
         }
         return false;
 }
@@ -440,12 +479,13 @@ void shard_maybe_compact(struct eng_shard *s)
                 uint32_t i = (s->compact_cursor + k) % s->n_tablets;
                 struct eng_tablet *t = s->tablets[i];
 
-                if (!t->dropped && pick_tablet(t, &p) &&
+                if (!t->dropped && !t->frozen && pick_tablet(t, &p) &&
                     compaction_start(s, t, p.first, p.n, p.bottommost, false) == 0) {
                         s->compact_cursor = i + 1;
                         return;
                 }
         }
+        (void)start_separation(s);
 }
 
 static void compaction_end(struct eng_shard_compaction *c, int res)

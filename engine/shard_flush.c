@@ -81,7 +81,7 @@ void shard_seal(struct eng_shard *s, struct eng_tablet *t)
 {
         struct eng_memtable *fresh;
 
-        if (!t->active_first_segment || t->n_imm == SHARD_MAX_IMM || t->dropped)
+        if (!t->active_first_segment || t->n_imm >= SHARD_MAX_SEALED || t->dropped)
                 return;
         fresh = eng_memtable_new(s->pool);
         if (!fresh)
@@ -167,13 +167,22 @@ void shard_release_log(struct eng_shard *s)
 
 /* ---- the flush job ---- */
 
-/* The newest version of each key, in order. */
+/* Whether memtable entry e lies past tablet t's range. */
+static bool past_end(const struct eng_tablet *t, const struct eng_entry *e)
+{
+        return eng_key_cmp(e->key, e->key_len, t->end, t->end_len) >= 0;
+}
+
+/* The newest version of each key of the tablet's range, in order (a
+ * memtable shared by the children of a split holds both's keys). */
 static int flush_next(struct eng_sst_source *src, struct eng_entry *ret)
 {
         struct eng_flush *f = (struct eng_flush *)((char *)src - offsetof(struct eng_flush, src));
 
         for (; eng_memtable_iter_valid(&f->it); eng_memtable_iter_next(&f->it)) {
                 eng_memtable_iter_entry(&f->it, ret);
+                if (past_end(f->t, ret))
+                        return 0;
                 if (f->have_last &&
                     eng_key_cmp(ret->key, ret->key_len, f->last.key, f->last.key_len) == 0)
                         continue;
@@ -413,11 +422,39 @@ static struct eng_tablet *pick_flush(struct eng_shard *s)
         for (uint32_t i = 0; i < s->n_tablets; i++) {
                 struct eng_tablet *t = s->tablets[i];
 
-                if (t->n_imm && !t->dropped &&
+                if (t->n_imm && !t->dropped && !t->frozen &&
                     (!best || t->imm[0].sealed_seq < best->imm[0].sealed_seq))
                         best = t;
         }
         return best;
+}
+
+/* Whether t's oldest sealed memtable holds no key of t's range (one
+ * shared by the children of a split may hold only the sibling's). */
+static bool oldest_sealed_empty(const struct eng_tablet *t)
+{
+        struct eng_memtable_iter it;
+        struct eng_entry e;
+
+        eng_memtable_iter_init(&it, t->imm[0].mt);
+        eng_memtable_iter_seek(&it, t->start, t->start_len);
+        if (!eng_memtable_iter_valid(&it))
+                return true;
+        eng_memtable_iter_entry(&it, &e);
+        return past_end(t, &e);
+}
+
+/* Drops t's oldest sealed memtable, which holds nothing of t's: nothing to
+ * write, and nothing for a replay to find either (the log's entries of
+ * t's range up to its seq are all in t's SSTables). */
+static void skip_empty(struct eng_shard *s, struct eng_tablet *t)
+{
+        t->flushed_seq = t->imm[0].sealed_seq;
+        s->imm_bytes -= t->imm[0].bytes;
+        eng_memtable_unref(t->imm[0].mt);
+        memmove(&t->imm[0], &t->imm[1], (t->n_imm - 1) * sizeof(t->imm[0]));
+        t->n_imm--;
+        s->seal_blocked = false;
 }
 
 static void start_flush(struct eng_shard *s)
@@ -428,6 +465,11 @@ static void start_flush(struct eng_shard *s)
         struct eng_sst_write_opts o = { 0 };
         int r;
 
+        while (t && oldest_sealed_empty(t)) {
+                skip_empty(s, t);
+                shard_wake_waiters(s);
+                t = pick_flush(s);
+        }
         if (!t)
                 return;
         f = calloc(1, sizeof(*f) + plen);
@@ -440,7 +482,7 @@ static void start_flush(struct eng_shard *s)
         snprintf(f->path, plen, "%s/%016llx.sst", s->dir, (unsigned long long)f->file_id);
         f->src.next = flush_next;
         eng_memtable_iter_init(&f->it, f->imm.mt);
-        eng_memtable_iter_seek_first(&f->it);
+        eng_memtable_iter_seek(&f->it, t->start, t->start_len);
         o.path = f->path;
         o.table.file_id = f->file_id;
         o.table.tablet = t->id;
@@ -478,7 +520,7 @@ static void seal_log_holders(struct eng_shard *s)
                 struct eng_tablet *t = s->tablets[i];
 
                 if (t->active_first_segment && t->active_first_segment <= cur - keep &&
-                    t->n_imm < SHARD_MAX_IMM) {
+                    t->n_imm < SHARD_MAX_SEALED) {
                         shard_seal(s, t);
                         s->stats.log_limit_seals += !t->active_first_segment;
                 }
@@ -495,7 +537,7 @@ void shard_maybe_flush(struct eng_shard *s)
                 struct eng_tablet *big = NULL;
 
                 for (uint32_t i = 0; i < s->n_tablets; i++)
-                        if (s->tablets[i]->n_imm < SHARD_MAX_IMM && !s->tablets[i]->dropped &&
+                        if (s->tablets[i]->n_imm < SHARD_MAX_SEALED && !s->tablets[i]->dropped &&
                             (!big || s->tablets[i]->active_bytes > big->active_bytes))
                                 big = s->tablets[i];
                 if (!big || !big->active_first_segment) {

@@ -16,6 +16,9 @@
 #include "reactor/io.h"
 
 #define SHARD_MAX_IMM 8u
+/* Sealed memtables a tablet keeps at most, leaving one slot: a split
+ * seals its active memtable into its children's (shard_relayout.c). */
+#define SHARD_MAX_SEALED (SHARD_MAX_IMM - 1u)
 /* Memory a memtable entry takes besides its key and value: node header
  * and links (~60 bytes, memtable.c) and its share of the hash index
  * (16-byte slots, 3/8 to 3/4 full: ~21-43 bytes, mt_index.c). */
@@ -65,6 +68,9 @@ struct eng_tablet {
         struct eng_tset *tset;
         uint64_t flushed_seq;
         bool compacting;
+        /* A catalog that replaces it (a split) waits for its running
+         * flush or compaction: no new one starts (shard_relayout.c). */
+        bool frozen;
 };
 
 /* The commit log a shard keeps at the least before log_limit_bytes seals
@@ -252,6 +258,34 @@ int shard_ikey(const struct eng_shard *s, uint32_t table, const void *key, uint3
 /* Starts emptying a dropped tablet that nothing uses, if none is being
  * emptied: flushes and compactions call it as they end. */
 void shard_drop_step(struct eng_shard *s);
+
+/* shard_relayout.c */
+/* Whether cat replaces live tablet t: its table lives on, its id does not
+ * (a split made children of it). */
+bool shard_tablet_replaced(const struct eng_catalog *cat, const struct eng_tablet *t);
+/* Whether every tablet cat replaces can hand over now: 0, or -EBUSY with
+ * those whose flush or compaction runs frozen (call again once they end). */
+int shard_relayout_ready(struct eng_shard *s, const struct eng_catalog *cat);
+/* Checks that each tablet cat replaces is split among made[0..n_made)
+ * (the tablets made for cat, still empty) and gives each child its
+ * parent's table set. 0, -EINVAL (a merge, or a range gone to another
+ * shard) or -ENOMEM; either way the live tablets are unchanged (freeing
+ * made undoes it). */
+int shard_relayout_prepare(struct eng_shard *s, const struct eng_catalog *cat,
+                           struct eng_tablet *const *made, uint32_t n_made);
+/* Hands replaced tablet p's memtables and flushed seq to its children
+ * among made and records the split (see the file). REQUIRES:
+ * shard_relayout_ready and shard_relayout_prepare said 0. p stays in
+ * s->tablets for the caller to remove and free. */
+void shard_relayout(struct eng_shard *s, struct eng_tablet *p, struct eng_tablet *const *made,
+                    uint32_t n_made);
+
+/* shard_split.c */
+/* What SSTable tb holds of tablet t's range, estimated from its index
+ * (all of it unless tb is shared with a sibling since a split): bytes of
+ * the file and rows (versions). */
+void shard_table_share(const struct eng_tablet *t, const struct eng_sst_table *tb,
+                       uint64_t *bytes, uint64_t *rows);
 
 /* shard.c */
 /* Inserts a decoded batch (entries from first_seq on) into the memtables,

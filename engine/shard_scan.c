@@ -175,6 +175,79 @@ static uint32_t scan_step(const struct eng_scan *sc)
         return sc->reverse ? sc->tablet - 1 : sc->tablet + 1;
 }
 
+/*
+ * Replaces the scan's start (forward) or end (reverse) with key: what the
+ * tablet being opened covers up to. The rows beyond are that tablet's to
+ * give, so the next tablet is found from there, by key, in the catalog of
+ * its time: a split installed while the scan waited moves the tablets'
+ * indexes, never their keys. 0 or -ENOMEM.
+ */
+static int scan_rebound(struct eng_scan *sc, const uint8_t *key, size_t len)
+{
+        size_t keep = sc->reverse ? sc->start_len : sc->end_len;
+        const uint8_t *kept = sc->reverse ? sc->bounds : sc->bounds + sc->start_len;
+        uint8_t *b = malloc(len + keep + 1);
+
+        if (!b)
+                return -ENOMEM;
+        if (sc->reverse) {
+                memcpy(b, kept, keep);
+                memcpy(b + keep, key, len);
+                sc->end_len = (uint32_t)len;
+        } else {
+                memcpy(b, key, len);
+                memcpy(b + len, kept, keep);
+                sc->start_len = (uint32_t)len;
+        }
+        free(sc->bounds);
+        sc->bounds = b;
+        return 0;
+}
+
+/* The tablet of ct to open first, from the scan's bounds: forward the one
+ * holding its start, in reverse the one holding the keys just below its
+ * end (UINT32_MAX: none; n_tablets: none either). */
+static uint32_t scan_first(const struct eng_scan *sc, const struct eng_catalog_table *ct)
+{
+        const uint8_t *b = sc->reverse ? sc->bounds + sc->start_len : sc->bounds;
+        uint32_t len = sc->reverse ? sc->end_len : sc->start_len, i;
+
+        if (be32_get(b) != sc->table)   /* the next table's id: past the last tablet */
+                return sc->reverse ? ct->n_tablets - 1 : ct->n_tablets;
+        i = eng_catalog_route_ikey(ct, b, len);
+        if (sc->reverse && bytes_cmp(eng_catalog_tablet_start(ct, i), ct->tablets[i].start_len,
+                                     b, len) >= 0)
+                i--;                    /* the end is i's start: below it is i - 1's */
+        return i;
+}
+
+/* Opens tablet t's part [lo, hi) of the scan (lo, hi may point into
+ * sc->bounds): moves the scan's bound past it (scan_rebound), then seeks
+ * a new merge there. Returns the seek's result, or <0. */
+static int scan_seek_tablet(struct eng_scan *sc, struct eng_tablet *t, const uint8_t *lo,
+                            size_t lo_len, const uint8_t *hi, size_t hi_len)
+{
+        uint8_t *tmp = malloc(lo_len + hi_len + 1);
+        int r;
+
+        if (!tmp)
+                return -ENOMEM;
+        memcpy(tmp, lo, lo_len);
+        memcpy(tmp + lo_len, hi, hi_len);
+        lo = tmp;
+        hi = tmp + lo_len;
+        r = sc->reverse ? scan_rebound(sc, lo, lo_len) : scan_rebound(sc, hi, hi_len);
+        if (r == 0 && sc->reverse) {
+                r = scan_merge_new(sc, t, lo, lo_len, &sc->m);
+                r = r < 0 ? r : eng_merge_iter_seek_lt(sc->m, hi, hi_len, scan_moved, sc);
+        } else if (r == 0) {
+                r = scan_merge_new(sc, t, hi, hi_len, &sc->m);
+                r = r < 0 ? r : eng_merge_iter_seek(sc->m, lo, lo_len, scan_moved, sc);
+        }
+        free(tmp);                      /* the merge copied its bound; a seek borrows its key */
+        return r;
+}
+
 /* Moves to the next tablet of the table meeting the scan's range, in the
  * scan's direction: seeks a new merge there (to [lo, hi)'s start, or in
  * reverse below its end) and returns the seek's result; SCAN_NO_TABLET
@@ -182,18 +255,19 @@ static uint32_t scan_step(const struct eng_scan *sc)
 static int scan_open_tablet(struct eng_scan *sc)
 {
         struct eng_shard *s = sc->s;
-        const uint8_t *start = sc->bounds, *end = sc->bounds + sc->start_len;
         /* Looked up at every step: the table may be dropped meanwhile. */
         const struct shard_route *rt = shard_route_of(s, sc->table);
 
         if (!rt)
                 return sc->walked ? -SCREE_ENOTFOUND : SCAN_NO_TABLET;
+        if (bytes_cmp(sc->bounds, sc->start_len, sc->bounds + sc->start_len, sc->end_len) >= 0)
+                return SCAN_NO_TABLET;  /* the range is walked */
         /* Below the first tablet scan_step wraps to UINT32_MAX: past the last. */
-        for (; sc->tablet < rt->ct->n_tablets; sc->tablet = scan_step(sc)) {
+        for (sc->tablet = scan_first(sc, rt->ct); sc->tablet < rt->ct->n_tablets;
+             sc->tablet = scan_step(sc)) {
                 struct eng_tablet *t = rt->tab[sc->tablet];
-                const uint8_t *lo = start, *hi = end;
+                const uint8_t *lo = sc->bounds, *hi = sc->bounds + sc->start_len;
                 size_t lo_len = sc->start_len, hi_len = sc->end_len;
-                int r;
 
                 if (!t)
                         continue;       /* another shard's */
@@ -208,16 +282,7 @@ static int scan_open_tablet(struct eng_scan *sc)
                 if (bytes_cmp(lo, lo_len, hi, hi_len) >= 0)
                         continue;
                 sc->walked = true;
-                if (sc->reverse) {
-                        r = scan_merge_new(sc, t, lo, lo_len, &sc->m);
-                        if (r < 0)
-                                return r;
-                        return eng_merge_iter_seek_lt(sc->m, hi, hi_len, scan_moved, sc);
-                }
-                r = scan_merge_new(sc, t, hi, hi_len, &sc->m);
-                if (r < 0)
-                        return r;
-                return eng_merge_iter_seek(sc->m, lo, lo_len, scan_moved, sc);
+                return scan_seek_tablet(sc, t, lo, lo_len, hi, hi_len);
         }
         return SCAN_NO_TABLET;
 }
@@ -237,9 +302,8 @@ static int scan_drive(struct eng_scan *sc, int r)
                         eng_scan_release(sc);   /* reverse: no more after the last */
                         return scan_end(sc, 0);
                 }
-                if (r == 0) {           /* this tablet is exhausted */
+                if (r == 0) {           /* this tablet is exhausted: on from its bound */
                         scan_merge_free(sc);
-                        sc->tablet = scan_step(sc);
                         r = scan_open_tablet(sc);
                         continue;
                 }
@@ -332,15 +396,6 @@ int eng_shard_scan(struct eng_shard *s, uint32_t t, const void *start, uint32_t 
         sc->resume_len = 0;
         sc->m = NULL;
         sc->damaged = 0;
-        /* From the tablet holding the start (in reverse, the end): a scan
-         * of one tablet among thousands does not walk them all. */
-        if (!sc->reverse)
-                sc->tablet = eng_catalog_route_ikey(rt->ct, sc->bounds, sc->start_len);
-        else if (!end)          /* the bound is the next table's id: past every tablet */
-                sc->tablet = rt->ct->n_tablets - 1;
-        else
-                sc->tablet = eng_catalog_route_ikey(rt->ct, sc->bounds + sc->start_len,
-                                                    sc->end_len);
         sc->walked = false;
         sc->now_ms = time_wall_ns() / 1000000;
         if (!eng_keyq_is_idle(&s->keyq)) {

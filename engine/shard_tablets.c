@@ -58,22 +58,13 @@ static struct eng_tablet *tablet_new(struct eng_shard *s, const struct eng_catal
                                      uint32_t i)
 {
         struct eng_tablet *t = calloc(1, sizeof(*t));
+        uint8_t buf[ENG_TABLE_ID_BYTES];
         const uint8_t *end;
-        uint8_t next_table[ENG_TABLE_ID_BYTES];
         uint32_t end_len;
 
         if (!t)
                 return NULL;
-        if (i + 1 < ct->n_tablets) {
-                end = eng_catalog_tablet_start(ct, i + 1);
-                end_len = ct->tablets[i + 1].start_len;
-        } else {
-                /* The table's last tablet ends where the next id starts
-                 * (ids stop below UINT32_MAX: catalog.c). */
-                be32_put(next_table, ct->id + 1);
-                end = next_table;
-                end_len = sizeof(next_table);
-        }
+        end_len = eng_catalog_tablet_end(ct, i, buf, &end);
         t->id = ct->tablets[i].id;
         t->table = ct->id;
         t->start_len = ct->tablets[i].start_len;
@@ -290,6 +281,33 @@ static void tablet_release_memory(struct eng_shard *s, struct eng_tablet *t);
 
 /* ---- installing a catalog ---- */
 
+/* Frees the tablets made for a catalog that is not installed after all. */
+static void made_undo(struct eng_shard *s, struct eng_tablet **made, uint32_t n_made)
+{
+        for (uint32_t i = 0; i < n_made; i++) {
+                tablet_remove(s, made[i]);
+                tablet_free(made[i]);
+        }
+        free(made);
+}
+
+/* The tablets cat replaces hand over to their children, then go. */
+static void relayout_all(struct eng_shard *s, const struct eng_catalog *cat,
+                         struct eng_tablet **made, uint32_t n_made)
+{
+        for (uint32_t i = 0; i < s->n_tablets;) {
+                struct eng_tablet *t = s->tablets[i];
+
+                if (!shard_tablet_replaced(cat, t)) {
+                        i++;
+                        continue;
+                }
+                shard_relayout(s, t, made, n_made);
+                tablet_remove(s, t);
+                tablet_free(t);
+        }
+}
+
 int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *cat)
 {
         struct shard_route *routes = NULL;
@@ -301,16 +319,23 @@ int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *cat)
                 return -EINVAL;
         if (eng_catalog_version(cat) <= eng_catalog_version(s->cat))
                 return 0;       /* this one or a newer one is in already */
+        r = shard_relayout_ready(s, cat);
+        if (r < 0)
+                return r;
         r = routes_build(s, cat, &routes, &n_routes, &made, &n_made);
+        if (r == 0)
+                r = shard_relayout_prepare(s, cat, made, n_made);
         if (r < 0) {
-                for (uint32_t i = 0; i < n_made; i++) {
-                        tablet_remove(s, made[i]);
-                        tablet_free(made[i]);
-                }
-                free(made);
+                routes_free(routes, n_routes);
+                made_undo(s, made, n_made);
                 return r;
         }
+        relayout_all(s, cat, made, n_made);
         free(made);
+        /* The children flush what the parent could not while frozen, and
+         * separate once nothing else is due. */
+        shard_maybe_flush(s);
+        shard_maybe_compact(s);
         /* A live tablet no route names any more belongs to a dropped table. */
         for (uint32_t i = 0; i < s->n_tablets; i++) {
                 struct eng_tablet *t = s->tablets[i];
@@ -359,8 +384,11 @@ static void tablet_stats(const struct eng_tablet *t, struct eng_tablet_stats *st
                 st->rows += eng_memtable_count(t->imm[k].mt);
         }
         for (uint32_t k = 0; ts && k < ts->n; k++) {
-                st->bytes += ts->e[k].meta.file_size;
-                st->rows += eng_sst_reader_props(eng_sst_table_reader(ts->e[k].t))->n_entries;
+                uint64_t bytes, rows;
+
+                shard_table_share(t, ts->e[k].t, &bytes, &rows);
+                st->bytes += bytes;
+                st->rows += rows;
         }
 }
 

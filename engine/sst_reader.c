@@ -187,6 +187,12 @@ struct eng_sst_handle eng_sst_reader_block(const struct eng_sst_reader *r, uint3
         return r->handles[i];
 }
 
+uint32_t eng_sst_reader_block_last(const struct eng_sst_reader *r, uint32_t i, const uint8_t **ret)
+{
+        *ret = r->keys + r->key_off[i];
+        return r->key_off[i + 1] - r->key_off[i];
+}
+
 bool eng_sst_reader_may_contain(const struct eng_sst_reader *r, uint64_t hash)
 {
         return eng_bloom_may_contain(&r->bloom, hash);

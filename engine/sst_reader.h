@@ -51,6 +51,10 @@ uint32_t eng_sst_reader_n_blocks(const struct eng_sst_reader *r);
 /* Handle of data block i. REQUIRES: i < n_blocks. */
 struct eng_sst_handle eng_sst_reader_block(const struct eng_sst_reader *r, uint32_t i);
 
+/* Data block i's last key, as the index holds it: its length, *ret
+ * borrowed while r is referenced. REQUIRES: i < n_blocks. */
+uint32_t eng_sst_reader_block_last(const struct eng_sst_reader *r, uint32_t i, const uint8_t **ret);
+
 /* False: no version of the key is in this table. hash: eng_bloom_hash(key). */
 bool eng_sst_reader_may_contain(const struct eng_sst_reader *r, uint64_t hash);
 

@@ -121,8 +121,13 @@ static int install_run(struct rx_loop *dst, struct rx_msg *m)
 
         if (r == 0)
                 return 0;
-        log_warn("shard %u: installing catalog version %llu failed (%s); retrying", sh->id,
-                 (unsigned long long)eng_catalog_version(in->ch->snap), scree_strerror(r));
+        /* -EBUSY: a tablet it splits finishes a flush or compaction first. */
+        if (r == -EBUSY)
+                log_debug("shard %u: catalog version %llu waits for a tablet's flush or "
+                          "compaction", sh->id, (unsigned long long)eng_catalog_version(in->ch->snap));
+        else
+                log_warn("shard %u: installing catalog version %llu failed (%s); retrying", sh->id,
+                         (unsigned long long)eng_catalog_version(in->ch->snap), scree_strerror(r));
         rx_timer_init(&in->retry, install_retry, "net:catalog install retry");
         rx_timer_arm_after(dst, &in->retry, 10 * 1000 * 1000);
         return RX_MSG_DEFERRED;

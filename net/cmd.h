@@ -293,6 +293,10 @@ int net_cmd_table_drop(struct net_req *req);
 int net_cmd_table_alter(struct net_req *req);
 int net_cmd_table_list(struct net_req *req);
 int net_cmd_table_describe(struct net_req *req);
+int net_cmd_tablet_split(struct net_req *req);         /* cmd_tablet.c */
+/* Once a second on each shard: starts the split by size of one of its
+ * tablets past its table's split size, if none of its is in flight. */
+void net_tablet_tick(struct net_shard *sh);
 int net_cmd_row_get(struct net_req *req);              /* cmd_row.c */
 int net_cmd_row_put(struct net_req *req);
 int net_cmd_row_del(struct net_req *req);

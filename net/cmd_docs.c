@@ -58,6 +58,11 @@ static const struct cmd_doc docs[] = {
         { "table.describe",
           "Describes a table: key, mode, options, and each tablet's range, shard, size and rows.",
           "O(tablets)", ARGS({ "path", "string", NULL, 0 }) },
+        { "tablet.split",
+          "Splits a table's tablet in two at a key (or its middle) without copying rows; replies "
+          "the two new tablets' ids.", "O(tablets)",
+          ARGS({ "table", "string", NULL, 0 }, { "tablet", "integer", NULL, 0 },
+               { "point", "string", "AT", ARG_OPTIONAL | ARG_MULTIPLE }) },
         { "row.put", "Writes a row, with an optional time to live.", "O(log N)",
           ARGS({ "table", "string", NULL, 0 }, { "part", "string", NULL, ARG_MULTIPLE },
                { "value", "string", NULL, 0 }, { "seconds", "integer", "EX", ARG_OPTIONAL },

@@ -483,6 +483,7 @@ static void shard_tick(struct rx_loop *loop, struct rx_timer *t)
         net_info_tick(sh);
         if (sh->id == 0)
                 net_cat_svc_tick(sh);
+        net_tablet_tick(sh);
         if (!sh->stopping)
                 rx_timer_arm_after(loop, &sh->tick, NS_PER_SEC);
 }

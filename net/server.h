@@ -128,6 +128,7 @@ struct net_shard {
         unsigned id;
         struct net_listener *ls;        /* [srv->n_binds]: one per bound address */
         bool stopping;
+        bool split_busy;                /* an automatic split of one of its tablets is in flight */
         struct eng_fs *fs;
         struct eng_shard *eng;          /* NULL until open; commands get -LOADING */
         bool all_ready;                 /* every shard's engine is open (net_shard_is_loading) */

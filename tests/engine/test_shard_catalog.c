@@ -17,11 +17,10 @@
 
 #include "engine/catalog.h"
 #include "engine/tuple.h"
+#include "tests/engine/shard_catalog_helpers.h"
 #include "tests/engine/shard_helpers.h"
 
 TestSuite(shard_catalog, .init = setup, .fini = teardown);
-
-static struct eng_catalog *cat;
 
 /* The first catalog of a 2-shard directory, opened as shard 0. */
 static void open_two_shards(void)
@@ -33,26 +32,6 @@ static void open_two_shards(void)
         cr_assert(eq(int, shard_open_sync(), 0));
 }
 
-/* cat with an ordered table at path (one u64 part) of n tablets; its id. */
-static uint32_t create_table(const char *path, enum eng_catalog_key_mode mode, uint32_t n)
-{
-        static const enum eng_tuple_type parts[] = { ENG_TUPLE_U64 };
-        struct eng_catalog_table_spec spec = {
-                .path = path, .key_format = ENG_CATALOG_KEYS_TUPLE, .mode = mode,
-                .n_parts = 1, .parts = parts, .hash_parts = mode == ENG_CATALOG_HASHED ? 1 : 0,
-                .options = eng_catalog_options_default(), .n_tablets = n,
-        };
-        struct eng_catalog *next;
-        char err[256];
-        uint32_t id;
-
-        cr_assert(eq(int, eng_catalog_create_table(cat, &spec, &next, &id, err, sizeof(err)), 0),
-                  "%s", err);
-        eng_catalog_unref(cat);
-        cat = next;
-        return id;
-}
-
 static void drop_table(const char *path)
 {
         struct eng_catalog *next;
@@ -61,29 +40,6 @@ static void drop_table(const char *path)
         cr_assert(eq(int, eng_catalog_drop_table(cat, path, &next, err, sizeof(err)), 0), "%s", err);
         eng_catalog_unref(cat);
         cat = next;
-}
-
-/* Closes and opens again with the catalog as it is now. */
-static int reopen_cat(void)
-{
-        shard_close_sync();
-        opts.catalog = cat;
-        return shard_open_sync();
-}
-
-static void install(void)
-{
-        cr_assert(eq(int, eng_shard_set_catalog(sh, cat), 0));
-        cr_assert(eq(u64, eng_catalog_version(eng_shard_catalog(sh)), eng_catalog_version(cat)));
-}
-
-static size_t key_of(uint64_t v, uint8_t *buf)
-{
-        struct eng_tuple_part p = { .type = ENG_TUPLE_U64, .v.u64 = v };
-        size_t len;
-
-        cr_assert(eq(int, eng_tuple_encode(&p, 1, buf, 16, &len), 0));
-        return len;
 }
 
 /* Whether table id's key v is this shard's (shard 0 of 2). */
@@ -180,12 +136,6 @@ static int scan_count(uint32_t table, uint32_t *ret)
                 cr_expect(c.sorted, "rows out of order");
         *ret = c.n;
         return r;
-}
-
-static void cat_fini(void)
-{
-        eng_catalog_unref(cat);
-        cat = NULL;
 }
 
 Test(shard_catalog, table_created_at_run_time_takes_rows_and_survives_a_restart)

@@ -2,7 +2,8 @@
 """Tables against an in-memory model, through the server (issue 25):
 random creates and drops, puts, deletes, multi-row writes (across
 shards), range deletes, counts and paged range reads in both directions
-with limits, every read checked. Keys mix every part type at its edges
+with limits, every read checked; and tablet splits (issue 26) between
+them, some after a SAVE so that the split tablets share SSTables. Keys mix every part type at its edges
 (0, -1, INT64_MIN, INT64_MAX, UINT64_MAX, empty bytes, 0x00, 0xFF, the
 string NULL) and NULL parts. Seeded: a failure names its seed."""
 import random
@@ -130,11 +131,36 @@ def check_range(r, rng, t):
     assert r.execute_command("ROW.COUNT", t.path, *a) == len(want)
 
 
+def split_some_tablet(r, rng, t):
+    """Splits a tablet of t (its rows unchanged): a hashed table's at its
+    middle, an ordered table's at a random key prefix, trying its tablets
+    in turn until one holds the point (one on a boundary splits none).
+    Returns whether it split one."""
+    if rng.random() < 0.3:
+        r.execute_command("SAVE")
+    d = r.execute_command("TABLE.DESCRIBE", t.path)
+    d = dict(zip(d[::2], d[1::2]))
+    ids = [dict(zip(x[::2], x[1::2]))[b"id"] for x in d[b"tablets"]]
+    if len(ids) > 40:
+        return False
+    at = []
+    if not t.hashed:
+        n = rng.randrange(1, len(t.types) + 1)
+        at = ["AT", *[arg(part_value(rng, ty)) for ty in t.types[:n]]]
+    for tid in rng.sample(ids, len(ids)):
+        try:
+            r.execute_command("TABLET.SPLIT", t.path, tid, *at)
+            return True
+        except redis.ResponseError as e:
+            assert "not after" in str(e) or "not before" in str(e) or "too narrow" in str(e), e
+    return False
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_tables_against_a_model(r, seed):
     rng = random.Random(seed)
     r.execute_command("DIR.CREATE", "/m")
-    tables = []
+    tables, splits = [], 0
     for step in range(900):
         op = rng.random()
         if not tables or op < 0.02:
@@ -185,6 +211,8 @@ def test_tables_against_a_model(r, seed):
             assert n == len(gone)
             for k in gone:
                 del t.rows[k]
+        elif op < 0.73:
+            splits += split_some_tablet(r, rng, t)
         elif op < 0.85:
             k = t.key(rng) if rng.random() < 0.3 or not t.rows else rng.choice(list(t.rows))
             assert r.execute_command("ROW.GET", t.path, *[arg(x) for x in k]) == t.rows.get(k)
@@ -192,3 +220,4 @@ def test_tables_against_a_model(r, seed):
             check_range(r, rng, t)
     for t in tables:
         check_range(r, rng, t)
+    assert splits >= 10, splits

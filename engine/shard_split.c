@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Which tablet of this shard has grown past its table's split size, and
+ * where to split it (see shard.h, eng_shard_split_wanted).
+ *
+ * A tablet's size here is what its SSTables hold of its own key range:
+ * the data blocks whose last key lies in the range, by the sizes the
+ * index gives (a file shared with a sibling since a split counts only
+ * for its share). Its split point is the key that halves that data: the
+ * blocks' last keys in key order, weighted by their sizes -- YDB's
+ * data-size histogram, built from the indexes in memory, no I/O. A
+ * tablet of many blocks is sampled (every k-th block of each file,
+ * counted k times) so that one look costs at most SPLIT_SAMPLES keys.
+ * Memtables are left out: they are bounded by the memory budget, not by
+ * the tablet.
+ *
+ * Shard-local.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/catalog.h"
+#include "engine/key.h"
+#include "engine/shard_internal.h"
+#include "engine/sst_reader.h"
+
+#define SPLIT_SAMPLES 4096u
+
+struct sample {
+        const uint8_t *key;             /* borrowed from a reader's index */
+        uint32_t len;
+        uint64_t bytes;
+};
+
+static int sample_cmp(const void *a, const void *b)
+{
+        const struct sample *x = a, *y = b;
+
+        return eng_key_cmp(x->key, x->len, y->key, y->len);
+}
+
+static bool in_range(const struct eng_tablet *t, const uint8_t *k, uint32_t len)
+{
+        return eng_key_cmp(k, len, t->start, t->start_len) >= 0 &&
+               eng_key_cmp(k, len, t->end, t->end_len) < 0;
+}
+
+static uint32_t blocks_of(const struct eng_tset *ts)
+{
+        uint32_t n = 0;
+
+        for (uint32_t i = 0; ts && i < ts->n; i++)
+                n += eng_sst_reader_n_blocks(eng_sst_table_reader(ts->e[i].t));
+        return n;
+}
+
+/* t's blocks in its range, sampled into v (room for SPLIT_SAMPLES + one
+ * per file): how many, and their bytes in *bytes. */
+static uint32_t sample_blocks(const struct eng_tablet *t, struct sample *v, uint64_t *bytes)
+{
+        uint32_t stride = blocks_of(t->tset) / SPLIT_SAMPLES + 1, n = 0;
+
+        *bytes = 0;
+        for (uint32_t i = 0; t->tset && i < t->tset->n; i++) {
+                const struct eng_sst_reader *r = eng_sst_table_reader(t->tset->e[i].t);
+                uint32_t nb = eng_sst_reader_n_blocks(r);
+
+                for (uint32_t b = 0; b < nb; b += stride) {
+                        const uint8_t *k;
+                        uint32_t len = eng_sst_reader_block_last(r, b, &k);
+                        uint64_t sz = (uint64_t)eng_sst_reader_block(r, b).size *
+                                      (b + stride <= nb ? stride : nb - b);
+
+                        if (!in_range(t, k, len))
+                                continue;
+                        v[n++] = (struct sample){ .key = k, .len = len, .bytes = sz };
+                        *bytes += sz;
+                }
+        }
+        return n;
+}
+
+/* The key halving the samples' bytes that lies strictly inside t, or
+ * NULL. */
+static const struct sample *halving_key(const struct eng_tablet *t, struct sample *v, uint32_t n,
+                                        uint64_t bytes)
+{
+        uint64_t acc = 0;
+
+        qsort(v, n, sizeof(*v), sample_cmp);
+        for (uint32_t i = 0; i < n; i++) {
+                acc += v[i].bytes;
+                if (acc * 2 < bytes)
+                        continue;
+                for (; i < n; i++)
+                        if (eng_key_cmp(v[i].key, v[i].len, t->start, t->start_len) > 0)
+                                return &v[i];
+                return NULL;
+        }
+        return NULL;
+}
+
+void shard_table_share(const struct eng_tablet *t, const struct eng_sst_table *tb,
+                       uint64_t *bytes, uint64_t *rows)
+{
+        const struct eng_sst_reader *r = eng_sst_table_reader(tb);
+        const struct eng_sst_props *p = eng_sst_reader_props(r);
+        uint32_t nb = eng_sst_reader_n_blocks(r), in = 0;
+        uint64_t data = 0, mine = 0;
+
+        *bytes = eng_sst_reader_file_size(r);
+        *rows = p->n_entries;
+        if (!p->n_entries || (in_range(t, p->smallest, p->smallest_len) &&
+                              in_range(t, p->largest, p->largest_len)))
+                return;                 /* all of it is t's */
+        for (uint32_t b = 0; b < nb; b++) {
+                const uint8_t *k;
+                uint32_t len = eng_sst_reader_block_last(r, b, &k);
+                uint32_t sz = eng_sst_reader_block(r, b).size;
+
+                data += sz;
+                if (in_range(t, k, len)) {
+                        mine += sz;
+                        in++;
+                }
+        }
+        *bytes = data ? (uint64_t)((double)*bytes * (double)mine / (double)data) : 0;
+        *rows = nb ? (uint64_t)((double)*rows * in / nb) : 0;
+}
+
+/* Whether table ct's options let it split one more tablet by size, and
+ * t has passed the size: its bytes then. */
+static bool over_size(const struct eng_catalog_table *ct, uint64_t bytes)
+{
+        const struct eng_catalog_options *o = &ct->options;
+
+        return o->split_by_size && ct->n_tablets < o->max_tablets && bytes >= o->split_size_bytes;
+}
+
+/* The bytes of t's files: what t holds of its range at most. */
+static uint64_t files_bytes(const struct eng_tablet *t)
+{
+        uint64_t n = 0;
+
+        for (uint32_t i = 0; t->tset && i < t->tset->n; i++)
+                n += t->tset->e[i].meta.file_size;
+        return n;
+}
+
+int eng_shard_split_wanted(struct eng_shard *s, struct eng_split_want *ret)
+{
+        struct sample *v = NULL;
+        size_t cap = 0;
+        uint64_t best = 0;
+        int found = 0;
+
+        for (uint32_t i = 0; i < s->n_routes; i++) {
+                const struct shard_route *rt = &s->routes[i];
+
+                for (uint32_t k = 0; k < rt->ct->n_tablets; k++) {
+                        struct eng_tablet *t = rt->tab[k];
+                        const struct sample *mid;
+                        uint64_t bytes;
+                        uint32_t n;
+
+                        /* Cheap checks first: most tablets stop here. */
+                        if (!t || t->frozen || !t->tset || files_bytes(t) <= best ||
+                            !over_size(rt->ct, files_bytes(t)))
+                                continue;
+                        if (cap < SPLIT_SAMPLES + t->tset->n + 1) {
+                                free(v);
+                                cap = SPLIT_SAMPLES + t->tset->n + 1;
+                                if (!(v = malloc(cap * sizeof(*v))))
+                                        return -ENOMEM;
+                        }
+                        n = sample_blocks(t, v, &bytes);
+                        if (bytes <= best || !over_size(rt->ct, bytes))
+                                continue;
+                        mid = halving_key(t, v, n, bytes);
+                        if (!mid || mid->len > sizeof(ret->key))
+                                continue;
+                        *ret = (struct eng_split_want){ .table = t->table, .tablet = t->id,
+                                                         .bytes = bytes, .key_len = mid->len };
+                        memcpy(ret->key, mid->key, mid->len);
+                        best = bytes;
+                        found = 1;
+                }
+        }
+        free(v);
+        return found;
+}
