@@ -92,6 +92,7 @@ const struct eng_shard_stats *eng_shard_stats(struct eng_shard *s)
         s->stats.block_pool_misses = s->pool->misses;
         s->stats.prefault_pending = shard_prefault_pending(s);
         s->stats.compaction_ns = shard_compaction_ns(s);
+        s->stats.compacting = s->compaction != NULL;
         stats_refresh_parts(s);
         return &s->stats;
 }

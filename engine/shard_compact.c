@@ -28,6 +28,7 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/check.h"
 #include "base/log.h"
 #include "base/time.h"
 #include "engine/compaction.h"
@@ -53,6 +54,10 @@ struct eng_shard_compaction {
         struct eng_manifest_write mw;
         struct eng_fs_op op;
         uint32_t unlinked;              /* inputs deleted so far */
+        /* Its tablet was split meanwhile (shard_relayout.c): the output is
+         * thrown away, and t -- out of s->tablets -- is freed at the end. */
+        bool orphaned;
+        bool recording;                 /* its manifest edit is applied: too late to orphan */
         char unlink_path[4096];
         char path[];
 };
@@ -189,6 +194,21 @@ static void compaction_recorded(struct eng_manifest_write *mw, int res)
         unlink_input(c);
 }
 
+static void orphan_output_removed(struct eng_fs_op *op, int res)
+{
+        (void)res;      /* best effort: start-up deletes files the manifest does not name */
+        compaction_end(op->ctx, 0);     /* not a failure: the children compact their ranges */
+}
+
+/* An orphaned compaction's end: its output goes (if it made one). */
+static void orphan_end(struct eng_shard_compaction *c)
+{
+        c->op.ctx = c;
+        if (!eng_compaction_result(c->job)->has_output ||
+            eng_fs_unlink(c->s->fs, &c->op, c->path, orphan_output_removed) < 0)
+                compaction_end(c, 0);
+}
+
 /* Records the output (if any) and the inputs' removal in the manifest. */
 static void compaction_record(struct eng_shard_compaction *c)
 {
@@ -198,10 +218,15 @@ static void compaction_record(struct eng_shard_compaction *c)
         };
         int r;
 
+        if (c->orphaned) {
+                orphan_end(c);
+                return;
+        }
         if (c->out) {
                 e.added = &c->meta;
                 e.n_added = 1;
         }
+        c->recording = true;
         c->mw.done = compaction_recorded;
         c->mw.ctx = c;
         r = eng_manifest_apply(s->man, &e, &c->mw);
@@ -267,6 +292,10 @@ static void job_done(struct eng_compaction *job, int res, void *arg)
         struct eng_shard_compaction *c = arg;
 
         (void)job;
+        if (res == 0 && c->orphaned) {
+                orphan_end(c);
+                return;
+        }
         if (res < 0) {
                 compaction_failed(c, res, "merging");
                 return;
@@ -495,11 +524,31 @@ static void compaction_end(struct eng_shard_compaction *c, int res)
         if (c->major && s->major && res < 0 && !s->major->res)
                 s->major->res = res;
         c->t->compacting = false;
+        if (c->orphaned)
+                shard_tablet_free(c->t);
         s->compaction = NULL;
         s->compaction_ended_ns += time_now_ns() - c->started_ns;
         compaction_free(c);
         shard_maybe_compact(s);
         shard_job_done(s);
+}
+
+bool shard_compaction_orphanable(const struct eng_shard *s, const struct eng_tablet *t)
+{
+        const struct eng_shard_compaction *c = s->compaction;
+
+        return !c || c->t != t || !c->recording;
+}
+
+bool shard_compaction_orphan(struct eng_shard *s, const struct eng_tablet *t)
+{
+        struct eng_shard_compaction *c = s->compaction;
+
+        if (!c || c->t != t)
+                return false;
+        SCREE_ASSERT(!c->recording);
+        c->orphaned = true;
+        return true;
 }
 
 uint64_t shard_compaction_ns(const struct eng_shard *s)

@@ -237,6 +237,10 @@ void shard_tset_unref(struct eng_tset *ts);
 int shard_tablets_init(struct eng_shard *s, struct eng_catalog *cat);
 /* Frees every tablet and route (close and failed opens). */
 void shard_tablets_fini(struct eng_shard *s);
+/* Drops t's memtables and table set (t keeps its id and range). */
+void shard_tablet_release(struct eng_tablet *t);
+/* Frees t (released first). Accepts NULL. */
+void shard_tablet_free(struct eng_tablet *t);
 /* The shard's tablet with catalog id, live or dropped, or NULL. */
 struct eng_tablet *shard_tablet_by_id(const struct eng_shard *s, uint32_t id);
 /* The live table id's route, or NULL. */
@@ -380,6 +384,14 @@ void shard_pool_fini(struct eng_shard *s);
  * major compaction in progress goes on); ends the major compaction when
  * the shard stopped. */
 void shard_maybe_compact(struct eng_shard *s);
+/* Whether the compaction in progress, if it is t's, can still be thrown
+ * away (its manifest edit not applied yet). No side effect. */
+bool shard_compaction_orphanable(const struct eng_shard *s, const struct eng_tablet *t);
+/* The compaction in progress, if t's, is thrown away at its end: its
+ * output deleted, nothing recorded, and t -- which the caller takes out
+ * of s->tablets -- freed then. Returns true, or false (none of t's: the
+ * caller frees t). REQUIRES: shard_compaction_orphanable. */
+bool shard_compaction_orphan(struct eng_shard *s, const struct eng_tablet *t);
 /* Nanoseconds a compaction has run since the shard opened, the one in
  * progress included. */
 uint64_t shard_compaction_ns(const struct eng_shard *s);

@@ -25,9 +25,13 @@
  * repaired at the next open, where the catalog names the children and
  * the manifest the parent (eng_manifest_relayout: the same inheritance).
  *
- * A parent with a flush or a compaction running cannot hand over its
- * table set: the install waits (-EBUSY, tried again by the caller) with
- * the parent frozen so that no new job starts on it meanwhile.
+ * A parent with a flush running cannot hand over its table set: the
+ * install waits (-EBUSY, tried again by the caller) with the parent
+ * frozen so that no new job starts on it meanwhile. A compaction of the
+ * parent is thrown away instead (its output deleted when it ends: the
+ * children compact their own ranges), unless its manifest edit is
+ * already applied -- then the install waits the few milliseconds to its
+ * end.
  *
  * Shard-local.
  */
@@ -69,7 +73,7 @@ int shard_relayout_ready(struct eng_shard *s, const struct eng_catalog *cat)
 
                 if (!shard_tablet_replaced(cat, t))
                         continue;
-                if (t->compacting || shard_flushing(s, t)) {
+                if (shard_flushing(s, t) || !shard_compaction_orphanable(s, t)) {
                         t->frozen = true;       /* no new job: this one is waited for */
                         r = -EBUSY;
                 } else if (t->n_imm + (t->active_first_segment ? 1u : 0u) > SHARD_MAX_IMM) {

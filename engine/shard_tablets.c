@@ -41,14 +41,22 @@ struct shard_drop {
         char path[4096];
 };
 
-static void tablet_free(struct eng_tablet *t)
+void shard_tablet_release(struct eng_tablet *t)
+{
+        eng_memtable_unref(t->active);
+        t->active = NULL;
+        for (uint32_t k = 0; k < t->n_imm; k++)
+                eng_memtable_unref(t->imm[k].mt);
+        t->n_imm = 0;
+        shard_tset_unref(t->tset);
+        t->tset = NULL;
+}
+
+void shard_tablet_free(struct eng_tablet *t)
 {
         if (!t)
                 return;
-        eng_memtable_unref(t->active);
-        for (uint32_t k = 0; k < t->n_imm; k++)
-                eng_memtable_unref(t->imm[k].mt);
-        shard_tset_unref(t->tset);
+        shard_tablet_release(t);
         free(t->start);
         free(t);
 }
@@ -72,7 +80,7 @@ static struct eng_tablet *tablet_new(struct eng_shard *s, const struct eng_catal
         t->start = malloc((size_t)t->start_len + end_len);
         t->active = eng_memtable_new(s->pool);
         if (!t->start || !t->active) {
-                tablet_free(t);
+                shard_tablet_free(t);
                 return NULL;
         }
         memcpy(t->start, eng_catalog_tablet_start(ct, i), t->start_len);
@@ -177,7 +185,7 @@ static int routes_build(struct eng_shard *s, const struct eng_catalog *cat,
                                 if (!t)
                                         goto nomem;
                                 if (tablet_insert(s, t) < 0) {
-                                        tablet_free(t);
+                                        shard_tablet_free(t);
                                         goto nomem;
                                 }
                                 m[(*n_made)++] = t;
@@ -209,7 +217,7 @@ int shard_tablets_init(struct eng_shard *s, struct eng_catalog *cat)
 void shard_tablets_fini(struct eng_shard *s)
 {
         for (uint32_t i = 0; i < s->n_tablets; i++)
-                tablet_free(s->tablets[i]);
+                shard_tablet_free(s->tablets[i]);
         free(s->tablets);
         s->tablets = NULL;
         s->n_tablets = s->cap_tablets = 0;
@@ -286,7 +294,7 @@ static void made_undo(struct eng_shard *s, struct eng_tablet **made, uint32_t n_
 {
         for (uint32_t i = 0; i < n_made; i++) {
                 tablet_remove(s, made[i]);
-                tablet_free(made[i]);
+                shard_tablet_free(made[i]);
         }
         free(made);
 }
@@ -304,7 +312,10 @@ static void relayout_all(struct eng_shard *s, const struct eng_catalog *cat,
                 }
                 shard_relayout(s, t, made, n_made);
                 tablet_remove(s, t);
-                tablet_free(t);
+                if (t->compacting && shard_compaction_orphan(s, t))
+                        shard_tablet_release(t);        /* its compaction frees it */
+                else
+                        shard_tablet_free(t);
         }
 }
 
@@ -440,7 +451,7 @@ static void drop_finish(struct shard_drop *d)
         struct eng_shard *s = d->s;
 
         tablet_remove(s, d->t);
-        tablet_free(d->t);
+        shard_tablet_free(d->t);
         free(d->removed);
         free(d);
         s->dropping = false;

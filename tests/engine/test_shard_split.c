@@ -720,6 +720,46 @@ Test(shard_split, a_child_holding_the_most_memtables_splits_again)
         cat_fini();
 }
 
+/* A split while the parent compacts throws that compaction away (its
+ * output deleted when it ends) instead of waiting for it: the install
+ * succeeds at once, every row is there, the orphan's output is named by
+ * no tablet and gone from disk, and the major compaction goes on to the
+ * children. */
+Test(shard_split, a_split_throws_the_parents_compaction_away)
+{
+        uint32_t parent = open_with_table(ENG_CATALOG_ORDERED), kids[2];
+        const struct eng_tablet *p;
+        uint64_t next_file;
+        int st = 0;
+
+        write_rows(0, N_ROWS, 1, "a", NULL);
+        cr_assert(eq(int, flush_sync(), 0));
+        write_rows(0, N_ROWS, 2, "b", NULL);
+        cr_assert(eq(int, flush_sync(), 0));
+        sh->o.compaction_rate = 128u << 10;     /* slow: the split comes while it runs */
+        cr_assert(eq(int, eng_shard_compact(sh, on_flushed, &st), 0));
+        p = shard_tablet_by_id(sh, parent);
+        for (unsigned ms = 0; ms < 60000 && !p->compacting; ms++)
+                run_for_ms(1);
+        cr_assert(p->compacting);
+        next_file = sh->next_file_id;           /* the compaction's output is below */
+        split_at_row(parent, MID, kids);
+        cr_assert(eq(int, eng_shard_set_catalog(sh, cat), 0), "no wait for the compaction");
+        cr_assert(eq(ptr, shard_tablet_by_id(sh, parent), NULL));
+        check_all();
+        sh->o.compaction_rate = 0;
+        wait_flag(&st, 60000);
+        cr_expect(eq(int, st, 1), "the major compaction: %d", st);
+        cr_expect(not(eng_manifest_names_file(eng_manifest_state(sh->man), next_file - 1)));
+        cr_expect(not(sst_exists(next_file - 1)), "the orphan's output is gone");
+        cr_expect(not(reaches_out(kids[0])), "compacted apart");
+        cr_expect(not(reaches_out(kids[1])), "compacted apart");
+        check_all();
+        reopen_cat();
+        check_all();
+        cat_fini();
+}
+
 /* ---- a scan across a split installed while it runs ---- */
 
 static uint32_t split_id, split_row, items;
