@@ -150,14 +150,17 @@ static int at_parse(const struct eng_catalog_table *t, const struct net_arg *arg
 
         be32_put(sc->at_key, t->id);
         if (t->mode == ENG_CATALOG_HASHED) {
-                if (argc != 1 || argv[0].len != 16)
-                        return net_tbl_fail(err, err_len, "AT takes the hash of a hashed table's "
-                                            "split point: 16 hex digits, as TABLE.DESCRIBE shows");
-                memcpy(hex, argv[0].ptr, 16);
-                hex[16] = '\0';
-                be64_put(pos, strtoull(hex, &end, 16));
-                if (*end || hex[0] == '-' || hex[0] == '+' || hex[0] == ' ')
-                        return net_tbl_fail(err, err_len, "AT %s is not 16 hex digits", hex);
+                bool ok = argc == 1 && argv[0].len == 16;
+
+                if (ok) {
+                        memcpy(hex, argv[0].ptr, 16);
+                        hex[16] = '\0';
+                        be64_put(pos, strtoull(hex, &end, 16));
+                        ok = !*end && strspn(hex, "0123456789abcdefABCDEF") == 16;
+                }
+                if (!ok)
+                        return net_tbl_fail(err, err_len, "AT takes the split point's hash, 16 hex "
+                                            "digits (as TABLE.DESCRIBE shows a hash)");
                 sc->at_len = ENG_TABLE_ID_BYTES + 8;
         } else if (t->key_format == ENG_CATALOG_KEYS_RAW) {
                 if (argc != 1 || argv[0].len == 0 || argv[0].len > ENG_CATALOG_MAX_SPLIT_BYTES)
@@ -167,8 +170,11 @@ static int at_parse(const struct eng_catalog_table *t, const struct net_arg *arg
                 sc->at_len = ENG_TABLE_ID_BYTES + argv[0].len;
         } else {
                 if (argc < 1 || argc > t->n_parts)
-                        return net_tbl_fail(err, err_len, "AT takes 1 to %u key parts, got %zu",
-                                            t->n_parts, argc);
+                        return t->n_parts == 1
+                                       ? net_tbl_fail(err, err_len, "AT takes 1 key part, got %zu",
+                                                      argc)
+                                       : net_tbl_fail(err, err_len, "AT takes 1 to %u key parts, "
+                                                      "got %zu", t->n_parts, argc);
                 if (net_tbl_parts_parse(t->parts, argv, argc, "AT part", parts, err, err_len) < 0)
                         return -EINVAL;
                 eng_tuple_encode(parts, argc, NULL, 0, &need);

@@ -65,8 +65,8 @@ def test_split_replies_and_errors(r):
     assert "no tablet" in err(cmd, r, "TABLET.SPLIT", "/o", a)         # another table's
     assert "no table" in err(cmd, r, "TABLET.SPLIT", "/nope", a)
     assert "tablet id" in err(cmd, r, "TABLET.SPLIT", "/h", "x")
-    assert "16 hex digits" in err(cmd, r, "TABLET.SPLIT", "/h", a, "AT", "12")
-    assert "16 hex digits" in err(cmd, r, "TABLET.SPLIT", "/h", a, "AT", "zz00000000000000")
+    for bad in ("12", "zz00000000000000", "0x00000000000000", "-1000000000000000"):
+        assert "16 hex digits" in err(cmd, r, "TABLET.SPLIT", "/h", a, "AT", bad)
     assert "not after" in err(cmd, r, "TABLET.SPLIT", "/h", d, "AT", "c000000000000000")
     assert "not before" in err(cmd, r, "TABLET.SPLIT", "/h", a, "AT", "9000000000000000")
     assert "AT and a key prefix" in err(cmd, r, "TABLET.SPLIT", "/o", o0)
