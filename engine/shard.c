@@ -168,6 +168,8 @@ int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len,
                 }
                 if (e[n].seq <= t->flushed_seq)
                         continue;
+                t->load.writes++;
+                t->load.write_bytes += e[n].key_len + e[n].value_len;
                 tab[n] = t;
                 puts[n] = (struct eng_memtable_put){ .mt = t->active, .e = &e[n] };
                 if (++n < ENG_MEMTABLE_PUT_MANY)

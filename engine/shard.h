@@ -247,6 +247,7 @@ struct eng_get {
         /* internal */
         struct eng_shard *s;
         struct eng_tablet *tablet;
+        uint64_t cat_version;           /* of the snapshot tablet was routed by */
         struct eng_memtable *mt;        /* referenced while the value lives in it */
         struct eng_cached_block *block; /* pinned while the value lives in it */
         struct eng_tset *tset;
@@ -353,6 +354,10 @@ struct eng_scan {
         uint32_t table;                 /* catalog table id */
         uint32_t limit;
         uint32_t tablet;                /* index in the table's tablets being walked */
+        /* the tablet being walked, for its read counts: valid while the
+         * shard's catalog version is cur_version */
+        struct eng_tablet *cur;
+        uint64_t cur_version;
         bool walked;                    /* a tablet was opened: a vanished table is an error */
         bool hashed;
         uint64_t now_ms;
@@ -530,6 +535,9 @@ bool eng_shard_holds_table(const struct eng_shard *s, uint32_t table);
 struct eng_tablet_stats {
         uint32_t id;                    /* catalog tablet id */
         uint64_t bytes, rows;
+        /* Traffic over the last second (eng_shard_tick): point gets and
+         * scanned rows, entries written, and their key and value bytes. */
+        uint64_t reads_ps, writes_ps, read_bytes_ps, write_bytes_ps;
 };
 
 /* Writes the stats of this shard's live tablets of table id into
@@ -537,6 +545,11 @@ struct eng_tablet_stats {
  * only cap were written). Shard-local. */
 uint32_t eng_shard_table_stats(const struct eng_shard *s, uint32_t table,
                                struct eng_tablet_stats *ret, uint32_t cap);
+
+/* Rolls the tablets' traffic counters over: what eng_shard_table_stats
+ * gives as per second is what came between the last two calls. Call it
+ * once a second. Shard-local. */
+void eng_shard_tick(struct eng_shard *s);
 
 /* A tablet that has grown past its table's split size (eng_shard_split_wanted). */
 struct eng_split_want {

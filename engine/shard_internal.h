@@ -43,6 +43,12 @@ struct eng_imm {
         size_t bytes;
 };
 
+/* A tablet's traffic: reads (point gets, and rows scans gave), writes
+ * (entries applied), and their key and value bytes. */
+struct shard_load {
+        uint64_t reads, writes, read_bytes, write_bytes;
+};
+
 /*
  * A tablet this shard owns: a key range [start, end) of one table of the
  * catalog (engine/catalog.h), with its memtables and SSTables. Created
@@ -71,6 +77,9 @@ struct eng_tablet {
         /* A catalog that replaces it (a split) waits for its running
          * flush or compaction: no new one starts (shard_relayout.c). */
         bool frozen;
+        /* Its traffic since it was made, at the last eng_shard_tick, and
+         * over the last second (the difference then). */
+        struct shard_load load, load_mark, load_rate;
 };
 
 /* The commit log a shard keeps at the least before log_limit_bytes seals
@@ -285,6 +294,8 @@ void shard_relayout(struct eng_shard *s, struct eng_tablet *p, struct eng_tablet
                     uint32_t n_made);
 
 /* shard_split.c */
+/* Counts scanned entry e as a read of the tablet holding it. */
+void shard_load_read(struct eng_shard *s, const struct eng_entry *e);
 /* What SSTable tb holds of tablet t's range, estimated from its index
  * (all of it unless tb is shared with a sibling since a split): bytes of
  * the file and rows (versions). */

@@ -65,9 +65,22 @@ void eng_get_release(struct eng_get *g)
 }
 
 /* Finishes with the version e found: absent when deleted or expired. */
+/* Counts n bytes read by g: into its tablet, or -- a catalog installed
+ * since may have split it (freed) -- the one holding its key now. */
+static void load_read_bytes(struct eng_get *g, uint64_t n)
+{
+        struct eng_tablet *t = g->cat_version == eng_catalog_version(g->s->cat)
+                                       ? g->tablet
+                                       : shard_tablet_of_ikey(g->s, g->ikey, g->ikey_len);
+
+        if (t)
+                t->load.read_bytes += n;
+}
+
 static int found(struct eng_get *g, const struct eng_entry *e)
 {
-        get_cleanup(g);
+        load_read_bytes(g, e->key_len + e->value_len);
+        get_cleanup(g);                 /* frees the ikey */
         if (e->kind != ENG_ENTRY_VALUE || (e->expiry_ms && e->expiry_ms <= g->now_ms)) {
                 eng_get_release(g);
                 return -SCREE_ENOTFOUND;
@@ -169,6 +182,7 @@ static int get_issue(struct eng_get *g)
         /* Routed now, not when called: the table may have been dropped
          * while the get waited behind an earlier operation. */
         g->tablet = shard_tablet_of_ikey(s, g->ikey, g->ikey_len);
+        g->cat_version = eng_catalog_version(s->cat);
         if (!g->tablet) {
                 /* Another shard's key, or a table dropped meanwhile. */
                 bool live = shard_route_of(s, be32_get(g->ikey)) != NULL;
@@ -176,6 +190,7 @@ static int get_issue(struct eng_get *g)
                 get_cleanup(g);
                 return live ? -EINVAL : -SCREE_ENOTFOUND;
         }
+        g->tablet->load.reads++;
         if (shard_memtables_get(g->tablet, g->ikey, g->ikey_len, &e, &mt) == 0) {
                 s->stats.get_memtable_hits++;
                 eng_memtable_ref(mt);

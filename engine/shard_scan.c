@@ -125,6 +125,12 @@ static int scan_deliver(struct eng_scan *sc, const struct eng_entry *e)
         it.key = it.pos + skip;
         it.key_len = it.pos_len - skip;
         sc->n++;
+        if (sc->cur_version == eng_catalog_version(sc->s->cat)) {
+                sc->cur->load.reads++;
+                sc->cur->load.read_bytes += e->key_len + e->value_len;
+        } else {
+                shard_load_read(sc->s, e);      /* a split since: the tablet holding it now */
+        }
         return sc->item(sc, &it);
 }
 
@@ -236,6 +242,8 @@ static int scan_seek_tablet(struct eng_scan *sc, struct eng_tablet *t, const uin
         memcpy(tmp + lo_len, hi, hi_len);
         lo = tmp;
         hi = tmp + lo_len;
+        sc->cur = t;
+        sc->cur_version = eng_catalog_version(sc->s->cat);
         r = sc->reverse ? scan_rebound(sc, lo, lo_len) : scan_rebound(sc, hi, hi_len);
         if (r == 0 && sc->reverse) {
                 r = scan_merge_new(sc, t, lo, lo_len, &sc->m);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Which tablet of this shard has grown past its table's split size, and
- * where to split it (see shard.h, eng_shard_split_wanted).
+ * where to split it (see shard.h, eng_shard_split_wanted); and the
+ * tablets' traffic, counted per second (eng_shard_tick).
  *
  * A tablet's size here is what its SSTables hold of its own key range:
  * the data blocks whose last key lies in the range, by the sizes the
@@ -127,6 +128,31 @@ void shard_table_share(const struct eng_tablet *t, const struct eng_sst_table *t
         }
         *bytes = data ? (uint64_t)((double)*bytes * (double)mine / (double)data) : 0;
         *rows = nb ? (uint64_t)((double)*rows * in / nb) : 0;
+}
+
+void shard_load_read(struct eng_shard *s, const struct eng_entry *e)
+{
+        struct eng_tablet *t = shard_tablet_of_ikey(s, e->key, e->key_len);
+
+        if (t) {
+                t->load.reads++;
+                t->load.read_bytes += e->key_len + e->value_len;
+        }
+}
+
+void eng_shard_tick(struct eng_shard *s)
+{
+        for (uint32_t i = 0; i < s->n_tablets; i++) {
+                struct eng_tablet *t = s->tablets[i];
+
+                t->load_rate = (struct shard_load){
+                        .reads = t->load.reads - t->load_mark.reads,
+                        .writes = t->load.writes - t->load_mark.writes,
+                        .read_bytes = t->load.read_bytes - t->load_mark.read_bytes,
+                        .write_bytes = t->load.write_bytes - t->load_mark.write_bytes,
+                };
+                t->load_mark = t->load;
+        }
 }
 
 /* Whether table ct's options let it split one more tablet by size, and

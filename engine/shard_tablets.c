@@ -389,7 +389,11 @@ static void tablet_stats(const struct eng_tablet *t, struct eng_tablet_stats *st
         const struct eng_tset *ts = t->tset;
 
         *st = (struct eng_tablet_stats){ .id = t->id, .bytes = t->active_bytes,
-                                         .rows = eng_memtable_count(t->active) };
+                                         .rows = eng_memtable_count(t->active),
+                                         .reads_ps = t->load_rate.reads,
+                                         .writes_ps = t->load_rate.writes,
+                                         .read_bytes_ps = t->load_rate.read_bytes,
+                                         .write_bytes_ps = t->load_rate.write_bytes };
         for (uint32_t k = 0; k < t->n_imm; k++) {
                 st->bytes += t->imm[k].bytes;
                 st->rows += eng_memtable_count(t->imm[k].mt);

@@ -301,6 +301,10 @@ static void describe_gather(struct net_req *req)
                                                 st[j] = (struct net_tbl_tablet_stats){
                                                         .bytes = p->st[k].bytes,
                                                         .rows = p->st[k].rows,
+                                                        .reads_ps = p->st[k].reads_ps,
+                                                        .writes_ps = p->st[k].writes_ps,
+                                                        .read_bytes_ps = p->st[k].read_bytes_ps,
+                                                        .write_bytes_ps = p->st[k].write_bytes_ps,
                                                 };
                 }
                 if (net_tbl_describe_write(req->out, t, st) < 0)

@@ -235,7 +235,10 @@ void net_tablet_tick(struct net_shard *sh)
         struct split_change *sc;
         const struct eng_catalog_table *t;
 
-        if (sh->split_busy || sh->stopping || !sh->eng || net_shard_is_loading(sh))
+        if (sh->stopping || !sh->eng || net_shard_is_loading(sh))
+                return;
+        eng_shard_tick(sh->eng);        /* the tablets' traffic per second */
+        if (sh->split_busy)
                 return;
         w = malloc(sizeof(*w));
         if (!w || eng_shard_split_wanted(sh->eng, w) != 1 ||

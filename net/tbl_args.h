@@ -310,10 +310,12 @@ int net_tbl_boundary_write(struct net_resp_out *o, const struct eng_catalog_tabl
 struct net_tbl_tablet_stats {
         uint64_t bytes;
         uint64_t rows;
+        uint64_t reads_ps, writes_ps, read_bytes_ps, write_bytes_ps;    /* the last second's */
 };
 
 /* Writes tablet i of t as a map: id, shard, start, end (boundaries as
- * net_tbl_boundary_write), bytes, rows. Returns 0, -EINVAL or -ENOMEM. */
+ * net_tbl_boundary_write), bytes, rows, reads-per-sec, writes-per-sec,
+ * read-bytes-per-sec, write-bytes-per-sec. Returns 0, -EINVAL or -ENOMEM. */
 int net_tbl_tablet_write(struct net_resp_out *o, const struct eng_catalog_table *t, uint32_t i,
                          const struct net_tbl_tablet_stats *st);
 

@@ -189,12 +189,20 @@ static bool tablet_ok(const struct eng_catalog_table *t, uint32_t i)
         return r == 0;
 }
 
+/* A name and a count (clamped to INT64_MAX). */
+static int count(struct net_resp_out *o, const char *name, uint64_t v)
+{
+        int r = str(o, name);
+
+        return r ? r : net_resp_add_int(o, v <= INT64_MAX ? (int64_t)v : INT64_MAX);
+}
+
 static int tablet_map(struct net_resp_out *o, const struct eng_catalog_table *t, uint32_t i,
                       const struct net_tbl_tablet_stats *st)
 {
         const struct eng_catalog_tablet *b = &t->tablets[i];
         bool last = i + 1 == t->n_tablets;
-        int r = net_resp_add_map(o, 6);
+        int r = net_resp_add_map(o, 10);
 
         r = r ? r : str(o, "id");
         r = r ? r : net_resp_add_int(o, b->id);
@@ -210,6 +218,10 @@ static int tablet_map(struct net_resp_out *o, const struct eng_catalog_table *t,
         r = r ? r : net_resp_add_int(o, st && st->bytes <= INT64_MAX ? (int64_t)st->bytes : 0);
         r = r ? r : str(o, "rows");
         r = r ? r : net_resp_add_int(o, st && st->rows <= INT64_MAX ? (int64_t)st->rows : 0);
+        r = r ? r : count(o, "reads-per-sec", st ? st->reads_ps : 0);
+        r = r ? r : count(o, "writes-per-sec", st ? st->writes_ps : 0);
+        r = r ? r : count(o, "read-bytes-per-sec", st ? st->read_bytes_ps : 0);
+        r = r ? r : count(o, "write-bytes-per-sec", st ? st->write_bytes_ps : 0);
         return r;
 }
 

@@ -260,3 +260,39 @@ def test_splits_survive_kill9_at_random_moments(tmp_path):
         keys = [row[0][0] for row in cmd(r, "ROW.RANGE", "/k", "LIMIT", 100000)[1]]
         assert keys == sorted(set(keys)) and set(acked) <= set(keys)
     s.close()
+
+
+def test_describe_shows_each_tablets_traffic_per_second(server, r):
+    """Reads and writes per second per tablet (the last second's): the
+    tablet taking the traffic shows it, its idle sibling shows none, and
+    both fall back to 0 once the traffic stops."""
+    cmd(r, "TABLE.CREATE", "/w", "KEY", "u64", "SPLIT", 1, 1000)
+    stop = threading.Event()
+
+    def load():
+        c = server.client()
+        for i in range(1000000):
+            if stop.is_set():
+                return
+            cmd(c, "ROW.PUT", "/w", i % 500, "x" * 50)
+            cmd(c, "ROW.GET", "/w", i % 500)
+
+    t = threading.Thread(target=load)
+    t.start()
+    try:
+        busy = wait_for(lambda: (lambda ts: ts if ts[0][b"writes-per-sec"] > 0 and
+                                 ts[0][b"reads-per-sec"] > 0 else None)(tablets(r, "/w")),
+                        "the busy tablet's rates")
+        assert busy[0][b"write-bytes-per-sec"] >= 50 * busy[0][b"writes-per-sec"]
+        assert busy[0][b"read-bytes-per-sec"] > 0
+        assert busy[1][b"reads-per-sec"] == busy[1][b"writes-per-sec"] == 0
+    finally:
+        stop.set()
+        t.join(timeout=WAIT_S)
+    wait_for(lambda: all(x[b"reads-per-sec"] == x[b"writes-per-sec"] == 0 for x in tablets(r, "/w")),
+             "the rates to fall to 0")
+    # A range read counts its rows as reads of the tablets they came from.
+    def scanning():
+        cmd(r, "ROW.RANGE", "/w", "LIMIT", 1000)
+        return tablets(r, "/w")[0][b"reads-per-sec"] >= 500
+    wait_for(scanning, "the scanned rows counted")
