@@ -42,17 +42,21 @@ struct eng_hot_slot {
 /* Zero it to start. */
 struct eng_hotkeys {
         uint32_t n;                     /* slots in use */
-        uint32_t tick;                  /* accesses since the last sampled one */
         struct eng_hot_slot s[ENG_HOT_SLOTS];
 };
 
-/* Whether this access is one to count (one in ENG_HOT_SAMPLE). */
-static inline bool eng_hot_sampled(struct eng_hotkeys *h)
+/* Whether this access is one to count: one in ENG_HOT_SAMPLE on
+ * average, at random (xorshift32 over *state, the caller's; 0 is a
+ * fine start) -- not every n-th, which a periodic load would alias. */
+static inline bool eng_hot_sampled(uint32_t *state)
 {
-        if (++h->tick < ENG_HOT_SAMPLE)
-                return false;
-        h->tick = 0;
-        return true;
+        uint32_t x = *state ? *state : 2463534242u;
+
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        *state = x;
+        return (x & (ENG_HOT_SAMPLE - 1)) == 0;
 }
 
 /* Counts an access of key (len bytes, borrowed for the call). */
