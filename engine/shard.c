@@ -170,6 +170,7 @@ int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len,
                         continue;
                 t->load.writes++;
                 t->load.write_bytes += e[n].key_len + e[n].value_len;
+                shard_hot_access(t, e[n].key, e[n].key_len);
                 tab[n] = t;
                 puts[n] = (struct eng_memtable_put){ .mt = t->active, .e = &e[n] };
                 if (++n < ENG_MEMTABLE_PUT_MANY)

@@ -56,6 +56,7 @@
 #include "engine/catalog.h"
 #include "engine/compaction.h"
 #include "engine/fs.h"
+#include "engine/hotkeys.h"
 #include "engine/keyq.h"
 #include "engine/memtable.h"
 #include "engine/merge_iter.h"
@@ -528,6 +529,9 @@ struct eng_catalog *eng_shard_catalog(const struct eng_shard *s);
  * not yet emptied). Shard-local. */
 bool eng_shard_holds_table(const struct eng_shard *s, uint32_t table);
 
+/* Hot keys a tablet's stats give at most. */
+#define ENG_TABLET_HOT_KEYS 3u
+
 /* One tablet's size, an estimate for describing tables: rows counts every
  * version and tombstone not yet compacted away (SSTable entries plus
  * memtable entries); bytes are its SSTables' file bytes plus the memory
@@ -538,6 +542,16 @@ struct eng_tablet_stats {
         /* Traffic over the last second (eng_shard_tick): point gets and
          * scanned rows, entries written, and their key and value bytes. */
         uint64_t reads_ps, writes_ps, read_bytes_ps, write_bytes_ps;
+        /* Its hottest keys, hottest first: internal keys (cut: only the
+         * first ENG_HOT_KEY_BYTES kept) and estimated accesses per second
+         * (a sampled Space-Saving count, engine/hotkeys.h). */
+        uint32_t n_hot;
+        struct eng_tablet_hot {
+                uint64_t per_sec;
+                uint32_t len;
+                bool cut;
+                uint8_t key[ENG_HOT_KEY_BYTES];
+        } hot[ENG_TABLET_HOT_KEYS];
 };
 
 /* Writes the stats of this shard's live tablets of table id into

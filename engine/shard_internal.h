@@ -10,6 +10,7 @@
 
 #include "engine/batch.h"
 #include "engine/block_cache.h"
+#include "engine/hotkeys.h"
 #include "engine/manifest.h"
 #include "engine/shard.h"
 #include "engine/sst_io.h"
@@ -80,6 +81,10 @@ struct eng_tablet {
         /* Its traffic since it was made, at the last eng_shard_tick, and
          * over the last second (the difference then). */
         struct shard_load load, load_mark, load_rate;
+        /* Its hottest keys (internal keys), over a sample of its gets and
+         * writes; made at its first sampled access (NULL until then). */
+        struct eng_hotkeys *hot;
+        uint32_t hot_tick;              /* accesses since the last one sampled */
 };
 
 /* The commit log a shard keeps at the least before log_limit_bytes seals
@@ -294,6 +299,9 @@ void shard_relayout(struct eng_shard *s, struct eng_tablet *p, struct eng_tablet
                     uint32_t n_made);
 
 /* shard_split.c */
+/* Counts an access of internal key ikey of tablet t in its hot keys'
+ * sample. */
+void shard_hot_access(struct eng_tablet *t, const uint8_t *ikey, uint32_t len);
 /* Counts scanned entry e as a read of the tablet holding it. */
 void shard_load_read(struct eng_shard *s, const struct eng_entry *e);
 /* What SSTable tb holds of tablet t's range, estimated from its index

@@ -191,6 +191,7 @@ static int get_issue(struct eng_get *g)
                 return live ? -EINVAL : -SCREE_ENOTFOUND;
         }
         g->tablet->load.reads++;
+        shard_hot_access(g->tablet, g->ikey, g->ikey_len);
         if (shard_memtables_get(g->tablet, g->ikey, g->ikey_len, &e, &mt) == 0) {
                 s->stats.get_memtable_hits++;
                 eng_memtable_ref(mt);

@@ -130,6 +130,15 @@ void shard_table_share(const struct eng_tablet *t, const struct eng_sst_table *t
         *rows = nb ? (uint64_t)((double)*rows * in / nb) : 0;
 }
 
+void shard_hot_access(struct eng_tablet *t, const uint8_t *ikey, uint32_t len)
+{
+        if (!eng_hot_sampled(&t->hot_tick))
+                return;
+        if (!t->hot && !(t->hot = calloc(1, sizeof(*t->hot))))
+                return;                 /* no memory: this one goes uncounted */
+        eng_hotkeys_add(t->hot, ikey, len);
+}
+
 void shard_load_read(struct eng_shard *s, const struct eng_entry *e)
 {
         struct eng_tablet *t = shard_tablet_of_ikey(s, e->key, e->key_len);
@@ -152,6 +161,8 @@ void eng_shard_tick(struct eng_shard *s)
                         .write_bytes = t->load.write_bytes - t->load_mark.write_bytes,
                 };
                 t->load_mark = t->load;
+                if (t->hot)
+                        eng_hotkeys_decay(t->hot);
         }
 }
 

@@ -50,6 +50,8 @@ void shard_tablet_release(struct eng_tablet *t)
         t->n_imm = 0;
         shard_tset_unref(t->tset);
         t->tset = NULL;
+        free(t->hot);
+        t->hot = NULL;
 }
 
 void shard_tablet_free(struct eng_tablet *t)
@@ -394,6 +396,20 @@ static void tablet_stats(const struct eng_tablet *t, struct eng_tablet_stats *st
                                          .writes_ps = t->load_rate.writes,
                                          .read_bytes_ps = t->load_rate.read_bytes,
                                          .write_bytes_ps = t->load_rate.write_bytes };
+        if (t->hot) {
+                struct eng_hot_slot top[ENG_TABLET_HOT_KEYS];
+
+                st->n_hot = eng_hotkeys_top(t->hot, top, ENG_TABLET_HOT_KEYS);
+                for (uint32_t k = 0; k < st->n_hot; k++) {
+                        /* A count halves every second and counts one access
+                         * in ENG_HOT_SAMPLE: about 2 / ENG_HOT_SAMPLE of a
+                         * steady second's accesses. */
+                        st->hot[k].per_sec = top[k].count * ENG_HOT_SAMPLE / 2;
+                        st->hot[k].len = top[k].len;
+                        st->hot[k].cut = top[k].cut;
+                        memcpy(st->hot[k].key, top[k].key, top[k].len);
+                }
+        }
         for (uint32_t k = 0; k < t->n_imm; k++) {
                 st->bytes += t->imm[k].bytes;
                 st->rows += eng_memtable_count(t->imm[k].mt);

@@ -305,6 +305,8 @@ static void describe_gather(struct net_req *req)
                                                         .writes_ps = p->st[k].writes_ps,
                                                         .read_bytes_ps = p->st[k].read_bytes_ps,
                                                         .write_bytes_ps = p->st[k].write_bytes_ps,
+                                                        .n_hot = p->st[k].n_hot,
+                                                        .hot = p->st[k].hot,
                                                 };
                 }
                 if (net_tbl_describe_write(req->out, t, st) < 0)

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "engine/catalog.h"
+#include "engine/shard.h"
 #include "net/resp_parse.h"
 
 struct net_resp_out;
@@ -311,11 +312,15 @@ struct net_tbl_tablet_stats {
         uint64_t bytes;
         uint64_t rows;
         uint64_t reads_ps, writes_ps, read_bytes_ps, write_bytes_ps;    /* the last second's */
+        uint32_t n_hot;
+        const struct eng_tablet_hot *hot;       /* borrowed: the engine's hottest keys */
 };
 
 /* Writes tablet i of t as a map: id, shard, start, end (boundaries as
  * net_tbl_boundary_write), bytes, rows, reads-per-sec, writes-per-sec,
- * read-bytes-per-sec, write-bytes-per-sec. Returns 0, -EINVAL or -ENOMEM. */
+ * read-bytes-per-sec, write-bytes-per-sec, hot-keys (an array of maps:
+ * key -- its parts, or for a raw-key table or a key cut short its bytes
+ * after the table id -- and per-sec). Returns 0, -EINVAL or -ENOMEM. */
 int net_tbl_tablet_write(struct net_resp_out *o, const struct eng_catalog_table *t, uint32_t i,
                          const struct net_tbl_tablet_stats *st);
 

@@ -197,12 +197,50 @@ static int count(struct net_resp_out *o, const char *name, uint64_t v)
         return r ? r : net_resp_add_int(o, v <= INT64_MAX ? (int64_t)v : INT64_MAX);
 }
 
+/* One hot key: its parts, or its bytes after the table id when they do
+ * not decode (a key cut short, a raw key). */
+static int hot_key_write(struct net_resp_out *o, const struct eng_catalog_table *t,
+                         const struct eng_tablet_hot *h)
+{
+        const uint8_t *pos = h->key + ENG_TABLE_ID_BYTES;
+        size_t len = h->len > ENG_TABLE_ID_BYTES ? h->len - ENG_TABLE_ID_BYTES : 0;
+        size_t skip = t->mode == ENG_CATALOG_HASHED ? ENG_HASH_BYTES : 0;
+        struct decoded d;
+        int r;
+
+        if (!h->cut && t->key_format == ENG_CATALOG_KEYS_TUPLE && decode(t, pos, len, true, &d) == 0) {
+                r = decoded_write(o, &d, false);
+                free(d.scratch);
+                return r;
+        }
+        if (len >= skip) {              /* the user key's bytes (a raw key, or what was kept) */
+                pos += skip;
+                len -= skip;
+        }
+        return net_resp_add_bulk(o, pos, len);
+}
+
+static int hot_keys_write(struct net_resp_out *o, const struct eng_catalog_table *t,
+                          const struct net_tbl_tablet_stats *st)
+{
+        uint32_t n = st && st->hot ? st->n_hot : 0;
+        int r = net_resp_add_array(o, n);
+
+        for (uint32_t k = 0; r == 0 && k < n; k++) {
+                r = net_resp_add_map(o, 2);
+                r = r ? r : str(o, "key");
+                r = r ? r : hot_key_write(o, t, &st->hot[k]);
+                r = r ? r : count(o, "per-sec", st->hot[k].per_sec);
+        }
+        return r;
+}
+
 static int tablet_map(struct net_resp_out *o, const struct eng_catalog_table *t, uint32_t i,
                       const struct net_tbl_tablet_stats *st)
 {
         const struct eng_catalog_tablet *b = &t->tablets[i];
         bool last = i + 1 == t->n_tablets;
-        int r = net_resp_add_map(o, 10);
+        int r = net_resp_add_map(o, 11);
 
         r = r ? r : str(o, "id");
         r = r ? r : net_resp_add_int(o, b->id);
@@ -222,6 +260,8 @@ static int tablet_map(struct net_resp_out *o, const struct eng_catalog_table *t,
         r = r ? r : count(o, "writes-per-sec", st ? st->writes_ps : 0);
         r = r ? r : count(o, "read-bytes-per-sec", st ? st->read_bytes_ps : 0);
         r = r ? r : count(o, "write-bytes-per-sec", st ? st->write_bytes_ps : 0);
+        r = r ? r : str(o, "hot-keys");
+        r = r ? r : hot_keys_write(o, t, st);
         return r;
 }
 

@@ -296,3 +296,44 @@ def test_describe_shows_each_tablets_traffic_per_second(server, r):
         cmd(r, "ROW.RANGE", "/w", "LIMIT", 1000)
         return tablets(r, "/w")[0][b"reads-per-sec"] >= 500
     wait_for(scanning, "the scanned rows counted")
+
+
+def test_describe_names_a_tablets_hot_keys(server, r):
+    """One key taking most of a tablet's traffic tops its hot keys, with
+    an estimate of its accesses per second; raw keys (/redis/db0) too."""
+    cmd(r, "TABLE.CREATE", "/hk", "KEY", "u64", "bytes", "TABLETS", 1)
+    stop = threading.Event()
+
+    def load():
+        c = server.client()
+        p = c.pipeline(transaction=False)
+        for i in range(10000000):
+            if stop.is_set():
+                return
+            p.execute_command("ROW.GET", "/hk", 42, "hot")
+            p.execute_command("ROW.PUT", "/hk", i % 1000, "cold", "v")
+            p.set("hotkey", "v")
+            p.get("other%d" % (i % 1000))
+            if i % 100 == 99:
+                p.execute()
+
+    t = threading.Thread(target=load)
+    t.start()
+    try:
+        def hot():
+            top = tablets(r, "/hk")[0][b"hot-keys"]
+            return top if top and dict(zip(top[0][::2], top[0][1::2]))[b"key"] == [42, b"hot"] \
+                else None
+        top = wait_for(hot, "key (42, hot) on top")
+        first = dict(zip(top[0][::2], top[0][1::2]))
+        assert first[b"per-sec"] > 0
+        def redis_hot():
+            for tb in tablets(r, "/redis/db0"):
+                for h in tb[b"hot-keys"]:
+                    if dict(zip(h[::2], h[1::2]))[b"key"] == b"hotkey":
+                        return True
+            return False
+        wait_for(redis_hot, "the Redis key among its tablet's hot keys")
+    finally:
+        stop.set()
+        t.join(timeout=WAIT_S)

@@ -328,11 +328,12 @@ Test(tbl_schema, tablets_of_a_hashed_table)
         net_resp_out_set_proto(&o, NET_RESP3);
         cr_assert(eq(int, net_tbl_tablet_write(&o, t, 0, &st), 0));
         len = snprintf(want, sizeof(want),
-                       "%%10\r\n$2\r\nid\r\n:%u\r\n$5\r\nshard\r\n:%u\r\n$5\r\nstart\r\n$4\r\n-inf\r\n"
+                       "%%11\r\n$2\r\nid\r\n:%u\r\n$5\r\nshard\r\n:%u\r\n$5\r\nstart\r\n$4\r\n-inf\r\n"
                        "$3\r\nend\r\n*1\r\n$16\r\n4000000000000000\r\n$5\r\nbytes\r\n:1000\r\n"
                        "$4\r\nrows\r\n:10\r\n$13\r\nreads-per-sec\r\n:7\r\n"
                        "$14\r\nwrites-per-sec\r\n:3\r\n$18\r\nread-bytes-per-sec\r\n:700\r\n"
-                       "$19\r\nwrite-bytes-per-sec\r\n:300\r\n", t->tablets[0].id,
+                       "$19\r\nwrite-bytes-per-sec\r\n:300\r\n$8\r\nhot-keys\r\n*0\r\n",
+                       t->tablets[0].id,
                        t->tablets[0].shard);
         {
                 size_t gl;
@@ -351,7 +352,7 @@ Test(tbl_schema, tablets_of_a_hashed_table)
 
                 cr_expect(strstr(got, "$5\r\nstart\r\n*1\r\n$16\r\nc000000000000000\r\n$3\r\nend\r\n"
                                       "$4\r\n+inf\r\n") != NULL, "%s", got);
-                cr_expect(strstr(got, "*20\r\n") == got, "RESP2 map: flat array");
+                cr_expect(strstr(got, "*22\r\n") == got, "RESP2 map: flat array");
                 free(got);
         }
         cr_expect(eq(int, net_tbl_tablet_write(&o, t, 4, NULL), -EINVAL));
@@ -402,7 +403,7 @@ Test(tbl_schema, describe_and_dir_list)
                               "$11\r\nhash-prefix\r\n:0\r\n$7\r\noptions\r\n%8\r\n") == got, "%s", got);
         cr_expect(strstr(got, "$11\r\ndefault-ttl\r\n:60\r\n") != NULL);
         cr_expect(strstr(got, "$10\r\nsplit-size\r\n:2147483648\r\n") != NULL);
-        cr_expect(strstr(got, "$7\r\ntablets\r\n*2\r\n%10\r\n") != NULL);
+        cr_expect(strstr(got, "$7\r\ntablets\r\n*2\r\n%11\r\n") != NULL);
         cr_expect(strstr(got, "$3\r\nend\r\n*1\r\n:0\r\n") != NULL);
         free(got);
         net_resp_out_fini(&o);
