@@ -568,7 +568,8 @@ void eng_shard_tick(struct eng_shard *s);
 /* A tablet that has grown past its table's split size (eng_shard_split_wanted). */
 struct eng_split_want {
         uint32_t table, tablet;         /* catalog ids */
-        uint64_t bytes;                 /* what its SSTables hold of its range */
+        bool by_load;                   /* else by size */
+        uint64_t bytes;                 /* by size: what its SSTables hold of its range */
         uint32_t key_len;
         uint8_t key[ENG_CATALOG_MAX_START_BYTES];       /* the split point, an internal key */
 };
@@ -578,9 +579,13 @@ struct eng_split_want {
  * split_by_size on, fewer than max_tablets tablets), the one whose SSTables
  * hold the most of its key range past split_size_bytes, and the key that
  * halves that data (a row's key, strictly inside the tablet; estimated
- * from the files' indexes, memtables left out: shard_split.c). Returns 1
- * and *ret, 0 (none), or -ENOMEM. Costs a sort of at most a few thousand
- * index keys per tablet over the size. Shard-local.
+ * from the files' indexes, memtables left out: shard_split.c). Else, of
+ * those whose table splits by load (split_by_load on), one that took at
+ * least split_load_percent of the shard's operations (reads and writes,
+ * eng_shard_tick) in each of the last 5 seconds, at the median of its
+ * sampled accessed keys -- unless one key carries its load (it is logged
+ * instead). Returns 1 and *ret, 0 (none), or -ENOMEM. Costs a sort of at
+ * most a few thousand index keys per tablet over the size. Shard-local.
  */
 int eng_shard_split_wanted(struct eng_shard *s, struct eng_split_want *ret);
 

@@ -84,7 +84,27 @@ struct eng_tablet {
         /* Its hottest keys (internal keys), over a sample of its gets and
          * writes; made at its first sampled access (NULL until then). */
         struct eng_hotkeys *hot;
-        uint32_t hot_tick;              /* accesses since the last one sampled */
+        uint32_t hot_tick;              /* the sampling's random state */
+        /* Splitting by load (shard_split.c): consecutive seconds the tablet
+         * took its table's split-load share of the shard's operations, and
+         * meanwhile a reservoir of its sampled keys (NULL otherwise). */
+        uint32_t load_secs;
+        struct shard_keysample *ks;
+        bool hot_reported;              /* the log said its load is one key */
+};
+
+/* A uniform sample of a tablet's accessed keys (Algorithm R). */
+#define SHARD_KEYSAMPLE 64u
+struct shard_sampled_key {
+        uint32_t len;
+        uint8_t key[ENG_HOT_KEY_BYTES];
+};
+
+struct shard_keysample {
+        uint32_t n;                     /* kept */
+        uint64_t seen;
+        uint32_t rnd;
+        struct shard_sampled_key k[SHARD_KEYSAMPLE];
 };
 
 /* The commit log a shard keeps at the least before log_limit_bytes seals

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Which tablet of this shard has grown past its table's split size, and
- * where to split it (see shard.h, eng_shard_split_wanted); and the
- * tablets' traffic, counted per second (eng_shard_tick).
+ * Which tablet of this shard has grown past its table's split size, or
+ * has taken its split-load share of the shard's operations for
+ * SPLIT_LOAD_SECS seconds, and where to split it (see shard.h,
+ * eng_shard_split_wanted); and the tablets' traffic, counted per second
+ * (eng_shard_tick). By load the point is the median of a uniform sample
+ * of the tablet's accessed keys (YDB's key-access sampling), unless the
+ * keys at 10% and 90% of the sample equal it: one key carries the load,
+ * and the tablet is reported, not split.
  *
  * A tablet's size here is what its SSTables hold of its own key range:
  * the data blocks whose last key lies in the range, by the sizes the
@@ -21,12 +26,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "engine/catalog.h"
 #include "engine/key.h"
 #include "engine/shard_internal.h"
 #include "engine/sst_reader.h"
 
 #define SPLIT_SAMPLES 4096u
+/* Splitting by load: a tablet takes its share for this many seconds in a
+ * row, of a shard doing at least SPLIT_LOAD_FLOOR operations a second
+ * (an idle shard has nothing to spread), with this many keys sampled. */
+#define SPLIT_LOAD_SECS 5u
+#define SPLIT_LOAD_FLOOR 1000u
+#define SPLIT_LOAD_MIN_KEYS 32u
 
 struct sample {
         const uint8_t *key;             /* borrowed from a reader's index */
@@ -130,6 +142,27 @@ void shard_table_share(const struct eng_tablet *t, const struct eng_sst_table *t
         *rows = nb ? (uint64_t)((double)*rows * in / nb) : 0;
 }
 
+/* Adds a sampled key to t's reservoir (Algorithm R): each key accessed
+ * since the reservoir was made stays with the same chance. */
+static void keysample_add(struct shard_keysample *ks, const uint8_t *ikey, uint32_t len)
+{
+        uint64_t slot;
+
+        ks->seen++;
+        if (ks->n < SHARD_KEYSAMPLE) {
+                slot = ks->n++;
+        } else {
+                ks->rnd ^= ks->rnd << 13;
+                ks->rnd ^= ks->rnd >> 17;
+                ks->rnd ^= ks->rnd << 5;
+                slot = ks->rnd % ks->seen;
+                if (slot >= SHARD_KEYSAMPLE)
+                        return;
+        }
+        ks->k[slot].len = len < ENG_HOT_KEY_BYTES ? len : ENG_HOT_KEY_BYTES;
+        memcpy(ks->k[slot].key, ikey, ks->k[slot].len);
+}
+
 void shard_hot_access(struct eng_tablet *t, const uint8_t *ikey, uint32_t len)
 {
         if (!eng_hot_sampled(&t->hot_tick))
@@ -137,6 +170,8 @@ void shard_hot_access(struct eng_tablet *t, const uint8_t *ikey, uint32_t len)
         if (!t->hot && !(t->hot = calloc(1, sizeof(*t->hot))))
                 return;                 /* no memory: this one goes uncounted */
         eng_hotkeys_add(t->hot, ikey, len);
+        if (t->ks)
+                keysample_add(t->ks, ikey, len);
 }
 
 void shard_load_read(struct eng_shard *s, const struct eng_entry *e)
@@ -149,8 +184,31 @@ void shard_load_read(struct eng_shard *s, const struct eng_entry *e)
         }
 }
 
+/* Updates t's count of seconds over its table's split-load share (of
+ * the shard's total operations last second), keeping a key sample while
+ * it counts. */
+static void load_watch(struct eng_shard *s, struct eng_tablet *t, uint64_t total)
+{
+        const struct shard_route *rt = shard_route_of(s, t->table);
+        const struct eng_catalog_options *o = rt ? &rt->ct->options : NULL;
+        uint64_t ops = t->load_rate.reads + t->load_rate.writes;
+
+        if (o && o->split_by_load && !t->dropped && total >= SPLIT_LOAD_FLOOR &&
+            ops * 100 >= total * o->split_load_percent) {
+                if (!t->ks && !(t->ks = calloc(1, sizeof(*t->ks))))
+                        return;
+                t->load_secs++;
+                return;
+        }
+        t->load_secs = 0;
+        free(t->ks);
+        t->ks = NULL;
+}
+
 void eng_shard_tick(struct eng_shard *s)
 {
+        uint64_t total = 0;
+
         for (uint32_t i = 0; i < s->n_tablets; i++) {
                 struct eng_tablet *t = s->tablets[i];
 
@@ -161,9 +219,12 @@ void eng_shard_tick(struct eng_shard *s)
                         .write_bytes = t->load.write_bytes - t->load_mark.write_bytes,
                 };
                 t->load_mark = t->load;
+                total += t->load_rate.reads + t->load_rate.writes;
                 if (t->hot)
                         eng_hotkeys_decay(t->hot);
         }
+        for (uint32_t i = 0; i < s->n_tablets; i++)
+                load_watch(s, s->tablets[i], total);
 }
 
 /* Whether table ct's options let it split one more tablet by size, and
@@ -183,6 +244,68 @@ static uint64_t files_bytes(const struct eng_tablet *t)
         for (uint32_t i = 0; t->tset && i < t->tset->n; i++)
                 n += t->tset->e[i].meta.file_size;
         return n;
+}
+
+static int ks_cmp(const void *a, const void *b)
+{
+        const struct shard_sampled_key *x = a, *y = b;
+
+        return eng_key_cmp(x->key, x->len, y->key, y->len);
+}
+
+/*
+ * Where tablet t, over its split-load share for SPLIT_LOAD_SECS, splits:
+ * the median of its sampled keys, strictly inside it. 1 and *ret; 0 when
+ * the median is also the key at 10% or at 90% (one key carries the load:
+ * splitting helps nothing, so t is reported instead and waits another
+ * round), or when too few keys or no room.
+ */
+static int load_point(struct eng_shard *s, struct eng_tablet *t, struct eng_split_want *ret)
+{
+        struct shard_keysample *ks = t->ks;
+        uint32_t n = ks->n, lo, mid, hi;
+
+        if (n < SPLIT_LOAD_MIN_KEYS)
+                return 0;
+        qsort(ks->k, n, sizeof(ks->k[0]), ks_cmp);
+        lo = n / 10;
+        mid = n / 2;
+        hi = n - 1 - n / 10;
+        if (ks_cmp(&ks->k[lo], &ks->k[mid]) == 0 || ks_cmp(&ks->k[mid], &ks->k[hi]) == 0) {
+                if (!t->hot_reported)
+                        log_info("shard %u: tablet %u takes most of the shard's load on one key: "
+                                 "not split (TABLE.DESCRIBE shows its hot keys)", s->o.shard, t->id);
+                t->hot_reported = true;
+                t->load_secs = 0;
+                return 0;
+        }
+        if (ks->k[mid].len >= ENG_HOT_KEY_BYTES ||     /* perhaps cut short: no boundary */
+            eng_key_cmp(ks->k[mid].key, ks->k[mid].len, t->start, t->start_len) <= 0 ||
+            eng_key_cmp(ks->k[mid].key, ks->k[mid].len, t->end, t->end_len) >= 0)
+                return 0;
+        *ret = (struct eng_split_want){ .table = t->table, .tablet = t->id, .by_load = true,
+                                         .key_len = ks->k[mid].len };
+        memcpy(ret->key, ks->k[mid].key, ks->k[mid].len);
+        return 1;
+}
+
+/* A tablet over its split-load share long enough: 1 and *ret, or 0. */
+static int load_wanted(struct eng_shard *s, struct eng_split_want *ret)
+{
+        for (uint32_t i = 0; i < s->n_routes; i++) {
+                const struct shard_route *rt = &s->routes[i];
+
+                for (uint32_t k = 0; k < rt->ct->n_tablets; k++) {
+                        struct eng_tablet *t = rt->tab[k];
+
+                        if (!t || t->frozen || !t->ks || t->load_secs < SPLIT_LOAD_SECS ||
+                            rt->ct->n_tablets >= rt->ct->options.max_tablets)
+                                continue;
+                        if (load_point(s, t, ret))
+                                return 1;
+                }
+        }
+        return 0;
 }
 
 int eng_shard_split_wanted(struct eng_shard *s, struct eng_split_want *ret)
@@ -225,5 +348,6 @@ int eng_shard_split_wanted(struct eng_shard *s, struct eng_split_want *ret)
                 }
         }
         free(v);
-        return found;
+        /* Size first (YDB's priority), then load. */
+        return found ? found : load_wanted(s, ret);
 }

@@ -52,6 +52,8 @@ void shard_tablet_release(struct eng_tablet *t)
         t->tset = NULL;
         free(t->hot);
         t->hot = NULL;
+        free(t->ks);
+        t->ks = NULL;
 }
 
 void shard_tablet_free(struct eng_tablet *t)

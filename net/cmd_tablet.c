@@ -40,7 +40,8 @@ struct split_change {
         struct net_cat_change ch;
         struct net_req *req;
         struct net_shard *auto_sh;
-        uint64_t bytes;                 /* automatic: the tablet's size */
+        bool by_load;                   /* automatic: by load, else by size */
+        uint64_t bytes;                 /* automatic by size: the tablet's size */
         uint32_t table, tablet;
         char path[ENG_CATALOG_MAX_PATH + 1];
         bool at;                        /* at_key holds the point's position */
@@ -111,8 +112,12 @@ static void split_done(struct net_cat_change *ch)
 
         if (sc->auto_sh) {
                 if (ch->res < 0)
-                        log_info("shard %u: splitting tablet %u of %s by size: %s",
-                                 sc->auto_sh->id, sc->tablet, sc->path, ch->err);
+                        log_info("shard %u: splitting tablet %u of %s by %s: %s",
+                                 sc->auto_sh->id, sc->tablet, sc->path,
+                                 sc->by_load ? "load" : "size", ch->err);
+                else if (sc->by_load)
+                        log_info("shard %u: tablet %u of %s split by load into %u and %u",
+                                 sc->auto_sh->id, sc->tablet, sc->path, sc->kids[0], sc->kids[1]);
                 else
                         log_info("shard %u: tablet %u of %s split by size (%llu bytes) into %u "
                                  "and %u", sc->auto_sh->id, sc->tablet, sc->path,
@@ -248,7 +253,8 @@ void net_tablet_tick(struct net_shard *sh)
                 return;
         }
         *sc = (struct split_change){ .auto_sh = sh, .table = w->table, .tablet = w->tablet,
-                                     .bytes = w->bytes, .at = true, .at_len = w->key_len };
+                                     .by_load = w->by_load, .bytes = w->bytes, .at = true,
+                                     .at_len = w->key_len };
         memcpy(sc->at_key, w->key, w->key_len);
         snprintf(sc->path, sizeof(sc->path), "%s", t->path);
         free(w);

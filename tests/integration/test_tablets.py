@@ -337,3 +337,48 @@ def test_describe_names_a_tablets_hot_keys(server, r):
     finally:
         stop.set()
         t.join(timeout=WAIT_S)
+
+
+def busy(server, path, key_of, stop):
+    """A pipelined load of gets and puts of key_of(i) until stop."""
+    c = server.client()
+    p = c.pipeline(transaction=False)
+    for i in range(100000000):
+        if stop.is_set():
+            return
+        p.execute_command("ROW.PUT", path, *key_of(i), "v")
+        p.execute_command("ROW.GET", path, *key_of(i + 7))
+        if i % 100 == 99:
+            p.execute()
+
+
+def test_a_tablet_taking_most_of_the_load_splits_by_load(server, r):
+    cmd(r, "TABLE.CREATE", "/ld", "KEY", "u64", "TABLETS", 1, "AUTO-SPLIT-LOAD", "on",
+        "SPLIT-LOAD-PERCENT", 50, "AUTO-SPLIT-SIZE", "off")
+    stop = threading.Event()
+    t = threading.Thread(target=busy, args=(server, "/ld", lambda i: (i * 7919 % 10000,), stop))
+    t.start()
+    try:
+        ts = wait_for(lambda: (lambda x: x if len(x) > 1 else None)(tablets(r, "/ld")),
+                      "a split by load")
+    finally:
+        stop.set()
+        t.join(timeout=WAIT_S)
+    mid = ts[0][b"end"][0]
+    assert 1000 < mid < 9000, f"split at {mid}: not near the load's median"
+    assert "split by load" in server.output()
+
+
+def test_a_tablet_whose_load_is_one_key_is_reported_not_split(server, r):
+    cmd(r, "TABLE.CREATE", "/one", "KEY", "u64", "TABLETS", 1, "AUTO-SPLIT-LOAD", "on",
+        "SPLIT-LOAD-PERCENT", 50, "AUTO-SPLIT-SIZE", "off")
+    stop = threading.Event()
+    t = threading.Thread(target=busy, args=(server, "/one", lambda i: (42,), stop))
+    t.start()
+    try:
+        wait_for(lambda: "takes most of the shard's load on one key" in server.output(),
+                 "the hot key reported")
+    finally:
+        stop.set()
+        t.join(timeout=WAIT_S)
+    assert len(tablets(r, "/one")) == 1
