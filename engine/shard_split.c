@@ -195,8 +195,11 @@ static void load_watch(struct eng_shard *s, struct eng_tablet *t, uint64_t total
 
         if (o && o->split_by_load && !t->dropped && total >= SPLIT_LOAD_FLOOR &&
             ops * 100 >= total * o->split_load_percent) {
-                if (!t->ks && !(t->ks = calloc(1, sizeof(*t->ks))))
-                        return;
+                if (!t->ks) {
+                        if (!(t->ks = calloc(1, sizeof(*t->ks))))
+                                return;
+                        t->ks->rnd = t->id * 2654435761u | 1u;  /* xorshift: never 0 */
+                }
                 t->load_secs++;
                 return;
         }

@@ -382,3 +382,30 @@ def test_a_tablet_whose_load_is_one_key_is_reported_not_split(server, r):
         stop.set()
         t.join(timeout=WAIT_S)
     assert len(tablets(r, "/one")) == 1
+
+
+def test_a_split_by_load_takes_the_median_of_the_whole_window(server, r):
+    """Keys accessed in growing order: the split point is the median of
+    the keys of the whole window the tablet was hot, not of its first
+    samples (a reservoir whose random state stuck at 0 kept only those)."""
+    cmd(r, "TABLE.CREATE", "/win", "KEY", "u64", "TABLETS", 1, "AUTO-SPLIT-LOAD", "on",
+        "SPLIT-LOAD-PERCENT", 50, "AUTO-SPLIT-SIZE", "off")
+    stop = threading.Event()
+    reached = [0]
+
+    def key_of(i):
+        reached[0] = i
+        return (i,)
+
+    t = threading.Thread(target=busy, args=(server, "/win", key_of, stop))
+    t.start()
+    try:
+        ts = wait_for(lambda: (lambda x: x if len(x) > 1 else None)(tablets(r, "/win")),
+                      "a split by load")
+    finally:
+        stop.set()
+        t.join(timeout=WAIT_S)
+    point, top = ts[0][b"end"][0], reached[0]
+    # Hot from about its first second to its sixth: the window's median
+    # lies past a third of the keys reached by then.
+    assert point > top / 3, f"split at {point} of {top}"
