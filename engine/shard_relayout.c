@@ -299,6 +299,7 @@ void shard_relayout(struct eng_shard *s, struct eng_tablet *p, struct eng_tablet
                 child_inherit(kids[k], p, (uint32_t)k, (uint32_t)n);
         if (s->man)
                 split_record(s, p, kids, (uint32_t)n);
+        s->stats.tablet_splits++;
         log_info("shard %u: tablet %u split into %u and %u", s->o.shard, p->id, kids[0]->id,
                  n > 1 ? kids[1]->id : kids[0]->id);
 }

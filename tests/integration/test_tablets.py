@@ -82,6 +82,9 @@ def test_split_replies_and_errors(r):
     r.set("k", "v")
     cmd(r, "TABLET.SPLIT", "/redis/db0", db[0][b"id"])
     assert len(tablets(r, "/redis/db0")) == len(db) + 1 and r.get("k") == b"v"
+    # Counted per shard in INFO scree (and scree_tablet_splits_total).
+    info = r.info("scree")
+    assert sum(v["tablet_splits"] for k, v in info.items() if k.startswith("shard")) == 4, info
     docs = r.execute_command("COMMAND DOCS", "tablet.split", NEVER_DECODE=True)
     assert docs[0] == b"tablet.split" and b"Splits a table's tablet" in docs[1][1]
 
