@@ -305,13 +305,20 @@ void net_req_use_db(struct net_req *req, unsigned db)
         req->table = req->origin->db_table[db];
 }
 
+void net_req_children_drop(struct net_req *req)
+{
+        for (uint32_t i = 0; i < req->n_children; i++)
+                net_req_free(req->children[i]);
+        free(req->children);
+        req->children = NULL;
+        req->n_children = 0;
+}
+
 void net_req_free(struct net_req *req)
 {
         if (!req)
                 return;
-        for (uint32_t i = 0; i < req->n_children; i++)
-                net_req_free(req->children[i]);
-        free(req->children);
+        net_req_children_drop(req);
         free(req->info);
         free(req->scratch);
         net_watch_free(req->watch, req->n_watch);

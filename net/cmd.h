@@ -187,6 +187,10 @@ struct net_req *net_req_child(struct net_req *parent, const struct net_cmd_def *
  * from the origin's cache of the catalog (server.h). Origin. */
 void net_req_use_db(struct net_req *req, unsigned db);
 
+/* Frees req's children and their array (a parent between two rounds).
+ * Origin. */
+void net_req_children_drop(struct net_req *req);
+
 /* Frees req (and its children). Origin. Accepts NULL. */
 void net_req_free(struct net_req *req);
 

@@ -147,15 +147,6 @@ static void write_gather(struct net_req *req)
                 done_reply(req->info)(req);
 }
 
-static void children_drop(struct net_req *req)
-{
-        for (uint32_t i = 0; i < req->n_children; i++)
-                net_req_free(req->children[i]);
-        free(req->children);
-        req->children = NULL;
-        req->n_children = 0;
-}
-
 /* The xwrite's release: the plan took over the info. */
 static void ren_release(void *arg)
 {
@@ -175,7 +166,7 @@ static void ren_write(struct net_req *req)
         struct net_req *c;
         uint32_t n;
 
-        children_drop(req);
+        net_req_children_drop(req);
         n = ren_mutations(req, m);
         if (n == 2 && own[0] != own[1]) {
                 req->info = NULL;       /* the write's plan takes it over */

@@ -126,16 +126,6 @@ static unsigned owner(const struct eng_catalog_table *t, const uint8_t *key, siz
         return t->tablets[i].shard;
 }
 
-/* Frees the last round's children. */
-static void children_drop(struct net_req *req)
-{
-        for (uint32_t i = 0; i < req->n_children; i++)
-                net_req_free(req->children[i]);
-        free(req->children);
-        req->children = NULL;
-        req->n_children = 0;
-}
-
 /* Starts one child running def on shard with info (heap, the child's from
  * now on; may be NULL), gathered by gather. Returns what the handler
  * returns (a reply written on ENOMEM). */
@@ -144,7 +134,7 @@ static int one_child(struct net_req *req, const struct net_cmd_def *def, unsigne
 {
         struct net_req *c;
 
-        children_drop(req);
+        net_req_children_drop(req);
         req->children = calloc(1, sizeof(*req->children));
         c = req->children ? net_req_child(req, def, req->argv, req->argc, (int)shard) : NULL;
         if (!c) {

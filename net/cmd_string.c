@@ -374,11 +374,7 @@ static void msetnx_exists_gather(struct net_req *req)
                 net_resp_add_int(req->out, 0);
                 return;
         }
-        for (uint32_t i = 0; i < req->n_children; i++)
-                net_req_free(req->children[i]);
-        free(req->children);
-        req->children = NULL;
-        req->n_children = 0;
+        net_req_children_drop(req);
         set_pairs(req, msetnx_set_gather);     /* a second round; or replies ENOMEM */
 }
 

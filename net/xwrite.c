@@ -194,10 +194,7 @@ static int steps_start(struct net_req *req, enum xw_kind kind, uint32_t from, ui
 {
         struct xw_plan *p = req->info;
 
-        for (uint32_t i = 0; i < req->n_children; i++)
-                net_req_free(req->children[i]);
-        free(req->children);
-        req->n_children = 0;
+        net_req_children_drop(req);
         req->children = calloc(to - from, sizeof(*req->children));
         if (!req->children)
                 goto nomem;
