@@ -306,10 +306,16 @@ static int gather(struct eng_merge_iter *m, const struct eng_entry *e)
         int r;
 
         if (m->has_last && eng_key_cmp(e->key, e->key_len, m->last, m->last_len) == 0) {
-                if (e->seq == m->gathered_seq)
-                        return 0;       /* a forward seek found the child at its newest */
-                m->stats.shadowed++;    /* the one taken before */
-                m->skips++;
+                /* The same version again: a forward seek found the child at
+                 * its newest, or another child holds a copy (a replay after
+                 * a merge repeats versions an SSTable has: shard_merge.c),
+                 * which is taken if none was. */
+                if (e->seq == m->gathered_seq && m->has_cand)
+                        return 0;
+                if (e->seq != m->gathered_seq) {
+                        m->stats.shadowed++;    /* the one taken before */
+                        m->skips++;
+                }
         } else {
                 if ((r = remember(m, e)) < 0)
                         return r;
