@@ -26,7 +26,7 @@ bool eng_compact_tables_check(const struct eng_compact_table *tables, uint32_t n
         for (uint32_t i = 0; i < n; i++) {
                 if (tables[i].min_seq > tables[i].max_seq)
                         return false;
-                if (i + 1 < n && tables[i].min_seq <= tables[i + 1].max_seq)
+                if (i + 1 < n && tables[i].max_seq < tables[i + 1].max_seq)
                         return false;
         }
         return true;
@@ -231,21 +231,25 @@ static void on_first_task(struct rx_loop *loop, struct rx_task *t)
         first_moved(job, job->merge_res);
 }
 
-/* Checks the inputs' order, counts them and adds them to the merge. */
+/* Counts the inputs and adds them to the merge. Their order is the
+ * caller's (compaction.h): a version's seq, not its table, decides which
+ * is newest, and the tables of a merged tablet may interleave by seq. */
 static int add_inputs(struct eng_compaction *job, const struct eng_compaction_opts *o)
 {
         struct eng_compaction_result *rs = &job->result;
         int r;
 
+        rs->min_seq = UINT64_MAX;
         for (uint32_t i = 0; i < o->n_inputs; i++) {
                 const struct eng_sst_reader *rd = eng_sst_table_reader(o->inputs[i]);
                 const struct eng_sst_props *p = eng_sst_reader_props(rd);
 
-                if (i > 0 && p->max_seq >= rs->min_seq)
-                        return -EINVAL;         /* not older than the table before */
-                if (i == 0)
+                if (p->min_seq > p->max_seq)
+                        return -EINVAL;
+                if (p->min_seq < rs->min_seq)
+                        rs->min_seq = p->min_seq;
+                if (p->max_seq > rs->max_seq)
                         rs->max_seq = p->max_seq;
-                rs->min_seq = p->min_seq;
                 rs->bytes_read += eng_sst_reader_file_size(rd);
                 rs->entries_in += p->n_entries;
                 if ((r = eng_merge_iter_add_sst(job->m, o->inputs[i])) < 0)

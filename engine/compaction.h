@@ -3,10 +3,15 @@
  * Size-tiered compaction of one tablet: which tables to merge (the picker,
  * pure) and the job that merges them into one new SSTable.
  *
- * A tablet's tables are ordered newest first and cover disjoint seq ranges
- * (each table's versions are all newer than the next one's). A compaction
+ * A tablet's tables are ordered newest first by their highest seq, and for
+ * every key the tables holding it are in the order of its versions: each
+ * holds only versions newer than the next one's. Most tablets' tables
+ * cover disjoint seq ranges; a merge of two tablets (shard_relayout.c)
+ * interleaves the ranges of tables that share no key. A compaction
  * merges ADJACENT tables only, so the output takes their place in that
- * order and the order stays valid. The picker follows RocksDB's universal
+ * order (its highest seq is its newest input's) and the order stays
+ * valid; a run reaching the oldest table holds every older version of
+ * its keys (bottommost). The picker follows RocksDB's universal
  * compaction: first, when the tables newer than the oldest add up to at
  * least max_space_amp_pct% of the oldest's size, all of them are merged
  * (bottommost: stale versions and tombstones go, which bounds the space
@@ -69,9 +74,9 @@ struct eng_compact_pick {
         bool bottommost;                /* the run includes the oldest table */
 };
 
-/* True if the n tables are newest first with disjoint seq ranges (each
- * table's min_seq above the next one's max_seq, and min <= max). For
- * asserts. Pure; any thread. */
+/* True if the n tables are newest first (max_seq not increasing) and
+ * each has min_seq <= max_seq: what can be checked of the order above
+ * without reading keys. For asserts. Pure; any thread. */
 bool eng_compact_tables_check(const struct eng_compact_table *tables, uint32_t n);
 
 /*
@@ -94,7 +99,7 @@ int eng_compact_pick_major(uint32_t n, struct eng_compact_pick *ret);
 struct eng_compaction;
 
 struct eng_compaction_opts {
-        /* The tables to merge, newest first, with disjoint seq ranges;
+        /* The tables to merge, adjacent in their tablet's order, newest first;
          * borrowed for the call: the job references them until done. */
         struct eng_sst_table *const *inputs;
         uint32_t n_inputs;
@@ -145,7 +150,7 @@ typedef void (*eng_compaction_cb)(struct eng_compaction *job, int res, void *arg
  * made (result.has_output false) --, else the error of a read (-errno,
  * -SCREE_ECORRUPT), of the write (-errno) or -ENOMEM; a failed job has
  * removed its partial output (best effort). Returns 0 and *ret, -EINVAL
- * (no inputs, inputs not newest first with disjoint seq ranges, bad
+ * (no inputs, an input with min_seq above max_seq, bad
  * output options) or -ENOMEM (done won't run). Shard-local.
  */
 int eng_compaction_start(struct eng_fs *fs, const struct eng_compaction_opts *o,

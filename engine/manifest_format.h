@@ -235,14 +235,14 @@ int eng_manifest_state_fill_ranges(struct eng_manifest_state *s, const struct en
  *   - a wanted tablet s lacks is created, with every table of every
  *     orphan of the same table whose range overlaps its own (the same
  *     file ids: shared; a file named by several such orphans once) and,
- *     as flushed seq, the highest of those orphans' (0 if none overlaps).
- * Why the highest is right: the new tablet's keys were its sources' (the
- * overlapping orphans), and every commit-log entry of them at or below
- * the flushed seq is in the tables it inherits. A split has exactly one
- * source. A merge's sources are quiesced and fully flushed before the
- * catalog records the merge (the protocol that makes merges guarantees
- * it), so no commit-log entry of their ranges lies above either's flushed
- * seq: replay skipping everything at or below the highest loses nothing.
+ *     as flushed seq, the lowest of those orphans' (0 if none overlaps).
+ * Why the lowest is right: the new tablet's keys were its sources' (the
+ * overlapping orphans), and every commit-log entry of theirs at or below
+ * the lowest flushed seq is in the tables it inherits. A split has
+ * exactly one source. A merge's may differ (shard_merge.c): a replay
+ * from the lowest repeats, for a source that flushed further, only
+ * versions its tables hold already -- harmless, as every read takes the
+ * newest version of a key and a compaction keeps one.
  * An unranged orphan (a version 1 or 2 entry the catalog no longer has:
  * a dropped table's) overlaps nothing.
  *

@@ -293,10 +293,15 @@ static void relayout_new(struct relayout *rl, const struct eng_manifest_edit_arr
         uint32_t first = rl->e.n_added;
 
         *nt = *w;
-        nt->flushed_seq = 0;
+        /* The lowest of them: what holds for all of its range (a split's
+         * child has one; the members of a merge may differ, and a replay
+         * from the lowest only repeats what the others flushed). */
+        nt->flushed_seq = UINT64_MAX;
         for (uint32_t i = 0; i < s->n_tablets; i++)
-                if (feeds(rl, i, w) && s->tablets[i].flushed_seq > nt->flushed_seq)
+                if (feeds(rl, i, w) && s->tablets[i].flushed_seq < nt->flushed_seq)
                         nt->flushed_seq = s->tablets[i].flushed_seq;
+        if (nt->flushed_seq == UINT64_MAX)
+                nt->flushed_seq = 0;
         rl->e.added = a->added;         /* for added_has */
         for (size_t k = 0; k < s->n_tables; k++) {
                 const struct eng_manifest_table *t = &s->tables[k];

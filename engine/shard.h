@@ -133,6 +133,7 @@ struct eng_shard_stats {
         uint64_t compaction_ns;         /* time a compaction ran, the one running included */
         uint64_t compacting;            /* 1 while a compaction runs, else 0 */
         uint64_t tablet_splits;         /* tablets of this shard split (installs) */
+        uint64_t tablet_merges;         /* merges of this shard's tablets (installs) */
         /* Damaged SSTable data blocks (sst_io.h): distinct blocks found
          * (each logged once), and reads that met one (a get failed, a
          * scan skipped it, a compaction failed on it). */

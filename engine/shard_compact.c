@@ -273,6 +273,16 @@ static void output_opened(void *arg, int res, struct eng_sst_table *table)
                 .file_id = c->file_id, .file_size = r->file_size,
                 .min_seq = r->min_seq, .max_seq = r->max_seq,
         };
+        /* It takes the run's place in the tablet's order: it stands for
+         * the run's seqs as the manifest has them (compaction.h). */
+        for (uint32_t i = 0; i < c->n; i++) {
+                const struct eng_manifest_table *m = &c->from->e[c->first + i].meta;
+
+                if (m->min_seq < c->meta.min_seq)
+                        c->meta.min_seq = m->min_seq;
+                if (m->max_seq > c->meta.max_seq)
+                        c->meta.max_seq = m->max_seq;
+        }
         compaction_record(c);
 }
 
@@ -418,7 +428,8 @@ static bool major_step(struct eng_shard *s)
                 uint32_t n;
                 int r;
 
-                if (t->id < mj->next_tablet || t->dropped || t->frozen || !major_needed(t, now_ms))
+                if (t->id < mj->next_tablet || t->dropped || t->frozen || !shard_tablet_settled(t) ||
+                    !major_needed(t, now_ms))
                         continue;
                 mj->next_tablet = t->id;
                 if (tables_before_damage(t) < t->tset->n) {
@@ -470,7 +481,7 @@ static bool start_separation(struct eng_shard *s)
                 uint32_t i = (s->compact_cursor + k) % s->n_tablets;
                 struct eng_tablet *t = s->tablets[i];
 
-                if (t->dropped || t->frozen || !t->tset)
+                if (t->dropped || t->frozen || !t->tset || !shard_tablet_settled(t))
                         continue;
                 for (uint32_t j = tables_before_damage(t); j-- > 0;) {
                         if (!reaches_out(t, t->tset->e[j].t))
@@ -508,7 +519,7 @@ void shard_maybe_compact(struct eng_shard *s)
                 uint32_t i = (s->compact_cursor + k) % s->n_tablets;
                 struct eng_tablet *t = s->tablets[i];
 
-                if (!t->dropped && !t->frozen && pick_tablet(t, &p) &&
+                if (!t->dropped && !t->frozen && shard_tablet_settled(t) && pick_tablet(t, &p) &&
                     compaction_start(s, t, p.first, p.n, p.bottommost, false) == 0) {
                         s->compact_cursor = i + 1;
                         return;

@@ -274,6 +274,28 @@ void shard_wake_waiters(struct eng_shard *s)
         }
 }
 
+/* Fills ts (room for old's tables and one more) with old's tables and tb
+ * (meta m; the reference moves to ts) in newest-first order. A flushed
+ * table is the newest but for a merged tablet's first flushes
+ * (shard_relayout.c), whose memtables from each side hold no key of the
+ * other's and may be flushed in either seq order. */
+static void tset_insert(struct eng_tset *ts, const struct eng_tset *old, struct eng_sst_table *tb,
+                        const struct eng_manifest_table *m)
+{
+        uint32_t n_old = old ? old->n : 0, at = 0;
+
+        while (at < n_old && old->e[at].meta.max_seq > m->max_seq)
+                at++;
+        for (uint32_t i = 0, k = 0; i < n_old + 1; i++) {
+                if (i == at) {
+                        ts->e[i] = (struct eng_tset_entry){ .t = tb, .meta = *m };
+                        continue;
+                }
+                ts->e[i] = old->e[k++];
+                eng_sst_table_ref(ts->e[i].t);
+        }
+}
+
 /* The manifest names the table now: publish it and drop the memtable. */
 static void flush_recorded(struct eng_manifest_write *mw, int res)
 {
@@ -301,14 +323,9 @@ static void flush_recorded(struct eng_manifest_write *mw, int res)
                 shard_job_done(s);
                 return;
         }
-        ts->e[0].t = f->table;
-        ts->e[0].meta = f->meta;
+        tset_insert(ts, old, f->table, &f->meta);
         shard_track_table(s, f->table);
         f->table = NULL;
-        for (uint32_t i = 0; i < n_old; i++) {
-                ts->e[i + 1] = old->e[i];
-                eng_sst_table_ref(old->e[i].t);
-        }
         t->tset = ts;
         shard_tset_unref(old);
         t->flushed_seq = f->imm.sealed_seq;

@@ -78,6 +78,11 @@ struct eng_tablet {
         /* A catalog that replaces it (a split) waits for its running
          * flush or compaction: no new one starts (shard_relayout.c). */
         bool frozen;
+        /* Made by a merge (shard_merge.c): its members' memtables are in
+         * its first sealed ones, and it compacts only once they are
+         * flushed, its flushed seq up to merge_seq. */
+        bool merged;
+        uint64_t merge_seq;
         /* Its traffic since it was made, at the last eng_shard_tick, and
          * over the last second (the difference then). */
         struct shard_load load, load_mark, load_rate;
@@ -315,8 +320,29 @@ int shard_relayout_prepare(struct eng_shard *s, const struct eng_catalog *cat,
  * among made and records the split (see the file). REQUIRES:
  * shard_relayout_ready and shard_relayout_prepare said 0. p stays in
  * s->tablets for the caller to remove and free. */
-void shard_relayout(struct eng_shard *s, struct eng_tablet *p, struct eng_tablet *const *made,
-                    uint32_t n_made);
+void shard_relayout(struct eng_shard *s, const struct eng_catalog *cat, struct eng_tablet *p,
+                    struct eng_tablet *const *made, uint32_t n_made);
+
+/* shard_merge.c */
+/* Whether cat merges replaced tablet t with its neighbours. */
+bool shard_tablet_merging(const struct eng_catalog *cat, const struct eng_tablet *t);
+/* Whether the merge t is a member of can take place now: 0, -EBUSY
+ * (members flush, seal or separate first: call again) or -EINVAL. */
+int shard_merge_ready(struct eng_shard *s, const struct eng_catalog *cat, struct eng_tablet *t);
+/* Gives c, the merged tablet made for cat, its members' tables. 0,
+ * -EINVAL or -ENOMEM (c unchanged but for its table set). */
+int shard_merge_prepare(struct eng_shard *s, const struct eng_catalog *cat, struct eng_tablet *c);
+/* Hands member t's group's memtables and flushed seq to c and records
+ * the merge (once, at its first member). REQUIRES: shard_merge_ready and
+ * shard_merge_prepare said 0. */
+void shard_merge(struct eng_shard *s, const struct eng_catalog *cat, struct eng_tablet *t,
+                 struct eng_tablet *c);
+/* Whether t may compact: not while a merge's memtables wait for their
+ * flushes (shard_merge.c). */
+static inline bool shard_tablet_settled(const struct eng_tablet *t)
+{
+        return t->flushed_seq >= t->merge_seq;
+}
 
 /* shard_split.c */
 /* Counts an access of internal key ikey of tablet t in its hot keys'

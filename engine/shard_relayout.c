@@ -76,6 +76,12 @@ int shard_relayout_ready(struct eng_shard *s, const struct eng_catalog *cat)
                 if (shard_flushing(s, t) || !shard_compaction_orphanable(s, t)) {
                         t->frozen = true;       /* no new job: this one is waited for */
                         r = -EBUSY;
+                } else if (shard_tablet_merging(cat, t)) {
+                        int m = shard_merge_ready(s, cat, t);
+
+                        t->frozen = false;      /* its flushes and separations run */
+                        if (m < 0)
+                                r = m;
                 } else if (t->n_imm + (t->active_first_segment ? 1u : 0u) > SHARD_MAX_IMM) {
                         /* Its children could not hold its memtables: let
                          * its flushes make room first. */
@@ -83,8 +89,10 @@ int shard_relayout_ready(struct eng_shard *s, const struct eng_catalog *cat)
                         r = -EBUSY;
                 }
         }
-        if (r < 0)
+        if (r < 0) {
                 shard_maybe_flush(s);
+                shard_maybe_compact(s);
+        }
         return r;
 }
 
@@ -139,6 +147,7 @@ static void child_inherit(struct eng_tablet *c, const struct eng_tablet *p, uint
                 eng_memtable_ref(c->imm[i].mt);
         }
         c->flushed_seq = p->flushed_seq;
+        c->merge_seq = p->merge_seq;
 }
 
 /* The children of parent p among the tablets made for the new catalog
@@ -161,6 +170,17 @@ static int children_of(const struct eng_tablet *p, struct eng_tablet *const *mad
                 kids[n++] = c;
         }
         return n ? n : -EINVAL;
+}
+
+/* The tablet made for the new catalog that replaced tablet p is merged
+ * into (shard_merge.c), or NULL. */
+static struct eng_tablet *merged_into(const struct eng_tablet *p, struct eng_tablet *const *made,
+                                      uint32_t n_made)
+{
+        for (uint32_t i = 0; i < n_made; i++)
+                if (made[i]->table == p->table && ranges_meet(made[i], p))
+                        return made[i];
+        return NULL;
 }
 
 /* ---- the manifest's edit ---- */
@@ -277,6 +297,13 @@ int shard_relayout_prepare(struct eng_shard *s, const struct eng_catalog *cat,
 
                 if (!shard_tablet_replaced(cat, t))
                         continue;
+                if (shard_tablet_merging(cat, t)) {
+                        struct eng_tablet *c = merged_into(t, made, n_made);
+
+                        if (!c || (n = shard_merge_prepare(s, cat, c)) < 0)
+                                return c ? n : -EINVAL;
+                        continue;
+                }
                 n = children_of(t, made, n_made, kids);
                 if (n < 0)
                         return -EINVAL;
@@ -287,11 +314,17 @@ int shard_relayout_prepare(struct eng_shard *s, const struct eng_catalog *cat,
         return 0;
 }
 
-void shard_relayout(struct eng_shard *s, struct eng_tablet *p, struct eng_tablet *const *made,
-                    uint32_t n_made)
+void shard_relayout(struct eng_shard *s, const struct eng_catalog *cat, struct eng_tablet *p,
+                    struct eng_tablet *const *made, uint32_t n_made)
 {
         struct eng_tablet *kids[2];
-        int n = children_of(p, made, n_made, kids);
+        int n;
+
+        if (shard_tablet_merging(cat, p)) {
+                shard_merge(s, cat, p, merged_into(p, made, n_made));
+                return;
+        }
+        n = children_of(p, made, n_made, kids);
 
         SCREE_ASSERT(n > 0);            /* shard_relayout_prepare said so */
         parent_seal_all(s, p);

@@ -314,7 +314,7 @@ static void relayout_all(struct eng_shard *s, const struct eng_catalog *cat,
                         i++;
                         continue;
                 }
-                shard_relayout(s, t, made, n_made);
+                shard_relayout(s, cat, t, made, n_made);
                 tablet_remove(s, t);
                 if (t->compacting && shard_compaction_orphan(s, t))
                         shard_tablet_release(t);        /* its compaction frees it */
