@@ -109,6 +109,10 @@ struct eng_shard_opts {
          * "the salvage option". Borrowed for the open. */
         const char *salvage_hint;
         bool no_compaction;             /* tests and benchmarks */
+        /* Neighbouring tablets of a table that splits by size or load
+         * merge once both stayed cold this many seconds and are small
+         * (eng_shard_merge_wanted); 0 = 600. */
+        uint32_t merge_after_secs;
         /* Fault the memtable budget's and the block cache's memory in as
          * soon as the shard is open, in the background (io-wq), and keep
          * it: no write then waits for fresh memory, which costs
@@ -590,6 +594,24 @@ struct eng_split_want {
  * most a few thousand index keys per tablet over the size. Shard-local.
  */
 int eng_shard_split_wanted(struct eng_shard *s, struct eng_split_want *ret);
+
+/* Neighbouring tablets to merge (catalog ids; first is the lower). */
+struct eng_merge_want {
+        uint32_t table, first, second;
+        uint64_t bytes;                 /* what their SSTables and memtables hold */
+};
+
+/*
+ * Of this shard's tablets whose table splits by size or by load and has
+ * more than min_tablets tablets, two neighbours both on this shard that
+ * have each taken at most MERGE_COLD_OPS operations a second for
+ * merge_after_secs seconds in a row and together hold less than a
+ * quarter of the table's split size: a merge that neither splits back by
+ * size until it grows fourfold nor by load until it gets hot (the margin
+ * that keeps split and merge from flapping; YDB's is 70% of the split
+ * threshold, ScyllaDB's a fourfold size). 1 and *ret, or 0. Shard-local.
+ */
+int eng_shard_merge_wanted(struct eng_shard *s, struct eng_merge_want *ret);
 
 /* The error that stopped writes, or 0. */
 int eng_shard_error(const struct eng_shard *s);

@@ -95,6 +95,9 @@ struct eng_tablet {
          * meanwhile a reservoir of its sampled keys (NULL otherwise). */
         uint32_t load_secs;
         struct shard_keysample *ks;
+        /* Seconds in a row it took at most MERGE_COLD_OPS operations a
+         * second (merging: shard_split.c). */
+        uint32_t cold_secs;
         bool hot_reported;              /* the log said its load is one key */
 };
 

@@ -39,6 +39,10 @@
 #define SPLIT_LOAD_SECS 5u
 #define SPLIT_LOAD_FLOOR 1000u
 #define SPLIT_LOAD_MIN_KEYS 32u
+/* Merging: a cold tablet takes at most this many operations a second; two
+ * merge while under this percentage of their table's split size. */
+#define MERGE_COLD_OPS 100u
+#define MERGE_SIZE_PCT 25u
 
 struct sample {
         const uint8_t *key;             /* borrowed from a reader's index */
@@ -223,6 +227,10 @@ void eng_shard_tick(struct eng_shard *s)
                 };
                 t->load_mark = t->load;
                 total += t->load_rate.reads + t->load_rate.writes;
+                if (t->load_rate.reads + t->load_rate.writes <= MERGE_COLD_OPS)
+                        t->cold_secs++;
+                else
+                        t->cold_secs = 0;
                 if (t->hot)
                         eng_hotkeys_decay(t->hot);
         }
@@ -353,4 +361,48 @@ int eng_shard_split_wanted(struct eng_shard *s, struct eng_split_want *ret)
         free(v);
         /* Size first (YDB's priority), then load. */
         return found ? found : load_wanted(s, ret);
+}
+
+/* What t holds: its files and memtables (at most; a file shared with a
+ * sibling counts whole). */
+static uint64_t held_bytes(const struct eng_tablet *t)
+{
+        uint64_t n = files_bytes(t) + t->active_bytes;
+
+        for (uint32_t i = 0; i < t->n_imm; i++)
+                n += t->imm[i].bytes;
+        return n;
+}
+
+/* Whether t may take part in a merge: live, settled, cold long enough. */
+static bool mergeable(const struct eng_shard *s, const struct eng_tablet *t)
+{
+        uint32_t after = s->o.merge_after_secs ? s->o.merge_after_secs : 600;
+
+        return t && !t->frozen && !t->dropped && shard_tablet_settled(t) && t->cold_secs >= after;
+}
+
+int eng_shard_merge_wanted(struct eng_shard *s, struct eng_merge_want *ret)
+{
+        for (uint32_t i = 0; i < s->n_routes; i++) {
+                const struct shard_route *rt = &s->routes[i];
+                const struct eng_catalog_options *o = &rt->ct->options;
+
+                if (!(o->split_by_size || o->split_by_load) || rt->ct->n_tablets <= o->min_tablets)
+                        continue;
+                for (uint32_t k = 0; k + 1 < rt->ct->n_tablets; k++) {
+                        struct eng_tablet *a = rt->tab[k], *b = rt->tab[k + 1];
+                        uint64_t bytes;
+
+                        if (!mergeable(s, a) || !mergeable(s, b))
+                                continue;
+                        bytes = held_bytes(a) + held_bytes(b);
+                        if (bytes >= o->split_size_bytes / 100 * MERGE_SIZE_PCT)
+                                continue;
+                        *ret = (struct eng_merge_want){ .table = a->table, .first = a->id,
+                                                         .second = b->id, .bytes = bytes };
+                        return 1;
+                }
+        }
+        return 0;
 }

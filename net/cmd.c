@@ -138,6 +138,7 @@ static const struct net_cmd_def table[] = {
         { "table.list", -1, R | LC | NM, 0, 0, 0, net_cmd_table_list, NULL },
         { "table.describe", 2, R | LC | NM, 0, 0, 0, net_cmd_table_describe, NULL },
         { "tablet.split", -3, W | LC | NM, 0, 0, 0, net_cmd_tablet_split, NULL },
+        { "tablet.merge", 3, W | LC | NM, 0, 0, 0, net_cmd_tablet_merge, NULL },
 };
 
 /* Internal per-key and per-shard steps of the fan-out commands. */

@@ -63,6 +63,10 @@ static const struct cmd_doc docs[] = {
           "the two new tablets' ids.", "O(tablets)",
           ARGS({ "table", "string", NULL, 0 }, { "tablet", "integer", NULL, 0 },
                { "point", "string", "AT", ARG_OPTIONAL | ARG_MULTIPLE }) },
+        { "tablet.merge",
+          "Merges a table's tablet with the next one (both on one shard) without copying rows; "
+          "replies the merged tablet's id.", "O(tablets)",
+          ARGS({ "table", "string", NULL, 0 }, { "tablet", "integer", NULL, 0 }) },
         { "row.put", "Writes a row, with an optional time to live.", "O(log N)",
           ARGS({ "table", "string", NULL, 0 }, { "part", "string", NULL, ARG_MULTIPLE },
                { "value", "string", NULL, 0 }, { "seconds", "integer", "EX", ARG_OPTIONAL },

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Tablets that split: by hand (TABLET.SPLIT, docs/tables.md "Tablets"),
- * and by size (net_tablet_tick: once a second each shard asks its engine
- * for a tablet past its table's split size and splits it at the key that
- * halves its data, eng_shard_split_wanted; one at a time per shard). A catalog change (catalog_svc.h): on shard 0 the
+ * Tablets that split and merge: by hand (TABLET.SPLIT, TABLET.MERGE,
+ * docs/tables.md "Tablets"), and by size, load and cold (net_tablet_tick:
+ * once a second each shard asks its engine for a tablet to split,
+ * eng_shard_split_wanted, or else two small cold neighbours to merge,
+ * eng_shard_merge_wanted; one change at a time per shard). A split is a
+ * catalog change (catalog_svc.h): on shard 0 the
  * split point is checked (or chosen) against the newest snapshot, the
  * catalog with the two children is saved, and every shard installs it --
  * the owner hands the parent's SSTables and memtables to the children at
@@ -234,6 +236,126 @@ bad:
         return reply_err(req, err);
 }
 
+/* ---- merges ---- */
+
+/* A merge in flight: as a split_change's. */
+struct merge_change {
+        struct net_cat_change ch;
+        struct net_req *req;
+        struct net_shard *auto_sh;
+        uint64_t bytes;                 /* automatic: what the two held */
+        uint32_t table, first, second, merged;
+        char path[ENG_CATALOG_MAX_PATH + 1];
+};
+
+static int merge_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
+                    struct eng_catalog **ret)
+{
+        struct merge_change *mc = container_of(ch, struct merge_change, ch);
+        const struct eng_catalog_table *t;
+        uint32_t i;
+
+        if (eng_catalog_tablet_by_id(cur, mc->first, &t, &i) < 0 || t->id != mc->table) {
+                snprintf(ch->err, sizeof(ch->err), "table %.150s has no tablet %u", mc->path,
+                         mc->first);
+                return -SCREE_ENOTFOUND;
+        }
+        if (i + 1 < t->n_tablets && mc->second && t->tablets[i + 1].id != mc->second) {
+                snprintf(ch->err, sizeof(ch->err), "table %.150s: tablet %u's neighbour "
+                         "changed", mc->path, mc->first);
+                return -EINVAL;
+        }
+        if (i + 1 < t->n_tablets && t->tablets[i].shard != t->tablets[i + 1].shard) {
+                snprintf(ch->err, sizeof(ch->err), "table %.150s: tablets %u and %u are on "
+                         "shards %u and %u: move one to the other's shard first (TABLET.MOVE)",
+                         mc->path, mc->first, t->tablets[i + 1].id, t->tablets[i].shard,
+                         t->tablets[i + 1].shard);
+                return -EINVAL;
+        }
+        mc->second = i + 1 < t->n_tablets ? t->tablets[i + 1].id : 0;
+        return eng_catalog_merge_tablets(cur, mc->first, ret, &mc->merged, ch->err,
+                                         sizeof(ch->err));
+}
+
+static void merge_done(struct net_cat_change *ch)
+{
+        struct merge_change *mc = container_of(ch, struct merge_change, ch);
+        struct net_req *req = mc->req;
+
+        if (mc->auto_sh) {
+                if (ch->res < 0)
+                        log_info("shard %u: merging tablets %u and %u of %s: %s", mc->auto_sh->id,
+                                 mc->first, mc->second, mc->path, ch->err);
+                else
+                        log_info("shard %u: tablets %u and %u of %s (%llu bytes, cold) merged "
+                                 "into %u", mc->auto_sh->id, mc->first, mc->second, mc->path,
+                                 (unsigned long long)mc->bytes, mc->merged);
+                mc->auto_sh->split_busy = false;
+                free(mc);
+                return;
+        }
+        if (ch->res < 0)
+                net_resp_add_errorf(req->out, "ERR %s", ch->err);
+        else
+                net_resp_add_int(req->out, mc->merged);
+        free(mc);
+        net_req_complete(req);
+}
+
+/* TABLET.MERGE path tablet-id: merges the tablet with the next one of its
+ * table; replies the merged tablet's id. */
+int net_cmd_tablet_merge(struct net_req *req)
+{
+        const struct eng_catalog *c = eng_shard_catalog(req->origin->eng);
+        const struct eng_catalog_table *t;
+        char err[NET_TBL_ERR_MAX];
+        struct merge_change *mc;
+        uint64_t id;
+
+        if (!(mc = calloc(1, sizeof(*mc))))
+                return reply_err(req, "out of memory");
+        if (net_tbl_path(&req->argv[1], mc->path, sizeof(mc->path), err, sizeof(err)) < 0)
+                goto bad;
+        if (eng_catalog_lookup(c, mc->path, &t) < 0) {
+                snprintf(err, sizeof(err), "no table %.200s", mc->path);
+                goto bad;
+        }
+        if (net_tbl_u64(&req->argv[2], &id) < 0 || id > UINT32_MAX) {
+                snprintf(err, sizeof(err), "the tablet must be a tablet id (TABLE.DESCRIBE "
+                         "lists them)");
+                goto bad;
+        }
+        mc->req = req;
+        mc->table = t->id;
+        mc->first = (uint32_t)id;
+        mc->ch = (struct net_cat_change){ .fn = merge_fn, .done = merge_done };
+        net_cat_submit(req->origin, &mc->ch);
+        return NET_CMD_PENDING;
+bad:
+        free(mc);
+        return reply_err(req, err);
+}
+
+/* Submits the merge the engine wants, if any. Whether it did. */
+static bool auto_merge(struct net_shard *sh)
+{
+        const struct eng_catalog_table *t;
+        struct eng_merge_want w;
+        struct merge_change *mc;
+
+        if (eng_shard_merge_wanted(sh->eng, &w) != 1 ||
+            eng_catalog_table_by_id(eng_shard_catalog(sh->eng), w.table, &t) < 0 ||
+            !(mc = calloc(1, sizeof(*mc))))
+                return false;
+        *mc = (struct merge_change){ .auto_sh = sh, .table = w.table, .first = w.first,
+                                     .second = w.second, .bytes = w.bytes };
+        snprintf(mc->path, sizeof(mc->path), "%s", t->path);
+        mc->ch = (struct net_cat_change){ .fn = merge_fn, .done = merge_done };
+        sh->split_busy = true;
+        net_cat_submit(sh, &mc->ch);
+        return true;
+}
+
 void net_tablet_tick(struct net_shard *sh)
 {
         struct eng_split_want *w;
@@ -250,6 +372,7 @@ void net_tablet_tick(struct net_shard *sh)
             eng_catalog_table_by_id(eng_shard_catalog(sh->eng), w->table, &t) < 0 ||
             !(sc = calloc(1, sizeof(*sc)))) {
                 free(w);
+                (void)auto_merge(sh);   /* splits first */
                 return;
         }
         *sc = (struct split_change){ .auto_sh = sh, .table = w->table, .tablet = w->tablet,

@@ -51,6 +51,10 @@ static const struct cfg_def defs[] = {
         { "salvage", CFG_BOOL, 0, OFF(salvage), "no", .help =
           "start even if the commit log holds damaged records: skip them, each logged, and lose "
           "the writes in them (docs/server.md, \"A damaged commit log\")" },
+        { "tablet-merge-after", CFG_UINT, 0, OFF(tablet_merge_after_s), "600", 1, 86400 * 30,
+          .help = "seconds two neighbouring tablets of a table that splits by size or load stay "
+          "cold (at most 100 operations a second each) before they merge, if small "
+          "(docs/tables.md \"Tablets\")" },
         { "commitlog-sync", CFG_ENUM, 0, OFF(sync), "batch", .words = sync_words, .help =
           "batch: a write is acknowledged once durable; periodic: at once, synced every period" },
         { "commitlog-sync-period-ms", CFG_UINT, 0, OFF(sync_period_ms), "10", 1, 60000, .help =

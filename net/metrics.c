@@ -184,6 +184,8 @@ static const struct family families[] = {
           true, false, SNAP(eng.compaction_errors) },
         { "scree_tablet_splits_total", "Tablets of the shard split (by size, by load or by hand).",
           COUNTER, true, false, SNAP(eng.tablet_splits) },
+        { "scree_tablet_merges_total", "Merges of the shard's tablets (automatic or by hand).",
+          COUNTER, true, false, SNAP(eng.tablet_merges) },
         { "scree_sstable_corrupt_blocks_total",
           "Damaged SSTable data blocks found by reads (each counted and logged once).", COUNTER,
           true, false, SNAP(eng.corrupt_blocks) },

@@ -675,6 +675,7 @@ static void engine_open(struct net_shard *sh)
                 .prefault_memtables = cfg->prefault != 0,
                 .salvage = cfg->salvage != 0,
                 .salvage_hint = "--salvage (config file: salvage yes)",
+                .merge_after_secs = (uint32_t)cfg->tablet_merge_after_s,
                 /* Shard 0 changes it only once every shard is open. */
                 .catalog = sh->srv->cat.head,
         };

@@ -387,6 +387,15 @@ static int create_finish(struct create_build *b, char *err, size_t err_len)
                 if (split_cmp(&b->c.splits[j - 1], &b->c.splits[j]) == 0)
                         return net_tbl_fail(err, err_len, "two SPLIT points are equal");
         s->splits = b->c.splits;
+        /* A table pre-split into n tablets keeps at least n (YDB asks for
+         * MIN_PARTITIONS_COUNT along with its pre-split; here it is the
+         * default): cold tablets do not merge below what was asked for. */
+        if (!(b->seen & (1u << OPT_MIN_TABLETS))) {
+                uint32_t n = s->n_splits ? s->n_splits + 1 : s->n_tablets;
+
+                if (n > s->options.min_tablets)
+                        s->options.min_tablets = n < s->options.max_tablets ? n : s->options.max_tablets;
+        }
         return opts_check(&s->options, err, err_len);
 }
 

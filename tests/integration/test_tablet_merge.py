@@ -1,0 +1,210 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tablets that merge (issue 26) on a 2-shard server: TABLET.MERGE's
+replies and errors, rows kept across merges, restarts and kill -9,
+automatic merges of small cold neighbours (and none below a pre-split's
+count), and merges while clients write and page through ranges."""
+import signal
+import threading
+
+import pytest
+import redis
+
+from server_util import Server, wait_for
+
+
+def cmd(r, *args):
+    return r.execute_command(*args)
+
+
+def err(fn, *args):
+    with pytest.raises(redis.ResponseError) as e:
+        fn(*args)
+    return str(e.value)
+
+
+def tablets(r, path):
+    d = cmd(r, "TABLE.DESCRIBE", path)
+    d = dict(zip(d[::2], d[1::2]))
+    return [dict(zip(t[::2], t[1::2])) for t in d[b"tablets"]]
+
+
+def fill(r, path, lo, hi, tag="v"):
+    p = r.pipeline(transaction=False)
+    for i in range(lo, hi):
+        p.execute_command("ROW.PUT", path, i, f"{tag}{i}")
+        if i % 1000 == 999:
+            p.execute()
+    p.execute()
+
+
+def check_rows(r, path, want):
+    """Every row of want (row -> value or None) reads back; ranges up and down agree."""
+    p = r.pipeline(transaction=False)
+    for i in want:
+        p.execute_command("ROW.GET", path, i)
+    got = dict(zip(want, p.execute()))
+    bad = [i for i, v in want.items() if got[i] != (v.encode() if v else None)]
+    assert not bad, f"{path}: {len(bad)} rows wrong, first {bad[:5]}"
+    live = sorted(i for i, v in want.items() if v)
+    assert cmd(r, "ROW.COUNT", path) == len(live)
+    for rev in ((), ("REV",)):
+        rows, cursor = [], "0"
+        while True:
+            cursor, page = cmd(r, "ROW.RANGE", path, *rev, "LIMIT", 700, "CURSOR", cursor)
+            rows += [row[0][0] for row in page]
+            if cursor == b"0":
+                break
+        assert rows == (live[::-1] if rev else live)
+
+
+def split_all(r, path, points):
+    for p in points:
+        owner = [t for t in tablets(r, path) if t[b"end"] == b"+inf" or t[b"end"][0] > p][0]
+        cmd(r, "TABLET.SPLIT", path, owner[b"id"], "AT", p)
+
+
+def test_merge_replies_and_errors(r):
+    cmd(r, "TABLE.CREATE", "/m", "KEY", "u64", "TABLETS", 1)
+    want = {i: f"v{i}" for i in range(3000)}
+    fill(r, "/m", 0, 3000)
+    split_all(r, "/m", [1000, 2000])
+    ids = [t[b"id"] for t in tablets(r, "/m")]
+    assert len(ids) == 3 and len({t[b"shard"] for t in tablets(r, "/m")}) == 1
+    for i in range(0, 3000, 7):
+        cmd(r, "ROW.DEL", "/m", i)
+        want[i] = None
+    m = cmd(r, "TABLET.MERGE", "/m", ids[1])
+    ts = tablets(r, "/m")
+    assert [t[b"id"] for t in ts] == [ids[0], m]
+    assert ts[1][b"start"] == [1000] and ts[1][b"end"] == b"+inf"
+    check_rows(r, "/m", want)
+    assert "no tablet" in err(cmd, r, "TABLET.MERGE", "/m", ids[1])          # merged away
+    assert "no tablet" in err(cmd, r, "TABLET.MERGE", "/m", 999999)
+    assert "last" in err(cmd, r, "TABLET.MERGE", "/m", m)
+    assert "no table" in err(cmd, r, "TABLET.MERGE", "/nope", m)
+    assert "tablet id" in err(cmd, r, "TABLET.MERGE", "/m", "x")
+    # Neighbours on different shards: move one first.
+    cmd(r, "TABLE.CREATE", "/two", "KEY", "u64", "TABLETS", 2)
+    a, b = tablets(r, "/two")
+    assert a[b"shard"] != b[b"shard"]
+    assert "move one" in err(cmd, r, "TABLET.MERGE", "/two", a[b"id"])
+    m2 = cmd(r, "TABLET.MERGE", "/m", ids[0])
+    assert [t[b"id"] for t in tablets(r, "/m")] == [m2]
+    check_rows(r, "/m", want)
+    info = r.info("scree")
+    assert sum(v["tablet_merges"] for k, v in info.items() if k.startswith("shard")) == 2, info
+    docs = r.execute_command("COMMAND DOCS", "tablet.merge", NEVER_DECODE=True)
+    assert docs[0] == b"tablet.merge" and b"Merges a table's tablet" in docs[1][1]
+
+
+@pytest.mark.parametrize("kill", [False, True])
+def test_rows_survive_merges_and_restarts(tmp_path, kill):
+    s = Server(dir=str(tmp_path / "d")).start()
+    r = s.client()
+    cmd(r, "TABLE.CREATE", "/t", "KEY", "u64", "TABLETS", 1)
+    want = {i: f"a{i}" for i in range(6000)}
+    fill(r, "/t", 0, 6000, "a")
+    cmd(r, "SAVE")
+    split_all(r, "/t", [2000, 4000])
+    fill(r, "/t", 0, 6000, "b")                 # half in memtables, half flushed
+    want = {i: f"b{i}" for i in range(6000)}
+    cmd(r, "SAVE")
+    fill(r, "/t", 0, 3000, "c")
+    want.update({i: f"c{i}" for i in range(3000)})
+    ids = [t[b"id"] for t in tablets(r, "/t")]
+    cmd(r, "TABLET.MERGE", "/t", ids[0])
+    fill(r, "/t", 2500, 3500, "d")
+    want.update({i: f"d{i}" for i in range(2500, 3500)})
+    check_rows(r, "/t", want)
+    s.stop(sig=signal.SIGKILL if kill else signal.SIGTERM)
+    s.start()
+    r = s.client()
+    assert len(tablets(r, "/t")) == 2
+    check_rows(r, "/t", want)
+    cmd(r, "TABLET.MERGE", "/t", tablets(r, "/t")[0][b"id"])
+    check_rows(r, "/t", want)
+    s.stop()
+    s.start()
+    check_rows(s.client(), "/t", want)
+    s.close()
+
+
+def test_small_cold_neighbours_merge_by_themselves(tmp_path):
+    s = Server(dir=str(tmp_path / "d"), args=["--tablet-merge-after", "1"]).start()
+    r = s.client()
+    cmd(r, "TABLE.CREATE", "/cold", "KEY", "u64", "TABLETS", 1)
+    cmd(r, "TABLE.CREATE", "/pre", "KEY", "u64", "SPLIT", 1, 100, "SPLIT", 1, 200)
+    cmd(r, "TABLE.CREATE", "/off", "KEY", "u64", "TABLETS", 1, "AUTO-SPLIT-SIZE", "off")
+    fill(r, "/cold", 0, 2000)
+    fill(r, "/off", 0, 2000)
+    split_all(r, "/cold", [500, 1000, 1500])
+    split_all(r, "/off", [1000])
+    assert len(tablets(r, "/cold")) == 4
+    wait_for(lambda: len(tablets(r, "/cold")) == 1, "the cold tablets' merges")
+    check_rows(r, "/cold", {i: f"v{i}" for i in range(2000)})
+    info = r.info("scree")
+    assert sum(v["tablet_merges"] for k, v in info.items() if k.startswith("shard")) == 3
+    # A pre-split table keeps its tablets (MIN-TABLETS defaults to the
+    # count asked for); a table that does not split by itself never merges.
+    d = cmd(r, "TABLE.DESCRIBE", "/pre")
+    opts = d[d.index(b"options") + 1]
+    assert len(tablets(r, "/pre")) == 3 and opts[opts.index(b"min-tablets") + 1] == 3
+    assert len(tablets(r, "/off")) == 2
+    s.close()
+
+
+def test_merges_under_concurrent_writes_and_paged_reads(tmp_path):
+    s = Server(dir=str(tmp_path / "d")).start()
+    r = s.client()
+    cmd(r, "TABLE.CREATE", "/w", "KEY", "u64", "u64", "TABLETS", 1)
+    stop = threading.Event()
+    errors = []
+    written = [0, 0, 0, 0]
+
+    def writer(part):
+        c = s.client()
+        try:
+            i = 0
+            while not stop.is_set() and i < 200000:
+                cmd(c, "ROW.PUT", "/w", part, i, f"{part}:{i}")
+                written[part] = i + 1
+                i += 1
+        except Exception as e:      # noqa: BLE001 -- reported below
+            errors.append(repr(e))
+
+    def reader():
+        c = s.client()
+        try:
+            while not stop.is_set():
+                cursor, last = "0", None
+                while True:
+                    cursor, page = cmd(c, "ROW.RANGE", "/w", "LIMIT", 500, "CURSOR", cursor)
+                    for row in page:
+                        key = tuple(row[0])
+                        assert last is None or key > last, (last, key)
+                        last = key
+                    if cursor == b"0":
+                        break
+        except Exception as e:      # noqa: BLE001
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=writer, args=(p,)) for p in range(4)]
+    threads += [threading.Thread(target=reader) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for rnd in range(6):
+            wait_for(lambda: min(written) > 200 * (rnd + 1) or errors, "writes")
+            split_all(r, "/w", [1, 2, 3])
+            while len(tablets(r, "/w")) > 1:
+                cmd(r, "TABLET.MERGE", "/w", tablets(r, "/w")[0][b"id"])
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors[:3]
+    for part in range(4):
+        n = written[part]
+        rows = cmd(r, "ROW.RANGE", "/w", "GE", 1, part, "LE", 1, part, "LIMIT", n + 10)[1]
+        assert [row[0][1] for row in rows] == list(range(n)), part
+    s.close()
