@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The Prometheus endpoint on --metrics-port: the text parses (every
-sample `name{labels} value`, every family with HELP and TYPE, histograms
-cumulative up to +Inf and consistent with _count), command counters grow,
-engine numbers are there for both shards; other paths, methods and
-oversized heads are refused; a silent client does not block a fetch."""
+"""The Prometheus endpoint on --metrics-port: the text parses strictly
+(every sample `name{labels} value` with label values escaped as the text
+format says, every family with HELP and TYPE before its samples, which
+come together, no series twice, histograms cumulative up to +Inf and
+consistent with _count), command counters grow, engine numbers are there
+for both shards; other paths, methods and oversized heads are refused; a
+silent client does not block a fetch."""
 import re
 import socket
 import urllib.error
@@ -13,8 +15,10 @@ import pytest
 
 from server_util import WAIT_S, Server, free_port
 
-SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$')
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
+NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+VALUE = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?|[-+]Inf|NaN")
+TYPES = {"counter", "gauge", "histogram", "summary", "untyped"}
 
 
 @pytest.fixture
@@ -33,26 +37,77 @@ def fetch(s, path="/metrics"):
         return resp.read().decode()
 
 
+def parse_labels(line, i):
+    """The labels from line[i] == "{" on, values unescaped (only \\\\, \\" and
+    \\n are escapes); returns (dict, index past "}")."""
+    labels = {}
+    i += 1
+    while line[i] != "}":
+        m = LABEL_NAME.match(line, i)
+        assert m and line[m.end():m.end() + 2] == '="', f"bad label in {line!r}"
+        name, i, value = m.group(0), m.end() + 2, []
+        while line[i] != '"':
+            if line[i] == "\\":
+                assert line[i + 1] in '\\"n', f"bad escape in {line!r}"
+                value.append("\n" if line[i + 1] == "n" else line[i + 1])
+                i += 2
+            else:
+                value.append(line[i])
+                i += 1
+        assert name not in labels, f"label {name} twice in {line!r}"
+        labels[name] = "".join(value)
+        i += 1
+        if line[i] == ",":
+            i += 1
+            assert line[i] != "}", f"trailing comma in {line!r}"
+        else:
+            assert line[i] == "}", f"bad label list in {line!r}"
+    return labels, i + 1
+
+
+def parse_sample(line):
+    m = NAME.match(line)
+    assert m, f"bad sample line {line!r}"
+    labels, i = parse_labels(line, m.end()) if line[m.end():m.end() + 1] == "{" else ({}, m.end())
+    assert line[i] == " " and VALUE.fullmatch(line[i + 1:]), f"bad value in {line!r}"
+    return m.group(0), labels, float(line[i + 1:])
+
+
+def family_of(name, types):
+    base = re.sub(r"_(bucket|sum|count)$", "", name)
+    return base if name not in types and types.get(base) == "histogram" else name
+
+
 def parse(text):
-    """{name: [(labels dict, value)]}, checking the text's shape."""
-    helps, types, samples = set(), {}, {}
-    for line in text.splitlines():
-        if line.startswith("# HELP "):
-            helps.add(line.split(" ")[2])
+    """({family: type}, {name: [(labels dict, value)]}), checking the text
+    strictly: every line a HELP, a TYPE or a sample; HELP and TYPE once per
+    family and before its samples; a family's samples together; every
+    series once; label values escaped as the format says."""
+    assert text.endswith("\n")
+    helps, types, samples, seen, done, current = set(), {}, {}, set(), set(), None
+    for line in text[:-1].split("\n"):
+        if line.startswith("# HELP ") or line.startswith("# TYPE "):
+            _, kind, name, rest = line.split(" ", 3)
+            assert NAME.fullmatch(name) and rest, line
+            if kind == "HELP":
+                assert name not in helps, f"HELP of {name} twice"
+                helps.add(name)
+            else:
+                assert name not in types and rest in TYPES, line
+                types[name] = rest
+            assert name not in done and name != current, f"{kind} of {name} after its samples"
             continue
-        if line.startswith("# TYPE "):
-            _, _, name, typ = line.split(" ")
-            assert name not in types, f"family {name} twice"
-            types[name] = typ
-            continue
-        m = SAMPLE.match(line)
-        assert m, f"bad sample line {line!r}"
-        labels = dict(LABEL.findall(m.group(2) or ""))
-        value = float(m.group(3))
-        samples.setdefault(m.group(1), []).append((labels, value))
-    for name in samples:
-        fam = re.sub(r"_(bucket|sum|count)$", "", name) if name not in types else name
-        assert fam in types and fam in helps, f"{name} without HELP/TYPE"
+        name, labels, value = parse_sample(line)
+        fam = family_of(name, types)
+        assert fam in types and fam in helps, f"{name} without HELP/TYPE before it"
+        if fam != current:
+            assert fam not in done, f"family {fam}'s samples apart"
+            done.add(current)
+            current = fam
+        series = (name, tuple(sorted(labels.items())))
+        assert series not in seen, f"series twice: {series}"
+        seen.add(series)
+        samples.setdefault(name, []).append((labels, value))
     return types, samples
 
 
@@ -187,3 +242,4 @@ def test_a_silent_client_is_closed_at_its_deadline_and_stop_ends_the_rest(msrv):
     fetch(msrv)
     assert msrv.stop() == 0
     stay.close()
+
