@@ -4,7 +4,8 @@
  * Prometheus text. Names follow Prometheus's rules (base units:
  * *_seconds, *_bytes; counters end in _total). The simple per-shard
  * families come from one table of offsets into the snapshot, so adding a
- * number is one line here and one in docs/server.md.
+ * number is one line here and one in docs/server.md. The per-tablet
+ * families are metrics_tablets.c's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -100,15 +101,21 @@ void net_cmd_stat_add(struct net_cmd_stat *dst, const struct net_cmd_stat *src)
                 dst->buckets[b] += src->buckets[b];
 }
 
-int net_metrics_snap_init(struct net_metrics_snap *s)
+int net_metrics_snap_init(struct net_metrics_snap *s, uint32_t tablets_cap)
 {
         memset(s, 0, sizeof(*s));
-        return net_cmd_metrics_init(&s->cmd);
+        if (net_cmd_metrics_init(&s->cmd) < 0 ||
+            net_metrics_tablets_init(&s->tablets, tablets_cap) < 0) {
+                net_metrics_snap_fini(s);
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 void net_metrics_snap_fini(struct net_metrics_snap *s)
 {
         net_cmd_metrics_fini(&s->cmd);
+        net_metrics_tablets_fini(&s->tablets);
 }
 
 void net_metrics_snap_fill(struct net_metrics_snap *s, struct net_shard *sh)
@@ -117,8 +124,10 @@ void net_metrics_snap_fill(struct net_metrics_snap *s, struct net_shard *sh)
         s->loop = *rx_loop_stats(sh->loop);
         s->smp = *rx_smp_stats(sh->loop);
         s->engine_ready = sh->eng != NULL;
-        if (sh->eng)
+        if (sh->eng) {
                 s->eng = *eng_shard_stats(sh->eng);
+                net_metrics_tablets_fill(&s->tablets, sh->eng);
+        }
         s->conns = sh->n_conns;
         s->accepted = sh->n_accepted;
         if (sh->metrics)
@@ -314,7 +323,50 @@ int net_metrics_format(FILE *f, const struct net_metrics_snap *snaps, unsigned n
         format_latency(f, snaps, n);
         for (size_t k = 0; k < ARRAY_SIZE(families); k++)
                 format_family(f, &families[k], snaps, n);
+        if (net_metrics_tablets_format(f, snaps, n) < 0)
+                return -EIO;
         return ferror(f) ? -EIO : 0;
+}
+
+/* The escape of byte c in a label value into e; returns its length. */
+static size_t escape_byte(uint8_t c, char e[5])
+{
+        static const char hex[] = "0123456789abcdef";
+
+        if (c >= 0x20 && c < 0x7f && c != '\\' && c != '"') {
+                e[0] = (char)c;
+                return 1;
+        }
+        e[0] = '\\';
+        if (c == '\\' || c == '"' || c == '\n') {
+                e[1] = c == '\n' ? 'n' : (char)c;
+                return 2;
+        }
+        e[1] = '\\';         /* the value holds "\xHH": its backslash escaped */
+        e[2] = 'x';
+        e[3] = hex[c >> 4];
+        e[4] = hex[c & 15];
+        return 5;
+}
+
+size_t net_metrics_label_escape(char *buf, size_t size, const void *src, size_t len)
+{
+        const uint8_t *p = src;
+        size_t at = 0, i;
+
+        if (!size)
+                return 0;
+        for (i = 0; i < len; i++) {
+                char e[5];
+                size_t n = escape_byte(p[i], e);
+
+                if (size - at <= n)
+                        break;
+                memcpy(buf + at, e, n);
+                at += n;
+        }
+        buf[at] = '\0';
+        return i;
 }
 
 /* ---- the request ---- */

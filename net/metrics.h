@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "engine/shard.h"
+#include "net/metrics_tablets.h"
 #include "reactor/loop.h"
 #include "reactor/smp.h"
 
@@ -85,22 +86,37 @@ struct net_metrics_snap {
         struct eng_shard_stats eng;
         uint64_t conns, accepted;
         struct net_cmd_metrics cmd;     /* its array: owned by the snapshot */
+        struct net_metrics_tablets tablets;     /* owned by the snapshot (metrics_tablets.h) */
 };
 
-/* Prepares s (calls sized for the table). Returns 0 or -ENOMEM. Free with
+/* Prepares s (calls sized for the table, room for tablets_cap tablets:
+ * net_metrics_tablets_cap). Returns 0 or -ENOMEM. Free with
  * net_metrics_snap_fini (accepts a zeroed s). Any thread. */
-int net_metrics_snap_init(struct net_metrics_snap *s);
+int net_metrics_snap_init(struct net_metrics_snap *s, uint32_t tablets_cap);
 void net_metrics_snap_fini(struct net_metrics_snap *s);
 
-/* Copies sh's counters into s (prepared with net_metrics_snap_init).
+/* Copies sh's counters into s (prepared with net_metrics_snap_init), and
+ * its tablets' figures (net_metrics_tablets_fill) once its engine is open.
  * Shard-local (sh's shard). */
 void net_metrics_snap_fill(struct net_metrics_snap *s, struct net_shard *sh);
 
 /* Writes the exposition text of n snapshots (borrowed) to f: every family
  * once with # HELP and # TYPE, one sample per shard (shard="k"), the
  * command families per shard and command (cmd="get", commands called on
- * that shard only). Returns 0, or -EIO if f reports an error. Pure. */
+ * that shard only), then the tablet families (net_metrics_tablets_format).
+ * Returns 0, or -EIO if f reports an error. Pure. */
 int net_metrics_format(FILE *f, const struct net_metrics_snap *snaps, unsigned n);
+
+/*
+ * Writes src (len bytes, borrowed; any bytes) into buf (size bytes) as the
+ * text inside a Prometheus label value's quotes: backslash, double quote
+ * and newline as \\, \" and \n; any other byte outside printable ASCII
+ * as \\xHH (lowercase hex; the value then reads \xHH, a safe stand-in);
+ * printable ASCII as is. Writes whole escapes only, as many as fit before
+ * a terminating NUL (written if size > 0). Returns how many bytes of src
+ * it wrote: all of them when size > 5 * len. Pure.
+ */
+size_t net_metrics_label_escape(char *buf, size_t size, const void *src, size_t len);
 
 /* Largest request head accepted (request line and headers). */
 #define NET_METRICS_MAX_REQUEST 8192u

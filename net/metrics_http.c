@@ -224,6 +224,7 @@ static void snap_done(struct rx_loop *src, struct rx_msg *m)
 static void gather(struct hconn *c)
 {
         unsigned n = c->h->sh->srv->n_shards;
+        uint32_t cap = net_metrics_tablets_cap(n);
 
         c->slots = calloc(n, sizeof(*c->slots));
         if (!c->slots) {
@@ -231,7 +232,7 @@ static void gather(struct hconn *c)
                 return;
         }
         for (unsigned i = 0; i < n; i++)
-                if (net_metrics_snap_init(&c->slots[i].snap) < 0) {
+                if (net_metrics_snap_init(&c->slots[i].snap, cap) < 0) {
                         slots_free(c);
                         respond_error(c, 500);
                         return;

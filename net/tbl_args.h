@@ -316,6 +316,20 @@ struct net_tbl_tablet_stats {
         const struct eng_tablet_hot *hot;       /* borrowed: the engine's hottest keys */
 };
 
+/*
+ * Writes hot key h of t (borrowed) as one line of text into buf (size
+ * bytes; no NUL; may be 0): a tuple key's parts separated by single spaces
+ * -- integers in decimal, a null part as NULL, bytes as they are (any
+ * byte; bytes reading NULL behind zero or more backslashes get one
+ * backslash more) -- as typed after ROW.GET's table (but that a bytes part
+ * may hold spaces); a raw key, or a key the engine
+ * cut short (or that does not decode), its bytes after the table id and a
+ * hashed table's hash. Returns the text's whole length: more than size
+ * means only size bytes of it were written. Pure.
+ */
+size_t net_tbl_hot_key_text(const struct eng_catalog_table *t, const struct eng_tablet_hot *h,
+                            char *buf, size_t size);
+
 /* Writes tablet i of t as a map: id, shard, start, end (boundaries as
  * net_tbl_boundary_write), bytes, rows, reads-per-sec, writes-per-sec,
  * read-bytes-per-sec, write-bytes-per-sec, hot-keys (an array of maps:

@@ -197,27 +197,107 @@ static int count(struct net_resp_out *o, const char *name, uint64_t v)
         return r ? r : net_resp_add_int(o, v <= INT64_MAX ? (int64_t)v : INT64_MAX);
 }
 
+/* Hot key h of t: true and its parts in *d (free d->scratch), or false
+ * and its user key's bytes in *ret_p, *ret_len when they do not decode (a
+ * raw key, or a key cut short: what was kept, after a hashed table's hash). */
+static bool hot_key_decode(const struct eng_catalog_table *t, const struct eng_tablet_hot *h,
+                           struct decoded *d, const uint8_t **ret_p, size_t *ret_len)
+{
+        const uint8_t *pos = h->key + ENG_TABLE_ID_BYTES;
+        size_t len = h->len > ENG_TABLE_ID_BYTES ? h->len - ENG_TABLE_ID_BYTES : 0;
+        size_t skip = t->mode == ENG_CATALOG_HASHED ? ENG_HASH_BYTES : 0;
+
+        if (!h->cut && t->key_format == ENG_CATALOG_KEYS_TUPLE && decode(t, pos, len, true, d) == 0)
+                return true;
+        if (len >= skip) {
+                pos += skip;
+                len -= skip;
+        }
+        *ret_p = pos;
+        *ret_len = len;
+        return false;
+}
+
 /* One hot key: its parts, or its bytes after the table id when they do
  * not decode (a key cut short, a raw key). */
 static int hot_key_write(struct net_resp_out *o, const struct eng_catalog_table *t,
                          const struct eng_tablet_hot *h)
 {
-        const uint8_t *pos = h->key + ENG_TABLE_ID_BYTES;
-        size_t len = h->len > ENG_TABLE_ID_BYTES ? h->len - ENG_TABLE_ID_BYTES : 0;
-        size_t skip = t->mode == ENG_CATALOG_HASHED ? ENG_HASH_BYTES : 0;
+        const uint8_t *raw;
+        size_t len;
         struct decoded d;
         int r;
 
-        if (!h->cut && t->key_format == ENG_CATALOG_KEYS_TUPLE && decode(t, pos, len, true, &d) == 0) {
-                r = decoded_write(o, &d, false);
-                free(d.scratch);
-                return r;
+        if (!hot_key_decode(t, h, &d, &raw, &len))
+                return net_resp_add_bulk(o, raw, len);
+        r = decoded_write(o, &d, false);
+        free(d.scratch);
+        return r;
+}
+
+/* Appends len bytes of p to buf (size bytes) at *at, as far as they fit;
+ * *at counts them all. */
+static void text_put(char *buf, size_t size, size_t *at, const void *p, size_t len)
+{
+        if (*at < size)
+                memcpy(buf + *at, p, len < size - *at ? len : size - *at);
+        *at += len;
+}
+
+/* Whether bytes b read NULL behind zero or more backslashes: typed with
+ * one backslash more, lest the null part be read (net_tbl_part_parse). */
+static bool reads_null(const uint8_t *b, size_t len)
+{
+        if (len < 4 || memcmp(b + len - 4, "NULL", 4) != 0)
+                return false;
+        for (size_t i = 0; i + 4 < len; i++)
+                if (b[i] != '\\')
+                        return false;
+        return true;
+}
+
+static void part_text(char *buf, size_t size, size_t *at, const struct eng_tuple_part *p)
+{
+        char num[24];
+
+        switch (p->type) {
+        case ENG_TUPLE_I64:
+                text_put(buf, size, at, num,
+                         (size_t)snprintf(num, sizeof(num), "%lld", (long long)p->v.i64));
+                return;
+        case ENG_TUPLE_U64:
+                text_put(buf, size, at, num,
+                         (size_t)snprintf(num, sizeof(num), "%llu", (unsigned long long)p->v.u64));
+                return;
+        case ENG_TUPLE_BYTES:
+                if (reads_null(p->v.bytes.p, p->v.bytes.len))
+                        text_put(buf, size, at, "\\", 1);
+                text_put(buf, size, at, p->v.bytes.p, p->v.bytes.len);
+                return;
+        case ENG_TUPLE_NULL:
+                break;
         }
-        if (len >= skip) {              /* the user key's bytes (a raw key, or what was kept) */
-                pos += skip;
-                len -= skip;
+        text_put(buf, size, at, "NULL", 4);
+}
+
+size_t net_tbl_hot_key_text(const struct eng_catalog_table *t, const struct eng_tablet_hot *h,
+                            char *buf, size_t size)
+{
+        const uint8_t *raw;
+        size_t len, at = 0;
+        struct decoded d;
+
+        if (!hot_key_decode(t, h, &d, &raw, &len)) {
+                text_put(buf, size, &at, raw, len);
+                return at;
         }
-        return net_resp_add_bulk(o, pos, len);
+        for (int i = 0; i < d.n; i++) {
+                if (i)
+                        text_put(buf, size, &at, " ", 1);
+                part_text(buf, size, &at, &d.parts[i]);
+        }
+        free(d.scratch);
+        return at;
 }
 
 static int hot_keys_write(struct net_resp_out *o, const struct eng_catalog_table *t,

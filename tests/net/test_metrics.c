@@ -104,7 +104,7 @@ Test(metrics, the_text_has_commands_cumulative_buckets_and_engine_numbers_of_rea
 
         cr_assert(not(eq(ptr, (void *)def, NULL)));
         for (unsigned i = 0; i < 2; i++) {
-                cr_assert(eq(int, net_metrics_snap_init(&s[i]), 0));
+                cr_assert(eq(int, net_metrics_snap_init(&s[i], 16), 0));
                 s[i].shard = i;
         }
         s[0].engine_ready = true;
