@@ -622,6 +622,19 @@ static int f_rename(struct eng_fs *fs, struct eng_fs_op *op, const char *old_pat
         return unhook(f, op, f->inner->vt->rename(f->inner, op, old_path, new_path));
 }
 
+/* A link's new name is lost by a power cut before its directory's fsync,
+ * as a new file's would be: not modelled (the fault fs tracks files it
+ * creates); failures can be injected. */
+static int f_link(struct eng_fs *fs, struct eng_fs_op *op, const char *old_path, const char *new_path)
+{
+        struct fault_fs *f = ffs_of(fs);
+        int err = injected(f, ENG_FS_LINK);
+
+        if (err)
+                return complete_later(f, op, ENG_FS_LINK, err);
+        return f->inner->vt->link(f->inner, op, old_path, new_path);
+}
+
 static int f_fallocate(struct eng_fs *fs, struct eng_fs_op *op, int fd, int mode, uint64_t off,
                        uint64_t len)
 {
@@ -749,6 +762,7 @@ static const struct eng_fs_vtable fault_vt = {
         .fsync = f_fsync,
         .unlink = f_unlink,
         .rename = f_rename,
+        .link = f_link,
         .free = f_free,
 };
 

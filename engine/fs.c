@@ -92,6 +92,14 @@ static int d_rename(struct eng_fs *fs, struct eng_fs_op *op, const char *old_pat
         return rx_file_rename(fs->loop, &op->rx, old_path, new_path, direct_done);
 }
 
+static int d_link(struct eng_fs *fs, struct eng_fs_op *op, const char *old_path, const char *new_path)
+{
+        op_prepare(fs, op, ENG_FS_LINK, -1, 0, 0);
+        op->path = old_path;
+        op->path2 = new_path;
+        return rx_file_link(fs->loop, &op->rx, old_path, new_path, direct_done);
+}
+
 static void d_free(struct eng_fs *fs)
 {
         free(fs);
@@ -107,6 +115,7 @@ static const struct eng_fs_vtable direct_vt = {
         .fsync = d_fsync,
         .unlink = d_unlink,
         .rename = d_rename,
+        .link = d_link,
         .free = d_free,
 };
 

@@ -39,6 +39,7 @@ enum eng_fs_kind {
         ENG_FS_FSYNC,
         ENG_FS_UNLINK,
         ENG_FS_RENAME,
+        ENG_FS_LINK,
         ENG_FS_KIND_MAX,
         ENG_FS_KIND_INVALID = -1,
 };
@@ -73,6 +74,7 @@ struct eng_fs_vtable {
         int (*fsync)(struct eng_fs *fs, struct eng_fs_op *op, int fd);
         int (*unlink)(struct eng_fs *fs, struct eng_fs_op *op, const char *path);
         int (*rename)(struct eng_fs *fs, struct eng_fs_op *op, const char *old_path, const char *new_path);
+        int (*link)(struct eng_fs *fs, struct eng_fs_op *op, const char *old_path, const char *new_path);
         void (*free)(struct eng_fs *fs);
 };
 
@@ -152,6 +154,15 @@ static inline int eng_fs_rename(struct eng_fs *fs, struct eng_fs_op *op, const c
 {
         op->cb = cb;
         return fs->vt->rename(fs, op, old_path, new_path);
+}
+
+/* link(2): new_path names old_path's file too (-EEXIST if it exists);
+ * durable once new_path's directory is fsynced. */
+static inline int eng_fs_link(struct eng_fs *fs, struct eng_fs_op *op, const char *old_path,
+                              const char *new_path, eng_fs_cb cb)
+{
+        op->cb = cb;
+        return fs->vt->link(fs, op, old_path, new_path);
 }
 
 #endif

@@ -160,8 +160,13 @@ int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len,
                 t = shard_tablet_of_ikey(s, e[n].key, e[n].key_len);
                 if (!t) {
                         /* A dropped table's entry (replayed, or waiting in
-                         * s->unapplied when the drop came) has nowhere to go. */
-                        if (shard_table_gone(s, be32_get(e[n].key)))
+                         * s->unapplied when the drop came) has nowhere to
+                         * go; nor has a replayed entry of a tablet that
+                         * moved to another shard since, with its files
+                         * holding every entry of it logged here
+                         * (shard_move.h). */
+                        if (shard_table_gone(s, be32_get(e[n].key)) ||
+                            shard_route_of(s, be32_get(e[n].key)))
                                 continue;
                         r = -SCREE_ECORRUPT;
                         break;
@@ -459,8 +464,10 @@ static int encode(struct eng_shard *s, const struct eng_mutation *m, uint32_t n)
 
                 if (r < 0)
                         return r;
-                if (!shard_tablet_of_ikey(s, ik, klen)) {
-                        r = -EINVAL;    /* not this shard's key */
+                struct eng_tablet *t = shard_tablet_of_ikey(s, ik, klen);
+
+                if (!t || t->moved_out) {
+                        r = -SCREE_EMOVED;      /* another shard's key now (shard_move.h) */
                 } else {
                         struct eng_entry e = {
                                 .key = ik, .key_len = klen,

@@ -226,8 +226,9 @@ struct eng_write {
  * done and acknowledged (periodic mode; w is free again); 0: pending,
  * w->done(w, res) runs when acknowledged (batch mode, or any write that has
  * to wait for a flush or for an earlier operation on one of its keys);
- * -EINVAL (no mutation, a bad kind, a key over ENG_MAX_USER_KEY_BYTES or
- * another shard's, a value over ENG_MAX_VALUE_BYTES); -SCREE_ENOTFOUND (a
+ * -EINVAL (no mutation, a bad kind, a key over ENG_MAX_USER_KEY_BYTES, a
+ * value over ENG_MAX_VALUE_BYTES); -SCREE_EMOVED (a key another shard owns,
+ * or whose tablet is moving there: shard_move.h); -SCREE_ENOTFOUND (a
  * table the shard's catalog does not have); -E2BIG (the batch cannot fit
  * in a log segment); or the error that stopped writes.
  * Keys and values are copied before the call returns.
@@ -346,6 +347,14 @@ struct eng_scan {
          * (exclusive, so that entry is not given again, and nothing lies
          * between it and the next one), with the same start. */
         bool reverse;
+        /* Set by the caller: the scan is of keys this shard should own (a
+         * range the caller routed here). Should it meet one of [start,
+         * end) that another shard owns now (or that is moving there:
+         * shard_move.h), it ends there with foreign and more set, resume
+         * being that tablet's bound: the next page goes on from there
+         * (routed again). Without it such tablets are passed over. */
+        bool stop_at_foreign;
+        bool foreign;
         /* Once the scan ended with 0: n items were given; when more is
          * true, resume[0..resume_len) is the position of the next entry
          * (pass it as the next scan's start, also with this sc) -- in
@@ -522,7 +531,9 @@ uint64_t eng_shard_mem_bytes(const struct eng_shard *s);
  * -- it flushes first; call again) or -ENOMEM; nothing changed on error.
  *
  * Keys of a table the shard does not know: eng_shard_write, get, rmw and
- * scan return -SCREE_ENOTFOUND; a key another shard owns: -EINVAL.
+ * scan return -SCREE_ENOTFOUND; a key another shard owns (or whose tablet
+ * moves there: shard_move.h): -SCREE_EMOVED from write, get and rmw, and
+ * a scan with stop_at_foreign ends there.
  * Shard-local.
  */
 int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *c);

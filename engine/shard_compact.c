@@ -345,7 +345,7 @@ static int compaction_start(struct eng_shard *s, struct eng_tablet *t, uint32_t 
                 inputs[i] = c->from->e[first + i].t;
                 c->removed[i] = c->from->e[first + i].meta;
         }
-        c->file_id = s->next_file_id++;
+        c->file_id = shard_file_id_new(s);
         snprintf(c->path, plen, "%s/%016" PRIx64 ".sst", s->dir, c->file_id);
         o.now_ms = time_wall_ns() / 1000000;
         o.out.path = c->path;
@@ -428,8 +428,8 @@ static bool major_step(struct eng_shard *s)
                 uint32_t n;
                 int r;
 
-                if (t->id < mj->next_tablet || t->dropped || t->frozen || !shard_tablet_settled(t) ||
-                    !major_needed(t, now_ms))
+                if (t->id < mj->next_tablet || t->dropped || t->frozen || t->moving ||
+                    !shard_tablet_settled(t) || !major_needed(t, now_ms))
                         continue;
                 mj->next_tablet = t->id;
                 if (tables_before_damage(t) < t->tset->n) {
@@ -481,7 +481,7 @@ static bool start_separation(struct eng_shard *s)
                 uint32_t i = (s->compact_cursor + k) % s->n_tablets;
                 struct eng_tablet *t = s->tablets[i];
 
-                if (t->dropped || t->frozen || !t->tset || !shard_tablet_settled(t))
+                if (t->dropped || t->frozen || t->moving || !t->tset || !shard_tablet_settled(t))
                         continue;
                 for (uint32_t j = tables_before_damage(t); j-- > 0;) {
                         if (!reaches_out(t, t->tset->e[j].t))
@@ -519,7 +519,8 @@ void shard_maybe_compact(struct eng_shard *s)
                 uint32_t i = (s->compact_cursor + k) % s->n_tablets;
                 struct eng_tablet *t = s->tablets[i];
 
-                if (!t->dropped && !t->frozen && shard_tablet_settled(t) && pick_tablet(t, &p) &&
+                if (!t->dropped && !t->frozen && !t->moving && shard_tablet_settled(t) &&
+                    pick_tablet(t, &p) &&
                     compaction_start(s, t, p.first, p.n, p.bottommost, false) == 0) {
                         s->compact_cursor = i + 1;
                         return;

@@ -495,7 +495,7 @@ static void start_flush(struct eng_shard *s)
         f->s = s;
         f->t = t;
         f->imm = t->imm[0];
-        f->file_id = s->next_file_id++;
+        f->file_id = shard_file_id_new(s);
         snprintf(f->path, plen, "%s/%016llx.sst", s->dir, (unsigned long long)f->file_id);
         f->src.next = flush_next;
         eng_memtable_iter_init(&f->it, f->imm.mt);

@@ -83,6 +83,12 @@ struct eng_tablet {
          * flushed, its flushed seq up to merge_seq. */
         bool merged;
         uint64_t merge_seq;
+        /* Moving to another shard (shard_move.c): no compaction starts;
+         * once moved_out, operations on its keys fail with -SCREE_EMOVED
+         * (the caller goes to the owner the catalog names). Arriving from
+         * another shard: in s->tablets with its files, not routed until
+         * the catalog that gives it to this shard is installed. */
+        bool moving, moved_out, arriving;
         /* Its traffic since it was made, at the last eng_shard_tick, and
          * over the last second (the difference then). */
         struct shard_load load, load_mark, load_rate;
@@ -304,6 +310,28 @@ int shard_ikey(const struct eng_shard *s, uint32_t table, const void *key, uint3
 /* Starts emptying a dropped tablet that nothing uses, if none is being
  * emptied: flushes and compactions call it as they end. */
 void shard_drop_step(struct eng_shard *s);
+
+/* A new SSTable's file id: above every id the shard used, and one no
+ * other shard can make (shard + k * n_shards), so that a file moved in
+ * from another shard keeps its id -- which its checksums are seeded with
+ * (sst_format.h) -- without meeting one of this shard's (shard_move.h).
+ * Ids of files written before this rule may still meet: a move refuses
+ * those. */
+static inline uint64_t shard_file_id_new(struct eng_shard *s)
+{
+        uint64_t n = s->o.n_shards ? s->o.n_shards : 1, id = s->next_file_id;
+
+        id += (s->o.shard % n + n - id % n) % n;
+        s->next_file_id = id + 1;
+        return id;
+}
+
+/* shard_tablets.c */
+/* A new empty tablet: tablet i of table ct. NULL on ENOMEM. */
+struct eng_tablet *shard_tablet_new(struct eng_shard *s, const struct eng_catalog_table *ct,
+                                    uint32_t i);
+/* Inserts t in s->tablets (id order). 0 or -ENOMEM. */
+int shard_tablet_insert(struct eng_shard *s, struct eng_tablet *t);
 
 /* shard_relayout.c */
 /* Whether cat replaces live tablet t: its table lives on, its id does not

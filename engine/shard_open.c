@@ -506,9 +506,11 @@ static void count_seqs(struct shard_open *op)
                         s->last_seq = st->tables[i].max_seq;
 }
 
-/* -SCREE_ECORRUPT if op->st names a tablet the catalog never made or
- * gives to another shard (a catalog and manifest that do not belong
- * together); 0 if each is this shard's or gone from the catalog. */
+/* -SCREE_ECORRUPT if op->st names a tablet the catalog never made (a
+ * catalog and manifest that do not belong together); 0 if each is this
+ * shard's, gone from the catalog, or another shard's: a move interrupted
+ * by a crash (shard_move.h) -- on the source after the catalog switch, on
+ * the target before it -- whose copy here is dropped. */
 static int check_manifest_tablets(struct shard_open *op)
 {
         struct eng_shard *s = op->s;
@@ -521,12 +523,15 @@ static int check_manifest_tablets(struct shard_open *op)
 
                 if (shard_tablet_by_id(s, id))
                         continue;
-                if (id >= next_id || eng_catalog_tablet_by_id(s->cat, id, &ct, &at) == 0) {
+                if (id >= next_id) {
                         log_error("shard %u: the manifest in %s names tablet %u, which the "
-                                  "catalog %s", s->o.shard, s->dir, id,
-                                  id >= next_id ? "never made" : "gives to another shard");
+                                  "catalog never made", s->o.shard, s->dir, id);
                         return -SCREE_ECORRUPT;
                 }
+                if (eng_catalog_tablet_by_id(s->cat, id, &ct, &at) == 0)
+                        log_info("shard %u: tablet %u is shard %u's (a move that a stop "
+                                 "interrupted): dropping the copy here", s->o.shard, id,
+                                 ct->tablets[at].shard);
         }
         return 0;
 }

@@ -183,12 +183,13 @@ static int get_issue(struct eng_get *g)
          * while the get waited behind an earlier operation. */
         g->tablet = shard_tablet_of_ikey(s, g->ikey, g->ikey_len);
         g->cat_version = eng_catalog_version(s->cat);
-        if (!g->tablet) {
-                /* Another shard's key, or a table dropped meanwhile. */
+        if (!g->tablet || g->tablet->moved_out) {
+                /* Another shard's key (its tablet moved, or is moving:
+                 * shard_move.h), or a table dropped meanwhile. */
                 bool live = shard_route_of(s, be32_get(g->ikey)) != NULL;
 
                 get_cleanup(g);
-                return live ? -EINVAL : -SCREE_ENOTFOUND;
+                return live ? -SCREE_EMOVED : -SCREE_ENOTFOUND;
         }
         g->tablet->load.reads++;
         shard_hot_access(g->tablet, g->ikey, g->ikey_len);

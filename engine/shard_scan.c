@@ -40,7 +40,10 @@
 /* scan_open_tablet: no tablet of the table is left in range. Apart from
  * every merge result, ENG_SST_PENDING included. */
 #define SCAN_NO_TABLET 3
-static_assert(SCAN_NO_TABLET != ENG_SST_PENDING && SCAN_NO_TABLET > 1, "scan results overlap");
+#define SCAN_FOREIGN 4                  /* ended at another shard's tablet */
+static_assert(SCAN_NO_TABLET != ENG_SST_PENDING && SCAN_NO_TABLET > 1 &&
+                      SCAN_FOREIGN != ENG_SST_PENDING && SCAN_FOREIGN != SCAN_NO_TABLET,
+              "scan results overlap");
 
 long eng_shard_scan_pos(const struct eng_shard *s, uint32_t t, const void *key, uint32_t key_len,
                         uint8_t *dst)
@@ -256,6 +259,48 @@ static int scan_seek_tablet(struct eng_scan *sc, struct eng_tablet *t, const uin
         return r;
 }
 
+/* The walk met tablet sc->tablet of ct, which another shard owns (or is
+ * taking over): ends the scan at the tablet's bound (resume; in reverse
+ * an empty resume stands for the table's end), or at the last entry given
+ * if a reverse page is full. SCAN_FOREIGN, SCAN_NO_TABLET when the tablet
+ * lies outside what is left of the range (the walk goes on), or <0. */
+static int scan_stop_foreign(struct eng_scan *sc, const struct eng_catalog_table *ct)
+{
+        uint8_t buf[ENG_TABLE_ID_BYTES];
+        const uint8_t *end, *start = eng_catalog_tablet_start(ct, sc->tablet);
+        uint32_t start_len = ct->tablets[sc->tablet].start_len;
+        uint32_t end_len = eng_catalog_tablet_end(ct, sc->tablet, buf, &end);
+        const uint8_t *lo = sc->bounds, *hi = sc->bounds + sc->start_len;
+        int r = 0;
+
+        if (bytes_cmp(start, start_len, hi, sc->end_len) >= 0 ||
+            bytes_cmp(end, end_len, lo, sc->start_len) <= 0)
+                return SCAN_NO_TABLET;
+        sc->foreign = true;
+        if (sc->reverse && sc->resume) {
+                sc->more = true;        /* full: the next page ends at the last one given */
+                return SCAN_FOREIGN;
+        }
+        if (sc->reverse) {
+                if (bytes_cmp(end, end_len, hi, sc->end_len) > 0) {
+                        end = hi;
+                        end_len = sc->end_len;
+                }
+                if (be32_get(end) == sc->table)
+                        r = scan_set_resume(sc, end, end_len);
+                else if (!(sc->resume = malloc(1)))     /* the table's end */
+                        r = -ENOMEM;
+        } else {
+                if (bytes_cmp(start, start_len, lo, sc->start_len) < 0) {
+                        start = lo;
+                        start_len = sc->start_len;
+                }
+                r = scan_set_resume(sc, start, start_len);
+        }
+        sc->more = true;
+        return r < 0 ? r : SCAN_FOREIGN;
+}
+
 /* Moves to the next tablet of the table meeting the scan's range, in the
  * scan's direction: seeks a new merge there (to [lo, hi)'s start, or in
  * reverse below its end) and returns the seek's result; SCAN_NO_TABLET
@@ -277,6 +322,13 @@ static int scan_open_tablet(struct eng_scan *sc)
                 const uint8_t *lo = sc->bounds, *hi = sc->bounds + sc->start_len;
                 size_t lo_len = sc->start_len, hi_len = sc->end_len;
 
+                if ((!t || t->moved_out) && sc->stop_at_foreign) {
+                        int r = scan_stop_foreign(sc, rt->ct);
+
+                        if (r != SCAN_NO_TABLET)
+                                return r;
+                        continue;
+                }
                 if (!t)
                         continue;       /* another shard's */
                 if (bytes_cmp(t->start, t->start_len, lo, lo_len) > 0) {
@@ -310,6 +362,8 @@ static int scan_drive(struct eng_scan *sc, int r)
                         eng_scan_release(sc);   /* reverse: no more after the last */
                         return scan_end(sc, 0);
                 }
+                if (r == SCAN_FOREIGN)
+                        return scan_end(sc, 0);
                 if (r == 0) {           /* this tablet is exhausted: on from its bound */
                         scan_merge_free(sc);
                         r = scan_open_tablet(sc);
@@ -400,6 +454,7 @@ int eng_shard_scan(struct eng_shard *s, uint32_t t, const void *start, uint32_t 
         sc->limit = limit;
         sc->n = 0;
         sc->more = false;
+        sc->foreign = false;
         sc->resume = NULL;
         sc->resume_len = 0;
         sc->m = NULL;

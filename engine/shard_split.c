@@ -309,7 +309,7 @@ static int load_wanted(struct eng_shard *s, struct eng_split_want *ret)
                 for (uint32_t k = 0; k < rt->ct->n_tablets; k++) {
                         struct eng_tablet *t = rt->tab[k];
 
-                        if (!t || t->frozen || !t->ks || t->load_secs < SPLIT_LOAD_SECS ||
+                        if (!t || t->frozen || t->moving || !t->ks || t->load_secs < SPLIT_LOAD_SECS ||
                             rt->ct->n_tablets >= rt->ct->options.max_tablets)
                                 continue;
                         if (load_point(s, t, ret))
@@ -336,7 +336,7 @@ int eng_shard_split_wanted(struct eng_shard *s, struct eng_split_want *ret)
                         uint32_t n;
 
                         /* Cheap checks first: most tablets stop here. */
-                        if (!t || t->frozen || !t->tset || files_bytes(t) <= best ||
+                        if (!t || t->frozen || t->moving || !t->tset || files_bytes(t) <= best ||
                             !over_size(rt->ct, files_bytes(t)))
                                 continue;
                         if (cap < SPLIT_SAMPLES + t->tset->n + 1) {
@@ -379,7 +379,8 @@ static bool mergeable(const struct eng_shard *s, const struct eng_tablet *t)
 {
         uint32_t after = s->o.merge_after_secs ? s->o.merge_after_secs : 600;
 
-        return t && !t->frozen && !t->dropped && shard_tablet_settled(t) && t->cold_secs >= after;
+        return t && !t->frozen && !t->moving && !t->dropped && shard_tablet_settled(t) &&
+               t->cold_secs >= after;
 }
 
 int eng_shard_merge_wanted(struct eng_shard *s, struct eng_merge_want *ret)

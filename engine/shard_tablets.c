@@ -65,8 +65,7 @@ void shard_tablet_free(struct eng_tablet *t)
         free(t);
 }
 
-/* A new empty tablet: tablet i of table ct. NULL on ENOMEM. */
-static struct eng_tablet *tablet_new(struct eng_shard *s, const struct eng_catalog_table *ct,
+struct eng_tablet *shard_tablet_new(struct eng_shard *s, const struct eng_catalog_table *ct,
                                      uint32_t i)
 {
         struct eng_tablet *t = calloc(1, sizeof(*t));
@@ -116,8 +115,7 @@ struct eng_tablet *shard_tablet_by_id(const struct eng_shard *s, uint32_t id)
         return i < s->n_tablets && s->tablets[i]->id == id ? s->tablets[i] : NULL;
 }
 
-/* Inserts t in id order. 0 or -ENOMEM. */
-static int tablet_insert(struct eng_shard *s, struct eng_tablet *t)
+int shard_tablet_insert(struct eng_shard *s, struct eng_tablet *t)
 {
         uint32_t at;
 
@@ -185,10 +183,10 @@ static int routes_build(struct eng_shard *s, const struct eng_catalog *cat,
                                 if (!m)
                                         goto nomem;
                                 *made = m;
-                                t = tablet_new(s, ct, k);
+                                t = shard_tablet_new(s, ct, k);
                                 if (!t)
                                         goto nomem;
-                                if (tablet_insert(s, t) < 0) {
+                                if (shard_tablet_insert(s, t) < 0) {
                                         shard_tablet_free(t);
                                         goto nomem;
                                 }
@@ -293,6 +291,12 @@ static void tablet_release_memory(struct eng_shard *s, struct eng_tablet *t);
 
 /* ---- installing a catalog ---- */
 
+/* Whether route rt (of t's table, or NULL) leads to t. */
+static bool routed(const struct shard_route *rt, const struct eng_tablet *t)
+{
+        return rt && rt->tab[eng_catalog_route_ikey(rt->ct, t->start, t->start_len)] == t;
+}
+
 /* Frees the tablets made for a catalog that is not installed after all. */
 static void made_undo(struct eng_shard *s, struct eng_tablet **made, uint32_t n_made)
 {
@@ -351,7 +355,9 @@ int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *cat)
          * separate once nothing else is due. */
         shard_maybe_flush(s);
         shard_maybe_compact(s);
-        /* A live tablet no route names any more belongs to a dropped table. */
+        /* A live tablet no route names any more belongs to a dropped table,
+         * or moved to another shard (shard_move.h: its files are the other
+         * shard's now too); one that moved here is routed now. */
         for (uint32_t i = 0; i < s->n_tablets; i++) {
                 struct eng_tablet *t = s->tablets[i];
                 const struct shard_route *rt = NULL;
@@ -359,11 +365,19 @@ int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *cat)
                 for (uint32_t k = 0; k < n_routes && !rt; k++)
                         if (routes[k].table == t->table)
                                 rt = &routes[k];
-                if (!rt && !t->dropped) {
+                if (t->dropped)
+                        continue;
+                if (!routed(rt, t) && !t->arriving) {
                         t->dropped = true;
-                        log_info("shard %u: table %u dropped: removing its tablet %u", s->o.shard,
-                                 t->table, t->id);
+                        if (rt)
+                                log_info("shard %u: tablet %u moved to another shard", s->o.shard,
+                                         t->id);
+                        else
+                                log_info("shard %u: table %u dropped: removing its tablet %u",
+                                         s->o.shard, t->table, t->id);
                         tablet_release_memory(s, t);
+                } else if (t->arriving && routed(rt, t)) {
+                        t->arriving = t->moving = false;
                 }
         }
         routes_free(s->routes, s->n_routes);

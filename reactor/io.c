@@ -24,6 +24,7 @@ static const char *const kind_names[RX_OP_MAX] = {
         [RX_OP_SEND] = "io:send",       [RX_OP_UNLINK] = "io:unlink",
         [RX_OP_RENAME] = "io:rename",   [RX_OP_SENDMSG] = "io:sendmsg",
         [RX_OP_MADVISE] = "io:madvise", [RX_OP_WAKE] = "io:wake",
+        [RX_OP_LINK] = "io:link",
 };
 
 const char *rx_op_kind_name(enum rx_op_kind kind)
@@ -141,6 +142,13 @@ int rx_file_rename(struct rx_loop *loop, struct rx_op *op, const char *old_path,
 {
         SUBMIT(loop, op, RX_OP_RENAME, cb,
                io_uring_prep_renameat(sqe, AT_FDCWD, old_path, AT_FDCWD, new_path, 0));
+}
+
+int rx_file_link(struct rx_loop *loop, struct rx_op *op, const char *old_path, const char *new_path,
+                 rx_op_cb cb)
+{
+        SUBMIT(loop, op, RX_OP_LINK, cb,
+               io_uring_prep_linkat(sqe, AT_FDCWD, old_path, AT_FDCWD, new_path, 0));
 }
 
 int rx_fd_close(struct rx_loop *loop, struct rx_op *op, int fd, rx_op_cb cb)

@@ -45,6 +45,7 @@ enum rx_op_kind {
         RX_OP_SEND,
         RX_OP_UNLINK,
         RX_OP_RENAME,
+        RX_OP_LINK,
         RX_OP_SENDMSG,
         RX_OP_MADVISE,
         RX_OP_WAKE,             /* internal: the loop's eventfd read */
@@ -96,6 +97,11 @@ int rx_file_unlink(struct rx_loop *loop, struct rx_op *op, const char *path, rx_
  * new_path if it exists. Durable only once the directory is fsynced. */
 int rx_file_rename(struct rx_loop *loop, struct rx_op *op, const char *old_path,
                    const char *new_path, rx_op_cb cb);
+/* linkat(AT_FDCWD, old_path, AT_FDCWD, new_path, 0): a second name for a
+ * file (same file system). Durable only once new_path's directory is
+ * fsynced. */
+int rx_file_link(struct rx_loop *loop, struct rx_op *op, const char *old_path,
+                 const char *new_path, rx_op_cb cb);
 /* close(fd) for files and sockets alike. */
 int rx_fd_close(struct rx_loop *loop, struct rx_op *op, int fd, rx_op_cb cb);
 

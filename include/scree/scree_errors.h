@@ -28,7 +28,8 @@ extern "C" {
         X(EPROTO, 9003, "protocol error")                                         \
         X(ESHUTDOWN, 9004, "shutting down")                                       \
         X(EFULL, 9005, "queue or ring full, retry later")                         \
-        X(EUNSUPPORTED, 9006, "required kernel feature is not available")
+        X(EUNSUPPORTED, 9006, "required kernel feature is not available")           \
+        X(EMOVED, 9010, "the key's tablet is on another shard now")
 
 enum scree_errno {
 #define SCREE_ERRNO_ENUM(name, value, text) SCREE_##name = value,

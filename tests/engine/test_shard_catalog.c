@@ -153,7 +153,7 @@ Test(shard_catalog, table_created_at_run_time_takes_rows_and_survives_a_restart)
 
                 snprintf(val, sizeof(val), "v%llu", (unsigned long long)v);
                 if (!ours(id, k)) {
-                        cr_expect(eq(int, put_row(id, k, val), -EINVAL), "another shard's key");
+                        cr_expect(eq(int, put_row(id, k, val), -SCREE_EMOVED), "another shard's key");
                         continue;
                 }
                 cr_assert(eq(int, put_row(id, k, val), 0));
@@ -196,7 +196,7 @@ Test(shard_catalog, a_dropped_table_reads_as_gone_and_its_files_go)
                         cr_assert(eq(int, put_row(keep, v, "kept"), 0));
         }
         cr_assert(eq(int, flush_sync(), 0));
-        cr_assert(eq(int, put_row(id, 0, "unflushed"), ours(id, 0) ? 0 : -EINVAL));
+        cr_assert(eq(int, put_row(id, 0, "unflushed"), ours(id, 0) ? 0 : -SCREE_EMOVED));
         cr_assert(gt(u32, count_files(".sst"), 0));
         unsigned before = count_files(".sst");
 

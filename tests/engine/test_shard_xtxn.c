@@ -519,7 +519,8 @@ Test(shard_xtxn, bad_calls_are_refused)
         /* The coordinator must be the id's. */
         cr_expect(eq(int, eng_shard_prepare(shs[0], txn + 1, 1, p[0].m, ROWS, &x.op), -EINVAL));
         /* A key of the other shard. */
-        cr_expect(eq(int, eng_shard_prepare(shs[0], txn + 1, 0, p[1].m, ROWS, &x.op), -EINVAL));
+        cr_expect(eq(int, eng_shard_prepare(shs[0], txn + 1, 0, p[1].m, ROWS, &x.op),
+                     -SCREE_EMOVED));
         /* Only the coordinator decides. */
         cr_expect(eq(int, eng_shard_decide(shs[1], txn, both, N, &x.op), -EINVAL));
         cr_expect(eq(int, eng_shard_forget(shs[0], txn), -SCREE_ENOTFOUND));

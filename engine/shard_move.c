@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A tablet moving between shards: the source's and the target's steps
+ * (see shard_move.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <scree/scree_errors.h>
+
+#include "base/compiler.h"
+#include "base/log.h"
+#include "engine/catalog.h"
+#include "engine/shard_internal.h"
+#include "engine/shard_move.h"
+#include "engine/sst_reader.h"
+
+void eng_handoff_fini(struct eng_handoff *h)
+{
+        free(h->files);
+        free(h->dir);
+        h->files = NULL;
+        h->dir = NULL;
+        h->n_files = 0;
+}
+
+/* ---- the source ---- */
+
+enum { MO_FLUSH, MO_SETTLE };
+
+#define MO_TICK_NS (1000 * 1000)        /* how often the source looks again */
+
+static void mo_end(struct eng_move_out *mo, int res)
+{
+        struct eng_shard *s = mo->s;
+
+        if (res < 0) {
+                mo->t->moving = mo->t->moved_out = false;
+                eng_handoff_fini(&mo->h);
+                shard_maybe_compact(s);
+        }
+        shard_job_done(s);
+        mo->done(mo, res);
+}
+
+/* Whether t's memtables hold anything. */
+static bool holds_memtables(const struct eng_tablet *t)
+{
+        return t->n_imm || t->active_first_segment;
+}
+
+/* Everything logged before the cut is applied, and nothing that could
+ * still add an entry to the tablet is waiting: a stalled write, or a
+ * part of a write across shards in doubt (its commit applies entries). */
+static bool settled(struct eng_move_out *mo)
+{
+        struct eng_shard *s = mo->s;
+
+        return s->applied_seq >= mo->cut_seq && !s->stall_head && !s->unapplied.count &&
+               !s->txns;
+}
+
+static int mo_handoff(struct eng_move_out *mo)
+{
+        struct eng_shard *s = mo->s;
+        const struct eng_tablet *t = mo->t;
+        uint32_t n = t->tset ? t->tset->n : 0;
+
+        mo->h = (struct eng_handoff){ .tablet = t->id, .table = t->table, .n_files = n,
+                                      .flushed_bytes = s->stats.flush_bytes - mo->flush_bytes_at_start };
+        mo->h.files = calloc(n ? n : 1, sizeof(*mo->h.files));
+        mo->h.dir = strdup(s->dir);
+        if (!mo->h.files || !mo->h.dir)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < n; i++) {
+                mo->h.files[i] = t->tset->e[i].meta;
+                if (t->tset->e[i].meta.max_seq > mo->h.max_seq)
+                        mo->h.max_seq = t->tset->e[i].meta.max_seq;
+        }
+        return 0;
+}
+
+static void mo_tick(struct rx_loop *loop, struct rx_timer *tm)
+{
+        struct eng_move_out *mo = container_of(tm, struct eng_move_out, timer);
+        struct eng_shard *s = mo->s;
+        struct eng_tablet *t = mo->t;
+
+        if (s->error || s->closing || t->dropped) {
+                mo_end(mo, s->error ? s->error : t->dropped ? -SCREE_ENOTFOUND : -SCREE_ESHUTDOWN);
+                return;
+        }
+        if (mo->phase == MO_FLUSH && !t->compacting && !t->n_imm) {
+                /* From now on its keys go elsewhere: let in what was
+                 * logged before, then flush that too. */
+                t->moved_out = true;
+                mo->cut_seq = s->last_seq;
+                mo->phase = MO_SETTLE;
+        }
+        if (mo->phase == MO_SETTLE && settled(mo) && !t->compacting && !holds_memtables(t)) {
+                mo_end(mo, mo_handoff(mo));
+                return;
+        }
+        if (t->active_first_segment && (mo->phase == MO_FLUSH || settled(mo)))
+                shard_seal(s, t);
+        shard_maybe_flush(s);
+        rx_timer_arm_after(loop, &mo->timer, MO_TICK_NS);
+}
+
+int eng_shard_move_out(struct eng_shard *s, uint32_t tablet, struct eng_move_out *mo)
+{
+        struct eng_tablet *t = shard_tablet_by_id(s, tablet);
+
+        if (!t || t->dropped || t->arriving || !shard_route_of(s, t->table))
+                return -SCREE_ENOTFOUND;
+        if (t->moving)
+                return -EBUSY;
+        mo->s = s;
+        mo->t = t;
+        mo->phase = MO_FLUSH;
+        mo->h = (struct eng_handoff){ 0 };
+        mo->flush_bytes_at_start = s->stats.flush_bytes;
+        t->moving = true;               /* no compaction starts on it */
+        s->busy++;
+        rx_timer_init(&mo->timer, mo_tick, "engine:move out");
+        mo_tick(s->loop, &mo->timer);
+        return 0;
+}
+
+void eng_shard_move_out_undo(struct eng_shard *s, uint32_t tablet)
+{
+        struct eng_tablet *t = shard_tablet_by_id(s, tablet);
+
+        if (!t || t->dropped)
+                return;
+        t->moving = t->moved_out = false;
+        shard_maybe_compact(s);
+}
+
+/* ---- the target ---- */
+
+static void mi_end(struct eng_move_in *mi, int res)
+{
+        struct eng_shard *s = mi->s;
+
+        if (res < 0) {
+                log_warn("shard %u: taking over tablet %u: %s", s->o.shard, mi->h->tablet,
+                         scree_strerror(res));
+                shard_tablet_free(mi->t);
+        }
+        mi->t = NULL;
+        free(mi->ids);
+        mi->ids = NULL;
+        shard_job_done(s);
+        mi->done(mi, res);
+}
+
+static void mi_recorded(struct eng_manifest_write *mw, int res)
+{
+        struct eng_move_in *mi = mw->ctx;
+        struct eng_shard *s = mi->s;
+
+        if (res == 0)
+                res = shard_tablet_insert(s, mi->t);
+        if (res < 0) {
+                shard_set_error(s, res, "recording a tablet moved in");
+                mi_end(mi, res);
+                return;
+        }
+        log_info("shard %u: tablet %u taken over from the shard in %s (%u files)", s->o.shard,
+                 mi->t->id, mi->h->dir, mi->h->n_files);
+        mi_end(mi, 0);
+}
+
+/* Every file is open: raise the seq, record the tablet. */
+static void mi_record(struct eng_move_in *mi)
+{
+        struct eng_shard *s = mi->s;
+        struct eng_tablet *t = mi->t;
+        struct eng_manifest_edit e = { 0 };
+        struct eng_manifest_tablet entry;
+        struct eng_manifest_table *added = NULL;
+        int r;
+
+        /* Its files carry the source's seqs: this shard's next ones must
+         * be newer, and a replay here skips whatever an earlier stay of
+         * the tablet left in this shard's log. */
+        if (mi->h->max_seq > s->last_seq)
+                s->last_seq = mi->h->max_seq;
+        for (uint32_t i = 0; i < mi->h->n_files; i++)
+                if (mi->ids[i] >= s->next_file_id)
+                        s->next_file_id = mi->ids[i] + 1;
+        e.next_file_id = s->next_file_id;
+        t->flushed_seq = s->last_seq;
+        entry = (struct eng_manifest_tablet){ .id = t->id, .table = t->table,
+                                              .flushed_seq = t->flushed_seq, .start = t->start,
+                                              .start_len = t->start_len, .end = t->end,
+                                              .end_len = t->end_len };
+        if (t->tset && !(added = calloc(t->tset->n, sizeof(*added)))) {
+                mi_end(mi, -ENOMEM);
+                return;
+        }
+        for (uint32_t i = 0; t->tset && i < t->tset->n; i++)
+                added[i] = t->tset->e[i].meta;
+        e.new_tablets = &entry;
+        e.n_new_tablets = 1;
+        e.added = added;
+        e.n_added = t->tset ? t->tset->n : 0;
+        mi->mw = (struct eng_manifest_write){ .done = mi_recorded, .ctx = mi };
+        r = eng_manifest_apply(s->man, &e, &mi->mw);
+        free(added);
+        if (r < 0)
+                mi_end(mi, r);
+}
+
+static int cmp_newest_first(const void *a, const void *b)
+{
+        const struct eng_tset_entry *x = a, *y = b;
+
+        return x->meta.max_seq < y->meta.max_seq ? 1 : x->meta.max_seq > y->meta.max_seq ? -1 : 0;
+}
+
+static void mi_open_next(struct eng_move_in *mi);
+
+static void mi_opened(void *arg, int res, struct eng_sst_table *tb)
+{
+        struct eng_move_in *mi = arg;
+        struct eng_tset_entry *e;
+
+        if (res < 0) {
+                mi_end(mi, res);
+                return;
+        }
+        e = &mi->t->tset->e[mi->next];
+        e->t = tb;
+        e->meta = mi->h->files[mi->next];
+        e->meta.tablet = mi->t->id;
+        e->meta.file_id = mi->ids[mi->next];
+        shard_track_table(mi->s, tb);
+        mi->next++;
+        mi_open_next(mi);
+}
+
+static void mi_open_next(struct eng_move_in *mi)
+{
+        int r;
+
+        if (mi->next == mi->h->n_files) {
+                if (mi->t->tset) {
+                        mi->t->tset->n = mi->h->n_files;
+                        qsort(mi->t->tset->e, mi->t->tset->n, sizeof(mi->t->tset->e[0]),
+                              cmp_newest_first);
+                }
+                mi_record(mi);
+                return;
+        }
+        mi->t->tset->n = mi->next;      /* what is open so far, for a failure's free */
+        eng_shard_sst_path(mi->s, mi->ids[mi->next], mi->dst, sizeof(mi->dst));
+        r = eng_sst_table_open(mi->s->fs, mi->s->cache, mi->dst, mi->ids[mi->next],
+                               mi->h->files[mi->next].file_size, mi_opened, mi);
+        if (r < 0)
+                mi_end(mi, r);
+}
+
+static void mi_synced(struct eng_fs_op *op, int res)
+{
+        struct eng_move_in *mi = op->ctx;
+
+        if (res < 0) {
+                mi_end(mi, res);
+                return;
+        }
+        mi->next = 0;
+        if (mi->h->n_files && !(mi->t->tset = shard_tset_new(mi->h->n_files))) {
+                mi_end(mi, -ENOMEM);
+                return;
+        }
+        mi_open_next(mi);
+}
+
+static void mi_link_next(struct eng_move_in *mi);
+
+static void mi_linked(struct eng_fs_op *op, int res)
+{
+        struct eng_move_in *mi = op->ctx;
+
+        if (res < 0) {
+                mi_end(mi, res);
+                return;
+        }
+        mi->next++;
+        mi_link_next(mi);
+}
+
+/* A file by that name here is no one's (the manifest does not name it:
+ * left by a move that failed, or a drop still unlinking it): gone, the
+ * link follows. */
+static void mi_cleared(struct eng_fs_op *op, int res)
+{
+        struct eng_move_in *mi = op->ctx;
+        int r;
+
+        if (res < 0 && res != -ENOENT) {
+                mi_end(mi, res);
+                return;
+        }
+        snprintf(mi->src, sizeof(mi->src), "%s/%016" PRIx64 ".sst", mi->h->dir,
+                 mi->h->files[mi->next].file_id);
+        r = eng_fs_link(mi->s->fs, &mi->op, mi->src, mi->dst, mi_linked);
+        if (r < 0)
+                mi_end(mi, r);
+}
+
+/* Links the files one by one (each under its id: its checksums are
+ * seeded with it), then syncs the directory once. */
+static void mi_link_next(struct eng_move_in *mi)
+{
+        struct eng_shard *s = mi->s;
+        int r;
+
+        mi->op.ctx = mi;
+        if (mi->next == mi->h->n_files) {
+                r = eng_fs_fsync(s->fs, &mi->op, s->dir_fd, mi_synced);
+        } else {
+                eng_shard_sst_path(s, mi->ids[mi->next], mi->dst, sizeof(mi->dst));
+                r = eng_fs_unlink(s->fs, &mi->op, mi->dst, mi_cleared);
+        }
+        if (r < 0)
+                mi_end(mi, r);
+}
+
+int eng_shard_move_in(struct eng_shard *s, const struct eng_handoff *h, struct eng_move_in *mi)
+{
+        const struct eng_catalog_table *ct;
+        uint32_t i;
+
+        if (shard_tablet_by_id(s, h->tablet))
+                return -EBUSY;          /* an earlier stay, still being dropped */
+        if (eng_catalog_tablet_by_id(s->cat, h->tablet, &ct, &i) < 0 || !s->man)
+                return -SCREE_ENOTFOUND;
+        mi->s = s;
+        mi->h = h;
+        mi->next = 0;
+        mi->ids = calloc(h->n_files ? h->n_files : 1, sizeof(*mi->ids));
+        mi->t = mi->ids ? shard_tablet_new(s, ct, i) : NULL;
+        if (!mi->t) {
+                free(mi->ids);
+                return -ENOMEM;
+        }
+        mi->t->arriving = mi->t->moving = true;
+        for (uint32_t k = 0; k < h->n_files; k++) {
+                mi->ids[k] = h->files[k].file_id;
+                if (eng_manifest_names_file(eng_manifest_state(s->man), mi->ids[k])) {
+                        shard_tablet_free(mi->t);
+                        free(mi->ids);
+                        return -EEXIST;         /* an id from before shard_file_id_new */
+                }
+        }
+        s->busy++;
+        mi_link_next(mi);
+        return 0;
+}
+
+void eng_shard_move_in_undo(struct eng_shard *s, uint32_t tablet)
+{
+        struct eng_tablet *t = shard_tablet_by_id(s, tablet);
+
+        if (!t || !t->arriving || t->dropped)
+                return;
+        t->dropped = true;              /* emptied and freed as a dropped table's */
+        shard_drop_step(s);
+}

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A tablet moved between two shards on one loop (shard_move.h): the
+ * source flushes and hands its files over, the target links them and
+ * records the tablet, the catalog names the target; every row reads back
+ * on the target, the source answers -SCREE_EMOVED and drops its links,
+ * and restarts -- clean, before the catalog was switched, or before the
+ * source dropped its copy -- keep exactly one copy that counts. A move
+ * that is called off leaves the source serving. Tablets move there and
+ * back with writes in between.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <scree/scree_errors.h>
+
+#include "engine/catalog.h"
+#include "engine/shard_internal.h"
+#include "engine/shard_move.h"
+#include "tests/engine/shard_catalog_helpers.h"
+#include "tests/engine/shard_helpers.h"
+#include "tests/engine/shard_rows_helpers.h"
+
+TestSuite(shard_move, .init = setup, .fini = teardown);
+
+static struct eng_shard *shards[2];
+static char dirs[2][PATH_MAX + 8];
+
+static void open_shard(int k)
+{
+        opts.dir = dirs[k];
+        opts.shard = (uint32_t)k;
+        opts.n_shards = 2;
+        opts.catalog = cat;
+        cr_assert(eq(int, shard_open_sync(), 0));
+        shards[k] = sh;
+}
+
+static void close_shard(int k)
+{
+        sh = shards[k];
+        shard_close_sync();
+        shards[k] = NULL;
+}
+
+static void use(int k)
+{
+        sh = shards[k];
+}
+
+/* Two shards, the first catalog and table /t-move of one tablet (on the
+ * shard returned in *owner); its id. */
+static uint32_t open_two(int *owner)
+{
+        const struct eng_catalog_table *t;
+
+        opts.segment_bytes = 8u << 20;
+        cr_assert(eq(int, eng_catalog_initial(2, 4, &cat), 0));
+        tbl = create_table("/t-move", ENG_CATALOG_ORDERED, 1);
+        for (int k = 0; k < 2; k++) {
+                snprintf(dirs[k], sizeof(dirs[k]), "%s/s%d", dir, k);
+                cr_assert(eq(int, mkdir(dirs[k], 0700), 0));
+                open_shard(k);
+        }
+        cr_assert(eq(int, eng_catalog_table_by_id(cat, tbl, &t), 0));
+        memset(want, 0, sizeof(want));
+        *owner = (int)t->tablets[0].shard;
+        use(*owner);
+        return t->tablets[0].id;
+}
+
+static void close_two(void)
+{
+        for (int k = 0; k < 2; k++)
+                if (shards[k])
+                        close_shard(k);
+        sh = NULL;
+}
+
+static bool mo_flag, mi_flag;
+static int mo_res, mi_res;
+
+static void mo_done(struct eng_move_out *mo, int res)
+{
+        (void)mo;
+        mo_flag = true;
+        mo_res = res;
+}
+
+static void mi_done(struct eng_move_in *mi, int res)
+{
+        (void)mi;
+        mi_flag = true;
+        mi_res = res;
+}
+
+static struct eng_move_out mo;
+static struct eng_move_in mi;
+
+/* Steps 1 and 2: the source hands over, the target takes over. */
+static void hand_over(uint32_t id, int from, int to)
+{
+        mo = (struct eng_move_out){ .done = mo_done };
+        mi = (struct eng_move_in){ .done = mi_done };
+        mo_flag = mi_flag = false;
+        cr_assert(eq(int, eng_shard_move_out(shards[from], id, &mo), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &mo_flag), 0));
+        cr_assert(eq(int, mo_res, 0));
+        cr_assert(eq(int, eng_shard_move_in(shards[to], &mo.h, &mi), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &mi_flag), 0));
+        cr_assert(eq(int, mi_res, 0));
+}
+
+/* Step 3: the catalog names the target; installed on the shards given. */
+static void switch_catalog(uint32_t id, int to, bool on_from, bool on_to)
+{
+        struct eng_catalog *next;
+        char err[256];
+
+        cr_assert(eq(int, eng_catalog_move_tablet(cat, id, (uint32_t)to, &next, err,
+                                                  sizeof(err)), 0), "%s", err);
+        eng_catalog_unref(cat);
+        cat = next;
+        if (on_to)
+                cr_assert(eq(int, eng_shard_set_catalog(shards[to], cat), 0));
+        if (on_from)
+                cr_assert(eq(int, eng_shard_set_catalog(shards[1 - to], cat), 0));
+}
+
+static void move(uint32_t id, int from, int to)
+{
+        hand_over(id, from, to);
+        switch_catalog(id, to, true, true);
+        eng_handoff_fini(&mo.h);
+        use(to);
+}
+
+/* Rows in an SSTable and in the memtables of the source. */
+static void load(void)
+{
+        write_rows(0, N_ROWS, 1, "a", NULL);
+        cr_assert(eq(int, flush_sync(), 0));
+        write_rows(0, N_ROWS, 3, "b", NULL);
+        write_rows(0, N_ROWS, 11, NULL, NULL);
+}
+
+static int get_status(int k, uint32_t v)
+{
+        uint8_t key[16];
+        char buf[32];
+
+        use(k);
+        return get_copy(tbl, key, (uint32_t)key_of(v, key), buf, sizeof(buf));
+}
+
+/* Waits until the shard dropped the tablet (its links gone). */
+static void wait_dropped(int k, uint32_t id)
+{
+        for (unsigned i = 0; i < 30000 && shard_tablet_by_id(shards[k], id); i++)
+                run_for_ms(1);
+        cr_assert(eq(ptr, (void *)shard_tablet_by_id(shards[k], id), NULL));
+}
+
+Test(shard_move, a_tablet_moves_with_every_row_and_the_source_lets_go)
+{
+        int from, to;
+        uint32_t id = open_two(&from);
+        uint64_t files[64];
+        uint32_t nf;
+
+        to = 1 - from;
+        load();
+        hand_over(id, from, to);
+        cr_expect(eq(int, get_status(from, 5), -SCREE_EMOVED), "moved out: refused");
+        nf = mo.h.n_files;
+        cr_expect(ge(u32, nf, 2u), "the flushed rows and the memtables' flush");
+        switch_catalog(id, to, true, true);
+        eng_handoff_fini(&mo.h);
+        use(to);
+        check_all();
+        cr_expect(eq(int, get_status(from, 5), -SCREE_EMOVED), "the source routes elsewhere");
+        wait_dropped(from, id);
+        use(to);
+        cr_expect(eq(u32, files_of(id, files), nf), "the target names the files it linked");
+        write_rows(0, N_ROWS, 7, "c", NULL);
+        check_all();
+        close_two();
+        open_shard(from);
+        open_shard(to);
+        use(to);
+        check_all();
+        cr_expect(eq(int, get_status(from, 5), -SCREE_EMOVED));
+        close_two();
+        cat_fini();
+}
+
+Test(shard_move, a_crash_before_the_catalog_switch_leaves_the_source_serving)
+{
+        int from, to;
+        uint32_t id = open_two(&from);
+
+        to = 1 - from;
+        load();
+        hand_over(id, from, to);
+        eng_handoff_fini(&mo.h);
+        close_two();                    /* the catalog still names the source */
+        open_shard(from);
+        open_shard(to);
+        cr_expect(eq(ptr, (void *)shard_tablet_by_id(shards[to], id), NULL), "the copy stays");
+        use(from);
+        check_all();
+        write_rows(0, N_ROWS, 5, "d", NULL);
+        move(id, from, to);
+        check_all();
+        close_two();
+        cat_fini();
+}
+
+Test(shard_move, a_crash_before_the_source_dropped_its_copy_skips_its_log)
+{
+        int from, to;
+        uint32_t id = open_two(&from);
+
+        to = 1 - from;
+        load();                         /* the source's log holds the tablet's rows */
+        hand_over(id, from, to);
+        switch_catalog(id, to, false, true);
+        eng_handoff_fini(&mo.h);
+        use(to);
+        write_rows(0, N_ROWS, 13, "e", NULL);
+        close_two();
+        open_shard(from);               /* with the switched catalog */
+        open_shard(to);
+        cr_expect(eq(ptr, (void *)shard_tablet_by_id(shards[from], id), NULL));
+        use(to);
+        check_all();
+        close_two();
+        cat_fini();
+}
+
+Test(shard_move, a_move_called_off_leaves_the_source_serving)
+{
+        int from, to;
+        uint32_t id = open_two(&from);
+
+        to = 1 - from;
+        load();
+        hand_over(id, from, to);
+        eng_shard_move_in_undo(shards[to], id);
+        eng_shard_move_out_undo(shards[from], id);
+        eng_handoff_fini(&mo.h);
+        wait_dropped(to, id);
+        use(from);
+        check_all();
+        write_rows(0, N_ROWS, 2, "f", NULL);
+        check_all();
+        cr_expect(eq(int, eng_shard_move_out(shards[to], id, &mo), -SCREE_ENOTFOUND));
+        close_two();
+        open_shard(from);
+        open_shard(to);
+        use(from);
+        check_all();
+        close_two();
+        cat_fini();
+}
+
+Test(shard_move, a_tablet_moves_there_and_back_with_writes_between)
+{
+        int from, to;
+        uint32_t id = open_two(&from);
+
+        to = 1 - from;
+        load();
+        for (int round = 0; round < 4; round++) {
+                char tag[8];
+                int src = round % 2 ? to : from, dst = round % 2 ? from : to;
+
+                snprintf(tag, sizeof(tag), "m%d", round);
+                move(id, src, dst);
+                check_all();
+                write_rows((uint32_t)round, N_ROWS, 4 + (uint32_t)round, tag, NULL);
+                write_rows((uint32_t)round, N_ROWS, 17 + (uint32_t)round, NULL, NULL);
+                wait_dropped(src, id);
+                check_all();
+        }
+        close_two();
+        open_shard(from);
+        open_shard(to);
+        use(from);
+        check_all();
+        close_two();
+        cat_fini();
+}
