@@ -138,6 +138,8 @@ struct eng_shard_stats {
         uint64_t compacting;            /* 1 while a compaction runs, else 0 */
         uint64_t tablet_splits;         /* tablets of this shard split (installs) */
         uint64_t tablet_merges;         /* merges of this shard's tablets (installs) */
+        uint64_t tablet_moves_in;       /* tablets moved here (installs: shard_move.h) */
+        uint64_t tablet_moves_out;      /* tablets moved away (installs) */
         /* Damaged SSTable data blocks (sst_io.h): distinct blocks found
          * (each logged once), and reads that met one (a get failed, a
          * scan skipped it, a compaction failed on it). */

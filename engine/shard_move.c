@@ -52,15 +52,16 @@ static bool holds_memtables(const struct eng_tablet *t)
         return t->n_imm || t->active_first_segment;
 }
 
-/* Everything logged before the cut is applied, and nothing that could
+/* Everything logged before the cut is applied (a write with a seq is in
+ * the memtables or in s->unapplied: shard.c), and nothing that could
  * still add an entry to the tablet is waiting: a stalled write, or a
- * part of a write across shards in doubt (its commit applies entries). */
+ * part of a write across shards (its commit applies entries). */
 static bool settled(struct eng_move_out *mo)
 {
         struct eng_shard *s = mo->s;
 
-        return s->applied_seq >= mo->cut_seq && !s->stall_head && !s->unapplied.count &&
-               !s->txns;
+        shard_apply_pending(s);
+        return !s->stall_head && !s->unapplied.count && !s->txns;
 }
 
 static int mo_handoff(struct eng_move_out *mo)
@@ -97,7 +98,6 @@ static void mo_tick(struct rx_loop *loop, struct rx_timer *tm)
                 /* From now on its keys go elsewhere: let in what was
                  * logged before, then flush that too. */
                 t->moved_out = true;
-                mo->cut_seq = s->last_seq;
                 mo->phase = MO_SETTLE;
         }
         if (mo->phase == MO_SETTLE && settled(mo) && !t->compacting && !holds_memtables(t)) {

@@ -369,15 +369,18 @@ int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *cat)
                         continue;
                 if (!routed(rt, t) && !t->arriving) {
                         t->dropped = true;
-                        if (rt)
+                        if (rt) {
                                 log_info("shard %u: tablet %u moved to another shard", s->o.shard,
                                          t->id);
+                                s->stats.tablet_moves_out++;
+                        }
                         else
                                 log_info("shard %u: table %u dropped: removing its tablet %u",
                                          s->o.shard, t->table, t->id);
                         tablet_release_memory(s, t);
                 } else if (t->arriving && routed(rt, t)) {
                         t->arriving = t->moving = false;
+                        s->stats.tablet_moves_in++;
                 }
         }
         routes_free(s->routes, s->n_routes);

@@ -65,6 +65,8 @@ static void change_end(struct net_shard *sh0, struct net_cat_change *ch, int res
         ch->res = res;
         if (res < 0 && !ch->err[0])
                 snprintf(ch->err, sizeof(ch->err), "%s", scree_strerror(res));
+        if (res < 0 && ch->prepared && ch->undo)
+                ch->undo(ch);
         eng_catalog_unref(ch->snap);
         ch->snap = NULL;
         free(ch->inst);
@@ -169,16 +171,12 @@ static void change_saved(struct eng_catalog_save *w, int res)
         }
 }
 
-/* Makes and saves the head change. */
-static void svc_next(struct net_shard *sh0)
+/* Makes and saves head change ch. */
+static void change_make(struct net_shard *sh0, struct net_cat_change *ch)
 {
         struct net_cat_svc *svc = svc_of(sh0);
-        struct net_cat_change *ch = svc->q_head;
         int r;
 
-        if (svc->busy || !ch)
-                return;
-        svc->busy = true;
         if (!svc->store) {
                 change_end(sh0, ch, -SCREE_ESHUTDOWN);
                 return;
@@ -192,6 +190,34 @@ static void svc_next(struct net_shard *sh0)
         r = eng_catalog_store_save(svc->store, ch->snap, &ch->save);
         if (r != 0)
                 change_saved(&ch->save, r > 0 ? 0 : r);
+}
+
+static void change_prepared(struct net_cat_change *ch, int res)
+{
+        struct net_shard *sh0 = ch->srv->shards[0];
+
+        if (res < 0) {
+                change_end(sh0, ch, res);
+                return;
+        }
+        ch->prepared = true;
+        change_make(sh0, ch);
+}
+
+/* Prepares (if the change asks), makes and saves the head change. */
+static void svc_next(struct net_shard *sh0)
+{
+        struct net_cat_svc *svc = svc_of(sh0);
+        struct net_cat_change *ch = svc->q_head;
+
+        if (svc->busy || !ch)
+                return;
+        svc->busy = true;
+        ch->prepared = false;
+        if (ch->prepare && svc->store)
+                ch->prepare(ch, svc->head, change_prepared);
+        else
+                change_make(sh0, ch);
 }
 
 static int change_arrived(struct rx_loop *dst, struct rx_msg *m)

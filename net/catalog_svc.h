@@ -34,6 +34,17 @@ typedef int (*net_cat_change_fn)(struct net_cat_change *ch, const struct eng_cat
                                  struct eng_catalog **ret);
 
 struct net_cat_change {
+        /* Optional, on shard 0 before fn, with the newest snapshot
+         * (borrowed for the call): what the shards must do before the
+         * catalog may say it (a move's hand-over, net/tablet_move.c).
+         * Calls ready(ch, res) once, at once or later; res < 0 ends the
+         * change with that error (ch->err written). */
+        void (*prepare)(struct net_cat_change *ch, const struct eng_catalog *cur,
+                        void (*ready)(struct net_cat_change *ch, int res));
+        /* Optional, on shard 0: prepare said 0 but fn or the save failed:
+         * undoes what prepare did (at once, or by messages of its own
+         * that need nothing of ch). */
+        void (*undo)(struct net_cat_change *ch);
         net_cat_change_fn fn;
         /* On the origin, once the change is on every shard (res 0) or
          * failed (res < 0: the catalog's error, ch->err says what; or the
@@ -51,6 +62,7 @@ struct net_cat_change {
         struct eng_catalog_save save;
         struct net_cat_install *inst;   /* one per shard */
         unsigned left;
+        bool prepared;                  /* prepare said 0 */
 };
 
 /* Shard 0's side of the service; in the server, touched only by shard 0. */

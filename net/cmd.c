@@ -139,6 +139,7 @@ static const struct net_cmd_def table[] = {
         { "table.describe", 2, R | LC | NM, 0, 0, 0, net_cmd_table_describe, NULL },
         { "tablet.split", -3, W | LC | NM, 0, 0, 0, net_cmd_tablet_split, NULL },
         { "tablet.merge", 3, W | LC | NM, 0, 0, 0, net_cmd_tablet_merge, NULL },
+        { "tablet.move", 4, W | LC | NM, 0, 0, 0, net_cmd_tablet_move, NULL },
 };
 
 /* Internal per-key and per-shard steps of the fan-out commands. */
@@ -355,11 +356,58 @@ static int req_run(struct net_req *req)
         return net_req_run_isolated(req);
 }
 
+/* A tablet moving between shards refuses its keys for the few
+ * milliseconds of its last flush (engine/shard_move.h): a child refused
+ * tries again this often, this many times (10 s), then reports it. */
+#define REROUTE_PAUSE_NS (1000 * 1000)
+#define REROUTE_TRIES 10000u
+
+static void reroute_fire(struct rx_loop *loop, struct rx_timer *t)
+{
+        struct net_req *req = container_of(t, struct net_req, reroute);
+
+        (void)loop;
+        net_req_start(req);
+}
+
+/* Runs child req again where its key's tablet is now (see net_req.moved). */
+static void req_reroute(struct net_req *req)
+{
+        unsigned to = (unsigned)req->moved_to;
+
+        req->moved = false;
+        net_resp_out_fini(&req->own);
+        net_resp_out_init(&req->own, 256);
+        net_resp_out_set_proto(&req->own, req->proto);
+        net_resp_out_set_errstats(&req->own, &req->origin->errstats);
+        req->out = &req->own;
+        if (++req->reroutes > REROUTE_TRIES) {
+                net_resp_add_errorf(req->out, "TRYAGAIN the key's tablet has been moving between "
+                                    "shards for %u s", REROUTE_TRIES / 1000);
+                req->moved_to = -1;
+                return;
+        }
+        req->target = (int)to;
+        if (req->exec && to == req->exec->id) {
+                /* Still that shard's (moving away, or routing by an older
+                 * catalog than the origin's): once its install lands. */
+                rx_timer_init(&req->reroute, reroute_fire, "net:reroute");
+                rx_timer_arm_after(req->origin->loop, &req->reroute, REROUTE_PAUSE_NS);
+        } else {
+                net_req_start(req);
+        }
+}
+
 /* The end of req, on the origin: to its parent or its connection. */
 static void req_finished(struct net_req *req)
 {
         struct net_req *p = req->parent;
 
+        if (req->moved) {
+                req_reroute(req);
+                if (req->moved_to >= 0)
+                        return;         /* runs again */
+        }
         req->done = true;
         if (!p) {
                 net_conn_req_done(req->conn, req);
@@ -508,6 +556,28 @@ static void count_read(struct net_req *req, int res)
                 req->exec->keyspace_misses++;
 }
 
+/* Notes the key of req's engine call, for net_req_moved. */
+static void req_key(struct net_req *req, uint32_t tbl, const void *key, size_t len)
+{
+        req->mtable = tbl;
+        req->mkey = key;
+        req->mkey_len = len;
+}
+
+bool net_req_moved(struct net_req *req, int res)
+{
+        const struct eng_catalog_table *t;
+        uint32_t i = 0;
+
+        if (res != -SCREE_EMOVED || !req->parent || !req->mkey ||
+            eng_catalog_table_by_id(eng_shard_catalog(req->exec->eng), req->mtable, &t) < 0)
+                return false;
+        (void)eng_catalog_route_key(t, req->mkey, req->mkey_len, &i);
+        req->moved = true;
+        req->moved_to = (int)t->tablets[i].shard;
+        return true;
+}
+
 static void get_cb(struct eng_get *g, int res)
 {
         struct net_req *req = g->ctx;
@@ -515,7 +585,8 @@ static void get_cb(struct eng_get *g, int res)
         count_read(req, res);
         if (res == -SCREE_ECORRUPT)
                 req->damage = &g->damage;
-        req->then(req, res);
+        if (!net_req_moved(req, res))
+                req->then(req, res);
         if (res == 0)
                 eng_get_release(g);
         net_req_complete(req);
@@ -529,12 +600,15 @@ int net_req_get(struct net_req *req, const void *key, size_t len, net_req_then_f
         memset(&req->u.g, 0, sizeof(req->u.g));
         req->u.g.done = get_cb;
         req->u.g.ctx = req;
+        req_key(req, req->table, key, len);
         r = eng_shard_get(req->exec->eng, req->table, key, (uint32_t)len, &req->u.g);
         if (r == 1)
                 return NET_CMD_PENDING;
         count_read(req, r);
         if (r == -SCREE_ECORRUPT)
                 req->damage = &req->u.g.damage;
+        if (net_req_moved(req, r))
+                return NET_CMD_DONE;
         then(req, r);
         if (r == 0)
                 eng_get_release(&req->u.g);
@@ -545,7 +619,8 @@ static void write_cb(struct eng_write *w, int res)
 {
         struct net_req *req = w->ctx;
 
-        req->then(req, res);
+        if (!net_req_moved(req, res))
+                req->then(req, res);
         net_req_complete(req);
 }
 
@@ -558,9 +633,12 @@ int net_req_write(struct net_req *req, const struct eng_mutation *m, uint32_t n,
         memset(&req->u.w, 0, sizeof(req->u.w));
         req->u.w.done = write_cb;
         req->u.w.ctx = req;
+        req_key(req, m[0].table, m[0].key, m[0].key_len);
         r = eng_shard_write(req->exec->eng, m, n, &req->u.w);
         if (r == 0)
                 return NET_CMD_PENDING;
+        if (net_req_moved(req, r))
+                return NET_CMD_DONE;
         then(req, r == 1 ? 0 : r);
         return NET_CMD_DONE;
 }
@@ -571,7 +649,8 @@ static void rmw_cb(struct eng_rmw *rw, int res)
 
         if (res == -SCREE_ECORRUPT)
                 req->damage = &rw->g.damage;    /* its read's (shard.h) */
-        req->then(req, res);
+        if (!net_req_moved(req, res))
+                req->then(req, res);
         net_req_complete(req);
 }
 
@@ -584,10 +663,13 @@ int net_req_rmw(struct net_req *req, const void *key, size_t len, eng_rmw_fn fn,
         memset(&req->u.rmw, 0, sizeof(req->u.rmw));
         req->u.rmw.done = rmw_cb;
         req->u.rmw.ctx = req;
+        req_key(req, req->table, key, len);
         r = eng_shard_rmw(req->exec->eng, req->table, key, (uint32_t)len, fn, req,
                           &req->u.rmw);
         if (r == 0)
                 return NET_CMD_PENDING;
+        if (net_req_moved(req, r))
+                return NET_CMD_DONE;
         then(req, r);
         return NET_CMD_DONE;
 }

@@ -142,6 +142,16 @@ struct net_req {
         /* EXEC: the WATCHed keys (owned), and the next command to run */
         struct net_watch *watch;
         uint32_t n_watch, next_cmd;
+        /* A child whose engine call found its key's tablet gone to (or
+         * going to) another shard: it runs again at moved_to, after a
+         * pause while that is still its shard (net_req_moved). */
+        bool moved;
+        int moved_to;
+        const void *mkey;               /* the key of its engine call (borrowed) */
+        size_t mkey_len;
+        uint32_t mtable;
+        uint32_t reroutes;
+        struct rx_timer reroute;
         /* Last, and not zeroed by net_req_new (most of the request's
          * bytes): each engine call clears the member it uses. */
         union {
@@ -150,6 +160,14 @@ struct net_req {
                 struct eng_rmw rmw;
         } u;
 };
+
+/*
+ * Whether res, an engine call's result for req, is -SCREE_EMOVED for a
+ * child request: then req is marked to run again on the shard that owns
+ * its key by the exec shard's catalog (engine/shard_move.h: a tablet moved
+ * or moving), and its continuation must not run. On the exec shard.
+ */
+bool net_req_moved(struct net_req *req, int res);
 
 /* The command named a (any case), or NULL. Pure. */
 const struct net_cmd_def *net_cmd_find(const struct net_arg *a);
@@ -299,6 +317,7 @@ int net_cmd_table_list(struct net_req *req);
 int net_cmd_table_describe(struct net_req *req);
 int net_cmd_tablet_split(struct net_req *req);         /* cmd_tablet.c */
 int net_cmd_tablet_merge(struct net_req *req);         /* cmd_tablet.c */
+int net_cmd_tablet_move(struct net_req *req);          /* tablet_move.c */
 /* Once a second on each shard: rolls its tablets' traffic counters over
  * (eng_shard_tick) and starts the split by size of one of its tablets past
  * its table's split size, if none of its is in flight. */

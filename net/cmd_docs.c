@@ -67,6 +67,11 @@ static const struct cmd_doc docs[] = {
           "Merges a table's tablet with the next one (both on one shard) without copying rows; "
           "replies the merged tablet's id.", "O(tablets)",
           ARGS({ "table", "string", NULL, 0 }, { "tablet", "integer", NULL, 0 }) },
+        { "tablet.move",
+          "Moves a table's tablet to another shard without copying rows (its files are "
+          "hard-linked); requests that race it are routed again.", "O(tablets)",
+          ARGS({ "table", "string", NULL, 0 }, { "tablet", "integer", NULL, 0 },
+               { "shard", "integer", NULL, 0 }) },
         { "row.put", "Writes a row, with an optional time to live.", "O(log N)",
           ARGS({ "table", "string", NULL, 0 }, { "part", "string", NULL, ARG_MULTIPLE },
                { "value", "string", NULL, 0 }, { "seconds", "integer", "EX", ARG_OPTIONAL },

@@ -463,6 +463,7 @@ static void info_scree(struct info_out *o)
                 fprintf(o->f, "loading=%d,connections=%llu,writes=%llu,gets=%llu,"
                               "memtable_bytes=%llu,imm_bytes=%llu,flushes=%llu,compactions=%llu,"
                               "compacting=%llu,tablet_splits=%llu,tablet_merges=%llu,"
+                              "tablet_moves_in=%llu,tablet_moves_out=%llu,"
                               "stalls=%llu,disk_bytes_written=%llu,replayed_records=%llu,"
                               "blocks_prefaulted=%llu,block_pool_hits=%llu,block_pool_misses=%llu,"
                               "prefault_pending=%llu,client_mem=%llu,evicted_clients=%llu,"
@@ -474,6 +475,8 @@ static void info_scree(struct info_out *o)
                         (unsigned long long)s->flushes, (unsigned long long)s->compactions,
                         (unsigned long long)s->compacting, (unsigned long long)s->tablet_splits,
                         (unsigned long long)s->tablet_merges,
+                        (unsigned long long)s->tablet_moves_in,
+                        (unsigned long long)s->tablet_moves_out,
                         (unsigned long long)s->stalls, (unsigned long long)s->disk_bytes_written,
                         (unsigned long long)s->replayed_records,
                         (unsigned long long)s->blocks_prefaulted,

@@ -55,6 +55,14 @@ struct row_cmd {
         bool rows_init;
         uint8_t *next;                  /* RANGE: the next row's position, once the page is full */
         size_t next_len;
+        /* A hop that met a tablet gone to another shard (engine/shard.h,
+         * stop_at_foreign): the walk goes on from its bound by the
+         * origin's newest catalog, after a pause if that still names the
+         * same shard (its install of the move has not landed). */
+        struct rx_timer replan;
+        struct net_req *req;
+        int replan_kind;
+        uint32_t replans;
 };
 
 /* Frees what rc holds (rc itself goes with the request's info); twice is
@@ -466,6 +474,7 @@ struct hop {
         uint8_t *dels;                  /* DELRANGE: len-prefixed keys */
         size_t dels_len, dels_cap;
         uint32_t n_dels;
+        bool foreign;                   /* stopped at another shard's tablet: resume is its bound */
 };
 
 static int hop_item(struct eng_scan *sc, const struct eng_scan_item *it)
@@ -524,7 +533,8 @@ static int hop_scanned(struct net_req *req, int res)
         int r;
 
         h->res = res;
-        if (res == 0 && req->sc.more && h->kind != HOP_RANGE) {
+        h->foreign = res == 0 && req->sc.foreign;
+        if (res == 0 && req->sc.more && (h->kind != HOP_RANGE || h->foreign)) {
                 h->more = true;
                 h->resume = malloc(req->sc.resume_len ? req->sc.resume_len : 1);
                 if (h->resume) {
@@ -573,6 +583,7 @@ static int exec_hop(struct net_req *req)
         req->sc.item = hop_item;
         req->sc.done = hop_scan_cb;
         req->sc.ctx = req;
+        req->sc.stop_at_foreign = true; /* the hop is this shard's by the origin's catalog */
         /* A range reads one row past the page, for the cursor (hop_item):
          * a cursor is always a row's position. */
         if (rc->range.rev) {
@@ -647,6 +658,66 @@ static void range_reply(struct net_req *req)
         free(cur);
 }
 
+static void replan_fire(struct rx_loop *loop, struct rx_timer *t)
+{
+        struct row_cmd *rc = container_of(t, struct row_cmd, replan);
+        struct net_req *req = rc->req;
+
+        (void)loop;
+        if (hop_start(req, (enum hop_kind)rc->replan_kind) == NET_CMD_DONE) {
+                row_cmd_free(rc);
+                net_req_complete(req);
+        }
+}
+
+/* Hop h stopped on shard `was` at a tablet another shard owns now: the
+ * walk goes on from h's resume by the origin's newest catalog. 0 (going
+ * on), or <0 with a reply written. */
+static int hop_replan(struct net_req *req, struct hop *h, uint32_t was)
+{
+        struct row_cmd *rc = req->info;
+        struct eng_catalog *c = eng_shard_catalog(req->origin->eng);
+        const struct eng_catalog_table *t;
+        bool stuck;
+
+        if (eng_catalog_table_by_id(c, rc->t->id, &t) < 0) {
+                net_resp_add_errorf(req->out, "ERR no table %s (dropped meanwhile)", rc->t->path);
+                return -1;
+        }
+        eng_catalog_unref(rc->snap);
+        rc->snap = eng_catalog_ref(c);
+        rc->t = t;
+        if (rc->range.rev && !h->resume_len) {
+                rc->pos_open = true;    /* the table's end */
+        } else if (walk_to(rc, h->resume, h->resume_len) < 0) {
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                return -1;
+        } else {
+                rc->pos_open = false;
+        }
+        if ((rc->range.rev ? hop_plan_rev(rc) : hop_plan(rc)) < 0) {
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                return -1;
+        }
+        stuck = rc->hop_shard == was && h->n == 0 && h->n_dels == 0;
+        if (stuck && ++rc->replans > 10000) {
+                net_resp_add_errorf(req->out, "TRYAGAIN the range's tablets have been moving "
+                                    "between shards for 10 s");
+                return -1;
+        }
+        if (!stuck) {
+                if (hop_start(req, h->kind) == NET_CMD_DONE)
+                        return -1;      /* it replied: out of memory */
+                return 0;
+        }
+        rc->req = req;
+        rc->replan_kind = (int)h->kind;
+        rx_timer_init(&rc->replan, replan_fire, "net:range replan");
+        rx_timer_arm_after(req->origin->loop, &rc->replan, 1000 * 1000);
+        req->children_left++;           /* the parent waits for the timer */
+        return 0;
+}
+
 /* A hop is back: take its rows, then go on, or reply. */
 static void hop_gather(struct net_req *req)
 {
@@ -669,6 +740,14 @@ static void hop_gather(struct net_req *req)
         rc->n += kind == HOP_DELRANGE ? h->n_dels : h->n;
         if (kind == HOP_RANGE)
                 net_out_move(&rc->rows, &c->own);
+        if (h->foreign) {
+                r = hop_replan(req, h, c->exec ? c->exec->id : UINT32_MAX);
+                free(h->resume);
+                free(h->dels);
+                if (r < 0)
+                        row_cmd_free(rc);
+                return;
+        }
         if (h->more) {
                 /* RANGE: the page is full and the next row is known. */
                 r = kind == HOP_RANGE ? 0 : walk_to(rc, h->resume, h->resume_len);

@@ -66,6 +66,14 @@ struct xw_plan {
         uint64_t txn;                   /* made by the first prepare */
         int err;
         bool decided;
+        /* A prepare found a key's tablet gone to another shard (or going:
+         * engine/shard_move.h): once the prepared parts are aborted, the
+         * write starts over with the owners the origin's newest catalog
+         * names, after a pause (the move's catalog install). */
+        bool moved;
+        uint32_t replans;
+        struct rx_timer replan;
+        struct net_req *req;
 };
 
 /* A child's info: one step on one shard. */
@@ -242,6 +250,96 @@ static void xw_reply(struct net_req *req, int res)
         plan_free(p);
 }
 
+static int plan_build(struct xw_plan *p, const struct eng_mutation *muts, const unsigned *owner,
+                      uint32_t n);
+
+/* The shard c gives m's key to, or fallback when c lacks its table. */
+static unsigned mut_owner(const struct eng_catalog *c, const struct eng_mutation *m,
+                          unsigned fallback)
+{
+        const struct eng_catalog_table *t;
+        uint32_t i = 0;
+
+        if (eng_catalog_table_by_id(c, m->table, &t) < 0)
+                return fallback;
+        (void)eng_catalog_route_key(t, m->key, m->key_len, &i);
+        return t->tablets[i].shard;
+}
+
+/* Regroups the write's mutations by the owners the origin's newest
+ * catalog names, as a new write. 0 or -ENOMEM. */
+static int plan_rebuild(struct net_req *req, struct xw_plan *p)
+{
+        const struct eng_catalog *c = eng_shard_catalog(req->origin->eng);
+        uint32_t n = 0, at = 0;
+        struct eng_mutation *m;
+        unsigned *own;
+        int r;
+
+        for (uint32_t k = 0; k < p->n_parts; k++)
+                n += p->parts[k].n;
+        m = malloc(n * sizeof(*m));
+        own = malloc(n * sizeof(*own));
+        if (!m || !own) {
+                free(m);
+                free(own);
+                return -ENOMEM;
+        }
+        for (uint32_t k = 0; k < p->n_parts; k++)
+                for (uint32_t i = 0; i < p->parts[k].n; i++, at++) {
+                        m[at] = p->parts[k].m[i];
+                        own[at] = mut_owner(c, &m[at], p->parts[k].shard);
+                }
+        free(p->muts);
+        free(p->parts);
+        free(p->shards);
+        p->muts = NULL;
+        p->parts = NULL;
+        p->shards = NULL;
+        p->n_parts = p->next = 0;
+        p->txn = 0;
+        p->err = 0;
+        p->moved = p->decided = false;
+        r = plan_build(p, m, own, n);
+        free(m);
+        free(own);
+        return r;
+}
+
+static void replan_fire(struct rx_loop *loop, struct rx_timer *t)
+{
+        struct xw_plan *p = container_of(t, struct xw_plan, replan);
+        struct net_req *req = p->req;
+
+        (void)loop;
+        if (plan_rebuild(req, p) < 0) {
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                plan_free(p);
+                net_req_complete(req);
+                return;
+        }
+        if (steps_start(req, XW_PREPARE, 0, 1) == NET_CMD_DONE) {
+                plan_free(p);
+                net_req_complete(req);
+        }
+}
+
+/* After a prepare met a moved tablet and the prepared parts are aborted:
+ * starts over after a pause, or replies once it has waited 10 s. */
+static void xw_replan(struct net_req *req, struct xw_plan *p)
+{
+        if (++p->replans > 10000) {
+                net_resp_add_errorf(req->out, "TRYAGAIN the write's tablets have been moving "
+                                    "between shards for 10 s");
+                plan_free(p);
+                return;
+        }
+        p->req = req;
+        rx_timer_init(&p->replan, replan_fire, "net:xwrite replan");
+        rx_timer_arm_after(req->origin->loop, &p->replan, 1000 * 1000);
+        req->children_left++;           /* the parent waits for the timer */
+}
+
 /* Starts the next step: what the last round's outcome calls for. */
 static void xw_gather(struct net_req *req)
 {
@@ -256,6 +354,11 @@ static void xw_gather(struct net_req *req)
         case XW_PREPARE:
                 if (res < 0) {
                         p->err = res;
+                        p->moved = res == -SCREE_EMOVED;
+                        if (p->next == 0 && p->moved) {
+                                xw_replan(req, p);
+                                return;
+                        }
                         if (p->next == 0) {     /* nothing prepared */
                                 xw_reply(req, res);
                                 return;
@@ -291,6 +394,10 @@ static void xw_gather(struct net_req *req)
                 r = steps_start(req, XW_FORGET, 0, 1);
                 break;
         case XW_ABORT:
+                if (p->moved) {
+                        xw_replan(req, p);
+                        return;
+                }
                 xw_reply(req, p->err);
                 return;
         case XW_FORGET:
