@@ -35,6 +35,8 @@ struct eng_catalog_options eng_catalog_options_default(void)
                 .max_tablets = 1024,
                 .split_size_bytes = UINT64_C(2) << 30,
                 .default_ttl_ms = 0,
+                .partition_reads_per_sec = 0,
+                .partition_writes_per_sec = 0,
         };
 }
 

@@ -90,6 +90,12 @@ struct eng_catalog_options {
         uint32_t max_tablets;           /* ..ENG_CATALOG_MAX_TABLETS */
         uint64_t split_size_bytes;      /* 1 MiB..1 TiB */
         uint64_t default_ttl_ms;        /* 0: none; < 2^62 */
+        /* Per-partition rate limits (ScyllaDB's per_partition_rate_limit):
+         * the reads and the writes one partition may take a second, 0 for
+         * no limit (the default); enforced by the owning shard (shard.h,
+         * "per-partition rate limits"). */
+        uint32_t partition_reads_per_sec;
+        uint32_t partition_writes_per_sec;
 };
 
 struct eng_catalog_tablet {
@@ -175,7 +181,7 @@ struct eng_catalog_entry {
 /* ---- snapshots ---- */
 
 /* The defaults: split by size at 2 GiB on, by load (50%) off, 1..1024
- * tablets, no TTL, size-tiered. Any thread. */
+ * tablets, no TTL, size-tiered, no per-partition rate limits. Any thread. */
 struct eng_catalog_options eng_catalog_options_default(void);
 
 /* Checks options as table creation and alteration do (each value's range,
@@ -380,7 +386,10 @@ long eng_catalog_ikey_encode(const struct eng_catalog_table *t, const void *key,
 /* ---- encoding (catalog_format.c) ---- */
 
 #define ENG_CATALOG_MAGIC "screeCAT"
-#define ENG_CATALOG_FORMAT_VERSION 1u
+/* Version 2 added the per-partition rate limits to a table's options;
+ * version 1 is still read (its tables have no limits). Always written as
+ * the newest. */
+#define ENG_CATALOG_FORMAT_VERSION 2u
 #define ENG_CATALOG_HEADER_BYTES 40u
 /* Seed of both checksums ("screecat"): a catalog is one whole file, so no
  * per-file salt is needed to tell its bytes from another file's. */

@@ -5,7 +5,9 @@
  * docs/format/catalog.md for the bytes. A 40-byte header (magic, format
  * version, body length, body checksum, header checksum) then the body:
  * fixed fields, directories, dropped ids, tables. Integers little-endian,
- * fixed width; strings and keys carry a u16 length. The header checksum is
+ * fixed width; strings and keys carry a u16 length. Encodes the newest
+ * version; decodes it and version 1, whose tables' options lack the
+ * per-partition rate limits (read as 0, none). The header checksum is
  * verified before the version or the length is believed, the body
  * checksum before any count in it; every count is then bounded by the
  * bytes left before anything is allocated for it, and the decoded
@@ -32,8 +34,11 @@
 #define HDR_CHECKSUM_OFF 32
 
 #define BODY_FIXED_BYTES 32u
-#define OPTIONS_BYTES 32u
-#define TABLE_MIN_BYTES (4u + 2u + 4u + OPTIONS_BYTES + 4u)      /* no path, parts or tablets */
+#define OPTIONS_V1_BYTES 32u
+#define OPTIONS_BYTES 40u                                       /* version 2: the rate limits */
+/* A table entry without path, parts or tablets, in version v. */
+#define TABLE_MIN_BYTES_V(v) (4u + 2u + 4u + ((v) == 1 ? OPTIONS_V1_BYTES : OPTIONS_BYTES) + 4u)
+#define TABLE_MIN_BYTES TABLE_MIN_BYTES_V(ENG_CATALOG_FORMAT_VERSION)
 #define TABLET_MIN_BYTES 10u                                     /* id, shard, start length */
 
 _Static_assert(ENG_CATALOG_MAX_START_BYTES ==
@@ -78,6 +83,8 @@ static uint8_t *put_options(uint8_t *p, const struct eng_catalog_options *o)
         le32_put(p + 12, o->max_tablets);
         le64_put(p + 16, o->split_size_bytes);
         le64_put(p + 24, o->default_ttl_ms);
+        le32_put(p + 32, o->partition_reads_per_sec);
+        le32_put(p + 36, o->partition_writes_per_sec);
         return p + OPTIONS_BYTES;
 }
 
@@ -137,6 +144,7 @@ void eng_catalog_encode(const struct eng_catalog *c, void *dst)
 struct rd {
         const uint8_t *p, *end;
         bool bad;
+        uint32_t version;               /* of the encoding (header) */
 };
 
 static const uint8_t *rd_take(struct rd *r, size_t n)
@@ -229,6 +237,12 @@ static bool rd_options(struct rd *r, struct eng_catalog_options *o)
         o->max_tablets = rd_u32(r);
         o->split_size_bytes = rd_u64(r);
         o->default_ttl_ms = rd_u64(r);
+        if (r->version >= 2) {
+                o->partition_reads_per_sec = rd_u32(r);
+                o->partition_writes_per_sec = rd_u32(r);
+        } else {
+                o->partition_reads_per_sec = o->partition_writes_per_sec = 0;
+        }
         return ok && !r->bad;
 }
 
@@ -307,7 +321,7 @@ static int rd_body(struct rd *r, struct eng_catalog *c)
         n_tables = rd_u32(r);
         n_dropped = rd_u32(r);
         if (!rd_fits(r, n_dirs, 2) || !rd_fits(r, n_dropped, 4) ||
-            !rd_fits(r, n_tables, TABLE_MIN_BYTES))
+            !rd_fits(r, n_tables, TABLE_MIN_BYTES_V(r->version)))
                 return -SCREE_ECORRUPT;
         c->dirs = calloc((size_t)n_dirs + 1, sizeof(*c->dirs));
         c->tables = calloc((size_t)n_tables + 1, sizeof(*c->tables));
@@ -363,7 +377,8 @@ int eng_catalog_decode(const void *src, size_t len, struct eng_catalog **ret)
         c = eng_catalog_alloc();
         if (!c)
                 return -ENOMEM;
-        r = (struct rd){ .p = p + ENG_CATALOG_HEADER_BYTES, .end = p + len };
+        r = (struct rd){ .p = p + ENG_CATALOG_HEADER_BYTES, .end = p + len,
+                         .version = le32_get(p + HDR_VERSION_OFF) };
         rc = rd_body(&r, c);
         if (rc == 0)
                 rc = eng_catalog_check(c);

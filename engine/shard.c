@@ -600,9 +600,12 @@ static int write_wait(struct eng_shard *s, struct eng_write *w)
         return r;
 }
 
+/* rated: count the write against the rate limits (a read-modify-write's
+ * counted at its call). */
 static int write_common(struct eng_shard *s, const struct eng_mutation *m, uint32_t n,
-                        struct eng_write *w, struct eng_keyq_node *held)
+                        struct eng_write *w, struct eng_keyq_node *held, bool rated)
 {
+        uint32_t sec;
         int r;
 
         w->s = s;
@@ -617,6 +620,8 @@ static int write_common(struct eng_shard *s, const struct eng_mutation *m, uint3
                 r = -SCREE_ESHUTDOWN;
         else if ((r = validate(m, n)) == 0)
                 r = encode(s, m, n);
+        if (r == 0 && rated)
+                r = shard_rl_write(s, s->scratch.buf, (uint32_t)s->scratch.len, &sec);
         if (r < 0) {
                 shard_release_write(s, w);
                 return r;
@@ -629,13 +634,13 @@ static int write_common(struct eng_shard *s, const struct eng_mutation *m, uint3
 int eng_shard_write(struct eng_shard *s, const struct eng_mutation *m, uint32_t n,
                     struct eng_write *w)
 {
-        return write_common(s, m, n, w, NULL);
+        return write_common(s, m, n, w, NULL, true);
 }
 
 int shard_write_held(struct eng_shard *s, const struct eng_mutation *m, struct eng_write *w,
                      struct eng_keyq_node *held)
 {
-        return write_common(s, m, 1, w, held);
+        return write_common(s, m, 1, w, held, false);
 }
 
 void shard_unstall(struct eng_shard *s)

@@ -60,6 +60,7 @@
 #include "engine/keyq.h"
 #include "engine/memtable.h"
 #include "engine/merge_iter.h"
+#include "engine/ratelimit.h"
 #include "engine/sst_io.h"
 #include "engine/tablet.h"
 #include "engine/wal.h"
@@ -231,8 +232,10 @@ struct eng_write {
  * -EINVAL (no mutation, a bad kind, a key over ENG_MAX_USER_KEY_BYTES, a
  * value over ENG_MAX_VALUE_BYTES); -SCREE_EMOVED (a key another shard owns,
  * or whose tablet is moving there: shard_move.h); -SCREE_ENOTFOUND (a
- * table the shard's catalog does not have); -E2BIG (the batch cannot fit
- * in a log segment); or the error that stopped writes.
+ * table the shard's catalog does not have); -SCREE_ERATELIMIT (a partition
+ * it writes is at its table's write limit: nothing written, see
+ * "per-partition rate limits"); -E2BIG (the batch cannot fit in a log
+ * segment); or the error that stopped writes.
  * Keys and values are copied before the call returns.
  */
 int eng_shard_write(struct eng_shard *s, const struct eng_mutation *m, uint32_t n,
@@ -276,7 +279,8 @@ struct eng_get {
  * eng_get_release); -SCREE_ENOTFOUND: absent now; 1: pending (a disk
  * read, or an earlier write or read-modify-write of the key still in
  * flight), g->done(g, res) runs later with 0 (found; release it), -SCREE_ENOTFOUND or an error
- * (-SCREE_ECORRUPT, -errno); or <0 at once (-EINVAL, -ENOMEM, or
+ * (-SCREE_ECORRUPT, -errno); or <0 at once (-EINVAL, -ENOMEM,
+ * -SCREE_ERATELIMIT: the key's partition is at its table's read limit, or
  * -SCREE_ECORRUPT from a cached block). With -SCREE_ECORRUPT, g->damage
  * names the SSTable data block that holds the key's newest version and
  * failed to verify: that key cannot be read (until it is written again),
@@ -450,7 +454,9 @@ struct eng_rmw {
  * key's later operations wait (see the top). key is borrowed until done
  * runs. Returns 0: done(r, res) runs later, res 1 when fn's
  * mutation was written and acknowledged, 0 when fn wrote nothing, fn's
- * error, or a read or write error. Returns <0 at once (-EINVAL, -ENOMEM).
+ * error, or a read or write error. Returns <0 at once (-EINVAL, -ENOMEM,
+ * -SCREE_ERATELIMIT: the key's partition is at its table's write limit; a
+ * read-modify-write counts as one write, its read not counted).
  */
 int eng_shard_rmw(struct eng_shard *s, uint32_t t, const void *key, uint32_t key_len,
                   eng_rmw_fn fn, void *fn_arg, struct eng_rmw *r);
@@ -477,6 +483,42 @@ struct eng_expire {
  */
 int eng_shard_expire(struct eng_shard *s, uint32_t t, const void *key, uint32_t key_len,
                      uint64_t expiry_ms, struct eng_expire *x);
+
+/* ---- per-partition rate limits ----
+ *
+ * A table's partition_reads_per_sec and partition_writes_per_sec options
+ * (catalog.h; 0: none) bound the reads and the writes one partition takes
+ * a second on this shard; an operation past them fails with
+ * -SCREE_ERATELIMIT and does nothing. A partition is, for a hashed table,
+ * the rows that share its hash prefix (ScyllaDB's partition key); for an
+ * ordered table, one key. What counts:
+ *   - eng_shard_get: one read of its key's partition;
+ *   - eng_shard_write and eng_shard_prepare: one write of each partition
+ *     the batch writes, however many of its rows; one partition at its
+ *     limit refuses the whole batch, nothing counted. eng_shard_abort of
+ *     a prepared part gives its counts back (within the same second);
+ *   - eng_shard_rmw, eng_shard_expire: one write of the key's partition;
+ *   - scans: nothing (a scan may cover many partitions): a caller that
+ *     reads several rows of one partition counts it with
+ *     eng_shard_rate_take.
+ * Counted at the call, before any wait; a write that fails later (a full
+ * disk) stays counted. Counts are kept per second in a fixed table of
+ * per-partition counters (ratelimit.h): a partition at or under its limit
+ * is never refused; one over it has the excess refused, though up to
+ * twice the limit can pass across a second's boundary, and a partition
+ * forced out of the table by busier ones starts counting afresh.
+ */
+
+/*
+ * Counts one operation of kind on the partition holding position pos
+ * (pos_len bytes, borrowed for the call; a position as eng_shard_scan's:
+ * an internal key without its table id) of table t, against t's limit of
+ * that kind. Returns 0 (counted; or t has no such limit or is not a live
+ * table of the shard's catalog), -SCREE_ERATELIMIT (refused, not counted)
+ * or -EINVAL (a bad kind). Shard-local.
+ */
+int eng_shard_rate_take(struct eng_shard *s, uint32_t t, const void *pos, uint32_t pos_len,
+                        enum eng_ratelimit_kind kind);
 
 /* ---- maintenance ---- */
 

@@ -12,6 +12,7 @@
 #include "engine/block_cache.h"
 #include "engine/hotkeys.h"
 #include "engine/manifest.h"
+#include "engine/ratelimit.h"
 #include "engine/shard.h"
 #include "engine/sst_io.h"
 #include "reactor/io.h"
@@ -245,6 +246,11 @@ struct eng_shard {
         struct shard_txn *txns;
         struct shard_decision *decisions;
         uint64_t txn_next, txn_floor;
+        /* Per-partition rate limits (shard_ratelimit.c): the counters, and
+         * whether a table of the catalog of version rl_version has a limit. */
+        struct eng_ratelimit rl;
+        uint64_t rl_version;
+        bool rl_on;
 };
 
 /* One live table's tablets as this shard sees them. */
@@ -426,6 +432,21 @@ uint64_t shard_xtxn_log_needed(const struct eng_shard *s);
 void shard_xtxn_close(struct eng_shard *s);
 /* Frees every part and decision (the shard's free). */
 void shard_xtxn_fini(struct eng_shard *s);
+
+/* shard_ratelimit.c */
+/* Counts one operation of kind on the partition of internal key ikey
+ * against its table's limit: 0 (counted, or the table has no limit) or
+ * -SCREE_ERATELIMIT (refused, not counted). */
+int shard_rl_take(struct eng_shard *s, const uint8_t *ikey, uint32_t len,
+                  enum eng_ratelimit_kind kind);
+/* Counts an encoded batch's writes, once per partition: 0 (counted; the
+ * second they count in is *ret_sec, for shard_rl_give_back; 0 when no
+ * table has a limit), or -SCREE_ERATELIMIT when one of its partitions has
+ * no room for a write (nothing counted). */
+int shard_rl_write(struct eng_shard *s, const uint8_t *payload, uint32_t len, uint32_t *ret_sec);
+/* Gives back what shard_rl_write counted for payload in second sec: a
+ * write that will not happen (a prepare aborted). */
+void shard_rl_give_back(struct eng_shard *s, const uint8_t *payload, uint32_t len, uint32_t sec);
 
 /* shard_order.c */
 /* Whether a key of the encoded batch has an operation in flight. */

@@ -85,6 +85,7 @@ static void shard_free(struct eng_shard *s)
         eng_batch_fini(&s->group);
         eng_batch_fini(&s->unapplied);
         eng_keyq_fini(&s->keyq);
+        eng_ratelimit_fini(&s->rl);
         free(s->dir);
         free(s);
 }
@@ -123,7 +124,8 @@ static int shard_alloc(struct rx_loop *loop, struct eng_fs *fs, const struct eng
                 return -EINVAL;
         }
         if (!s->dir || eng_block_cache_new(s->o.cache_bytes, &s->cache) < 0 ||
-            shard_pool_init(s) < 0 || shard_tablets_init(s, cat) < 0)
+            eng_ratelimit_init(&s->rl, ENG_RATELIMIT_SETS) < 0 || shard_pool_init(s) < 0 ||
+            shard_tablets_init(s, cat) < 0)
                 goto nomem;
         eng_catalog_unref(cat);
         eng_block_cache_set_rows(s->cache, s->o.row_cache);

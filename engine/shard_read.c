@@ -231,6 +231,8 @@ int eng_shard_get(struct eng_shard *s, uint32_t table, const void *key, uint32_t
 {
         int r = get_prepare(s, table, key, key_len, g);
 
+        if (r == 0 && (r = shard_rl_take(s, g->ikey, g->ikey_len, ENG_RATELIMIT_READ)) < 0)
+                get_cleanup(g);
         if (r < 0)
                 return r;
         if (!eng_keyq_is_idle(&s->keyq) &&
@@ -389,6 +391,8 @@ int eng_shard_rmw(struct eng_shard *s, uint32_t t, const void *key, uint32_t key
         if (!fn)
                 return -EINVAL;
         res = get_prepare(s, t, key, key_len, &r->g);
+        if (res == 0 && (res = shard_rl_take(s, r->g.ikey, r->g.ikey_len, ENG_RATELIMIT_WRITE)) < 0)
+                get_cleanup(&r->g);
         if (res < 0)
                 return res;
         r->fn = fn;

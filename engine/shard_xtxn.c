@@ -406,17 +406,22 @@ int eng_shard_prepare(struct eng_shard *s, uint64_t txn, uint32_t coordinator,
 {
         struct shard_txn *t;
         uint8_t *payload;
-        uint32_t len;
+        uint32_t len, sec;
         uint64_t seq;
         int r = prepare_check(s, txn, coordinator);
 
         if (r == 0)
                 r = shard_encode(s, m, n);
+        if (r == 0)
+                r = shard_rl_write(s, s->scratch.buf, (uint32_t)s->scratch.len, &sec);
         if (r < 0)
                 return r;
         t = shard_txn_new(s, txn, coordinator, s->scratch.buf, (uint32_t)s->scratch.len);
-        if (!t)
+        if (!t) {
+                shard_rl_give_back(s, s->scratch.buf, (uint32_t)s->scratch.len, sec);
                 return -ENOMEM;
+        }
+        t->rl_sec = sec;
         payload = prepare_payload(t, &len);
         r = payload ? shard_txn_hold_keys(s, t) : -ENOMEM;
         if (r < 0)
@@ -438,6 +443,7 @@ int eng_shard_prepare(struct eng_shard *s, uint64_t txn, uint32_t coordinator,
         shard_txn_counter_raise(s, txn);
         return 0;
 fail:
+        shard_rl_give_back(s, t->batch, t->batch_len, t->rl_sec);
         free(payload);
         shard_txn_free(t);
         return r;
@@ -523,6 +529,7 @@ int eng_shard_abort(struct eng_shard *s, uint64_t txn)
                 c->done(c, -ECANCELED);
         }
         op = t->op;
+        shard_rl_give_back(s, t->batch, t->batch_len, t->rl_sec);
         txn_drop(s, t);
         /* Logged after its PREPARE (whether durable yet or not): replay
          * meets them in that order. */

@@ -111,7 +111,8 @@ uint64_t eng_shard_txn_new(struct eng_shard *s);
  * gone (a "no" vote). Returns <0 at once: -EINVAL (as eng_shard_write;
  * also a coordinator that is not eng_xtxn_coordinator(txn) or not below
  * n_shards, txn ENG_XTXN_NONE), -SCREE_ENOTFOUND (a table the catalog
- * lacks), -E2BIG (the part cannot fit a log segment), -EEXIST (txn has a
+ * lacks), -SCREE_ERATELIMIT (a partition it writes is at its table's
+ * write limit, shard.h), -E2BIG (the part cannot fit a log segment), -EEXIST (txn has a
  * part here already), -ENOSPC (the log is full), -ENOMEM,
  * -SCREE_ESHUTDOWN, or the error that stopped writes. Shard-local.
  */

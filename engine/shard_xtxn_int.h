@@ -32,6 +32,9 @@ struct shard_txn {
         uint64_t segment;               /* of its PREPARE record */
         uint8_t *batch;                 /* the encoded part */
         uint32_t batch_len, count;
+        /* The second its writes were counted in against the rate limits
+         * (shard_rl_write), given back if it aborts; 0 if replayed. */
+        uint32_t rl_sec;
         bool logged;                    /* the PREPARE record is durable (or replayed) */
         bool held;                      /* heads every FIFO of its keys */
         /* Dropped (aborted, or its prepare failed) while its record's

@@ -515,6 +515,25 @@ int net_req_each_shard(struct net_req *parent, const struct net_cmd_def *def, si
 
 /* ---- engine calls with continuations ---- */
 
+/* -RATELIMIT naming the limit req's table went over: its write limit for
+ * a write command, else its read limit, as the shard running req has it. */
+static void reply_rate_limited(struct net_req *req)
+{
+        bool write = req->def && (req->def->flags & NET_CMD_WRITE);
+        const char *kind = write ? "write" : "read";
+        const struct eng_catalog_table *t = NULL;
+        uint32_t limit = 0;
+
+        if (eng_catalog_table_by_id(eng_shard_catalog(req->exec->eng), req->table, &t) == 0)
+                limit = write ? t->options.partition_writes_per_sec
+                              : t->options.partition_reads_per_sec;
+        if (limit)
+                net_resp_add_errorf(req->out, "RATELIMIT per-partition %s limit of %u/s exceeded "
+                                    "for %s", kind, limit, t->path);
+        else            /* changed meanwhile */
+                net_resp_add_errorf(req->out, "RATELIMIT per-partition %s limit exceeded", kind);
+}
+
 void net_reply_engine_err(struct net_req *req, int err)
 {
         const struct eng_sst_damage *d = req->damage;
@@ -534,6 +553,8 @@ void net_reply_engine_err(struct net_req *req, int err)
                 net_resp_add_errorf(req->out, "MISCONF disk full: no space left on the device of the "
                                     "data directory; writes are refused until space is freed, then "
                                     "resume by themselves");
+        } else if (err == -SCREE_ERATELIMIT) {
+                reply_rate_limited(req);
         } else {
                 net_resp_add_errorf(req->out, "ERR engine: %s", scree_strerror(err));
         }

@@ -227,7 +227,10 @@ void net_then_int(struct net_req *req, int res);
 /* Writes an engine error as a reply ("-ERR ..."); -SCREE_ECORRUPT names
  * the damaged file and block when the failed call said which
  * ("-ERR engine: corrupt data in <dir>/<id>.sst data block at offset N
- * (S bytes: what)"). */
+ * (S bytes: what)"); -SCREE_ERATELIMIT names req->table's limit
+ * ("-RATELIMIT per-partition write limit of 100/s exceeded for /app/t":
+ * the write limit for a command flagged NET_CMD_WRITE, else the read
+ * limit). */
 void net_reply_engine_err(struct net_req *req, int err);
 
 /* The owning shard of req's first key (or req->target). */

@@ -51,6 +51,9 @@ struct row_cmd {
         bool hop_open, last_hop;        /* ...; the hop ends the range */
         uint32_t hop_shard;
         uint64_t n;                     /* rows given, counted or deleted */
+        /* RANGE and COUNT within one partition: the next hop counts the
+         * call as one read of it (the rate limits; its first hop). */
+        bool take_read;
         struct net_resp_out rows;       /* RANGE: the rows so far */
         bool rows_init;
         uint8_t *next;                  /* RANGE: the next row's position, once the page is full */
@@ -475,6 +478,7 @@ struct hop {
         size_t dels_len, dels_cap;
         uint32_t n_dels;
         bool foreign;                   /* stopped at another shard's tablet: resume is its bound */
+        bool take_read;                 /* count a read of the range's partition first */
 };
 
 static int hop_item(struct eng_scan *sc, const struct eng_scan_item *it)
@@ -580,6 +584,12 @@ static int exec_hop(struct net_req *req)
         int r;
 
         memset(&req->sc, 0, sizeof(req->sc));
+        if (h->take_read) {
+                r = eng_shard_rate_take(req->exec->eng, rc->t->id, rc->range.b.start,
+                                        (uint32_t)rc->range.b.start_len, ENG_RATELIMIT_READ);
+                if (r < 0)
+                        return hop_scanned(req, r);
+        }
         req->sc.item = hop_item;
         req->sc.done = hop_scan_cb;
         req->sc.ctx = req;
@@ -618,6 +628,8 @@ static int hop_start(struct net_req *req, enum hop_kind kind)
         }
         h->rc = rc;
         h->kind = kind;
+        h->take_read = rc->take_read;
+        rc->take_read = false;
         h->limit = kind == HOP_RANGE ? (uint32_t)(rc->range.limit - rc->n) : ROW_HOP_ROWS;
         return one_child(req, &def_exec_hop, rc->hop_shard, h, hop_gather);
 }
@@ -783,13 +795,25 @@ reply:
         row_cmd_free(rc);
 }
 
-/* Starts a walk of the range parsed into rc->range from its start. */
+/* Whether the range lies within one partition (for the rate limits, a
+ * hashed table's hash prefix): a hashed table's range with bounds, which
+ * share the hash (tbl_range.c). */
+static bool one_partition(const struct row_cmd *rc)
+{
+        return rc->t->mode == ENG_CATALOG_HASHED && !rc->range.b.end_open &&
+               rc->range.b.start_len >= ENG_HASH_BYTES;
+}
+
+/* Starts a walk of the range parsed into rc->range from its start. A
+ * RANGE or COUNT within one partition counts as one read of it (each call,
+ * so each page); a DELRANGE's deletes count as writes. */
 static int walk_start(struct net_req *req, enum hop_kind kind)
 {
         struct row_cmd *rc = req->info;
         const struct net_tbl_bounds *b = &rc->range.b;
         int r;
 
+        rc->take_read = kind != HOP_DELRANGE && one_partition(rc);
         /* Forward from the range's start; in reverse down from its end. */
         rc->pos_open = rc->range.rev && b->end_open;
         if (rc->pos_open)

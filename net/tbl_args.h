@@ -273,8 +273,9 @@ void net_tbl_create_fini(struct net_tbl_create *c);
  * path: at least one pair), applied over *cur (the table's options).
  * Names without case: AUTO-SPLIT-SIZE on|off, AUTO-SPLIT-LOAD on|off,
  * SPLIT-SIZE bytes[kb|mb|gb|tb], SPLIT-LOAD-PERCENT, MIN-TABLETS,
- * MAX-TABLETS, DEFAULT-TTL seconds (0: none), COMPACTION size-tiered; each
- * at most once. The result is checked with eng_catalog_options_check.
+ * MAX-TABLETS, DEFAULT-TTL seconds (0: none), COMPACTION size-tiered,
+ * PER-PARTITION-READS and PER-PARTITION-WRITES (per second, 0: no limit);
+ * each at most once. The result is checked with eng_catalog_options_check.
  * Returns 0 and *ret, or -EINVAL.
  */
 int net_tbl_options_parse(const struct eng_catalog_options *cur, const struct net_arg *argv,

@@ -355,7 +355,7 @@ int net_tbl_tablet_write(struct net_resp_out *o, const struct eng_catalog_table 
 
 int net_tbl_options_write(struct net_resp_out *o, const struct eng_catalog_options *opts)
 {
-        int r = net_resp_add_map(o, 8);
+        int r = net_resp_add_map(o, 10);
 
         r = r ? r : str(o, "auto-split-size");
         r = r ? r : str(o, opts->split_by_size ? "on" : "off");
@@ -374,6 +374,10 @@ int net_tbl_options_write(struct net_resp_out *o, const struct eng_catalog_optio
         r = r ? r : str(o, "compaction");
         r = r ? r : str(o, opts->compaction == ENG_CATALOG_COMPACTION_SIZE_TIERED ? "size-tiered"
                                                                                   : "unknown");
+        r = r ? r : str(o, "per-partition-reads");
+        r = r ? r : net_resp_add_int(o, opts->partition_reads_per_sec);
+        r = r ? r : str(o, "per-partition-writes");
+        r = r ? r : net_resp_add_int(o, opts->partition_writes_per_sec);
         return r;
 }
 

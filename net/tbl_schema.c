@@ -30,12 +30,15 @@ enum opt {
         OPT_MAX_TABLETS,
         OPT_DEFAULT_TTL,
         OPT_COMPACTION,
+        OPT_PARTITION_READS,
+        OPT_PARTITION_WRITES,
         OPT_MAX,
 };
 
 static const char *const opt_name[OPT_MAX] = {
         "AUTO-SPLIT-SIZE", "AUTO-SPLIT-LOAD", "SPLIT-SIZE", "SPLIT-LOAD-PERCENT",
         "MIN-TABLETS", "MAX-TABLETS", "DEFAULT-TTL", "COMPACTION",
+        "PER-PARTITION-READS", "PER-PARTITION-WRITES",
 };
 
 static int opt_find(const struct net_arg *w)
@@ -126,6 +129,12 @@ static int opt_apply(struct eng_catalog_options *o, int k, const struct net_arg 
                                             "COMPACTION must be size-tiered (the only strategy so far)");
                 o->compaction = ENG_CATALOG_COMPACTION_SIZE_TIERED;
                 break;
+        case OPT_PARTITION_READS:
+        case OPT_PARTITION_WRITES:
+                r = opt_int(v, k, 0, UINT32_MAX, &n, err, err_len);
+                *(k == OPT_PARTITION_READS ? &o->partition_reads_per_sec
+                                           : &o->partition_writes_per_sec) = (uint32_t)n;
+                break;
         case OPT_MAX:
                 break;
         }
@@ -159,7 +168,8 @@ static int unknown_option(const struct net_arg *w, const char *also, char *err, 
         return net_tbl_fail(err, err_len,
                             "unknown %soption '%.*s' (options: AUTO-SPLIT-SIZE, AUTO-SPLIT-LOAD, "
                             "SPLIT-SIZE, SPLIT-LOAD-PERCENT, MIN-TABLETS, MAX-TABLETS, DEFAULT-TTL, "
-                            "COMPACTION)", also, (int)(w->len > 40 ? 40 : w->len), w->ptr);
+                            "COMPACTION, PER-PARTITION-READS, PER-PARTITION-WRITES)", also,
+                            (int)(w->len > 40 ? 40 : w->len), w->ptr);
 }
 
 int net_tbl_options_parse(const struct eng_catalog_options *cur, const struct net_arg *argv,

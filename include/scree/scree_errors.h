@@ -9,7 +9,9 @@
  * enum and scree_strerror() can never drift apart (the libuv idea).
  *
  * SCREE_EFULL means "retry later" (a queue or ring is full): callers handle it,
- * it is never logged and never tears anything down.
+ * it is never logged and never tears anything down. SCREE_ERATELIMIT is an
+ * operation refused, not done, because its partition went over its table's
+ * per-partition rate limit (a client's "slow down"; engine/shard.h).
  */
 #ifndef SCREE_ERRORS_H
 #define SCREE_ERRORS_H
@@ -28,7 +30,8 @@ extern "C" {
         X(EPROTO, 9003, "protocol error")                                         \
         X(ESHUTDOWN, 9004, "shutting down")                                       \
         X(EFULL, 9005, "queue or ring full, retry later")                         \
-        X(EUNSUPPORTED, 9006, "required kernel feature is not available")           \
+        X(EUNSUPPORTED, 9006, "required kernel feature is not available")         \
+        X(ERATELIMIT, 9007, "per-partition rate limit exceeded")                  \
         X(EMOVED, 9010, "the key's tablet is on another shard now")
 
 enum scree_errno {

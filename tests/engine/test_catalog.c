@@ -739,7 +739,7 @@ Test(catalog, the_documented_example)
         uint8_t *b = catalog_bytes(c, &len);
 
         cr_assert(eq(sz, len, 72));
-        cr_expect(eq(int, memcmp(b, "screeCAT\1\0\0\0\0\0\0\0\x20\0\0\0\0\0\0\0", 24), 0));
+        cr_expect(eq(int, memcmp(b, "screeCAT\2\0\0\0\0\0\0\0\x20\0\0\0\0\0\0\0", 24), 0));
         cr_expect(eq(u64, le64_get(b + 24), checksum64(b + 40, 32, ENG_CATALOG_SEED)));
         cr_expect(eq(u64, le64_get(b + 32), checksum64(b, 32, ENG_CATALOG_SEED)));
         cr_expect(eq(int, memcmp(b + 40, body, 32), 0));

@@ -16,7 +16,9 @@ static bool options_eq(const struct eng_catalog_options *a, const struct eng_cat
         return a->split_by_size == b->split_by_size && a->split_by_load == b->split_by_load &&
                a->compaction == b->compaction && a->split_load_percent == b->split_load_percent &&
                a->min_tablets == b->min_tablets && a->max_tablets == b->max_tablets &&
-               a->split_size_bytes == b->split_size_bytes && a->default_ttl_ms == b->default_ttl_ms;
+               a->split_size_bytes == b->split_size_bytes && a->default_ttl_ms == b->default_ttl_ms &&
+               a->partition_reads_per_sec == b->partition_reads_per_sec &&
+               a->partition_writes_per_sec == b->partition_writes_per_sec;
 }
 
 static int create(const char *line, struct net_tbl_create *c)
@@ -53,7 +55,10 @@ Test(tbl_schema, create_hashed_with_prefix_tablets_and_options)
         struct net_tbl_create c;
 
         cr_assert(eq(int, create("/t KEY u64 u64 HASHED PREFIX 1 TABLETS 8 split-size 64mb "
-                                 "DEFAULT-TTL 60", &c), 0), "%s", err);
+                                 "DEFAULT-TTL 60 PER-PARTITION-READS 7 PER-PARTITION-WRITES 3", &c),
+                     0), "%s", err);
+        cr_expect(eq(u32, c.spec.options.partition_reads_per_sec, 7));
+        cr_expect(eq(u32, c.spec.options.partition_writes_per_sec, 3));
         cr_expect(eq(int, c.spec.mode, ENG_CATALOG_HASHED));
         cr_expect(eq(u32, c.spec.hash_parts, 1));
         cr_expect(eq(u32, c.spec.n_tablets, 8));
@@ -162,7 +167,7 @@ Test(tbl_schema, create_split_key_over_the_limit)
 struct opt_case {
         char line[64];
         int ret;
-        char msg[160];
+        char msg[200];
 };
 
 ParameterizedTestParameters(tbl_args, option_table)
@@ -195,7 +200,12 @@ ParameterizedTestParameters(tbl_args, option_table)
                 { "", -EINVAL, "give at least one option and its value" },
                 { "SPLIT-SIZE", -EINVAL, "option SPLIT-SIZE needs a value" },
                 { "MIN-TABLETS 2 min-tablets 3", -EINVAL, "option MIN-TABLETS is given twice" },
-                { "TABLETS 4", -EINVAL, "unknown option 'TABLETS' (options: AUTO-SPLIT-SIZE, AUTO-SPLIT-LOAD, SPLIT-SIZE, SPLIT-LOAD-PERCENT, MIN-TABLETS, MAX-TABLETS, DEFAULT-TTL, COMPACTION)" },
+                { "PER-PARTITION-READS 0", 0 }, { "per-partition-writes 4294967295", 0 },
+                { "PER-PARTITION-READS -1", -EINVAL, "PER-PARTITION-READS must be an integer from 0 to 4294967295" },
+                { "PER-PARTITION-WRITES 4294967296", -EINVAL, "PER-PARTITION-WRITES must be an integer from 0 to 4294967295" },
+                { "PER-PARTITION-WRITES 5/s", -EINVAL, "PER-PARTITION-WRITES must be an integer from 0 to 4294967295" },
+                { "PER-PARTITION-READS", -EINVAL, "option PER-PARTITION-READS needs a value" },
+                { "TABLETS 4", -EINVAL, "unknown option 'TABLETS' (options: AUTO-SPLIT-SIZE, AUTO-SPLIT-LOAD, SPLIT-SIZE, SPLIT-LOAD-PERCENT, MIN-TABLETS, MAX-TABLETS, DEFAULT-TTL, COMPACTION, PER-PARTITION-READS, PER-PARTITION-WRITES)" },
         };
         return cr_make_param_array(struct opt_case, c, sizeof(c) / sizeof(c[0]));
 }
@@ -233,6 +243,20 @@ Test(tbl_schema, options_apply_over_the_current_ones)
         cr_expect(eq(u32, got.min_tablets, 2));
         cr_expect(eq(u32, got.max_tablets, 8), "kept");
         cr_expect(eq(u64, got.default_ttl_ms, 5000), "kept");
+        cr_expect(eq(u32, got.partition_reads_per_sec, 0), "no limit by default");
+        cur = got;
+        n = words("PER-PARTITION-WRITES 100 per-partition-reads 5000", argv);
+        cr_assert(eq(int, net_tbl_options_parse(&cur, argv, n, &got, err, sizeof(err)), 0), "%s",
+                  err);
+        cr_expect(eq(u32, got.partition_reads_per_sec, 5000));
+        cr_expect(eq(u32, got.partition_writes_per_sec, 100));
+        cr_expect(eq(u32, got.split_load_percent, 70), "kept");
+        cur = got;
+        n = words("PER-PARTITION-WRITES 0", argv);
+        cr_assert(eq(int, net_tbl_options_parse(&cur, argv, n, &got, err, sizeof(err)), 0), "%s",
+                  err);
+        cr_expect(eq(u32, got.partition_writes_per_sec, 0), "0 lifts the limit");
+        cr_expect(eq(u32, got.partition_reads_per_sec, 5000), "kept");
         n = words("MIN-TABLETS 9", argv);
         cr_expect(eq(int, net_tbl_options_parse(&cur, argv, n, &got, err, sizeof(err)), -EINVAL));
         cr_expect(eq(str, err, "MIN-TABLETS 9 is above MAX-TABLETS 8"));
@@ -391,7 +415,8 @@ Test(tbl_schema, describe_and_dir_list)
         size_t len;
         char *got;
 
-        cr_assert(eq(int, create("/d KEY i64 bytes SPLIT 1 0 DEFAULT-TTL 60", &cr), 0), "%s", err);
+        cr_assert(eq(int, create("/d KEY i64 bytes SPLIT 1 0 DEFAULT-TTL 60 PER-PARTITION-WRITES 100",
+                                 &cr), 0), "%s", err);
         cr_assert(eq(int, eng_catalog_create_table(c0, &cr.spec, &c1, NULL, err, sizeof(err)), 0));
         cr_assert(eq(int, eng_catalog_lookup(c1, "/d", &t), 0));
         net_resp_out_init(&o, 0);
@@ -400,8 +425,11 @@ Test(tbl_schema, describe_and_dir_list)
         got = out_bytes(&o, &len);
         cr_expect(strstr(got, "%7\r\n$4\r\npath\r\n$2\r\n/d\r\n$2\r\nid\r\n:2\r\n$3\r\nkey\r\n*2\r\n"
                               "$3\r\ni64\r\n$5\r\nbytes\r\n$4\r\nmode\r\n$7\r\nordered\r\n"
-                              "$11\r\nhash-prefix\r\n:0\r\n$7\r\noptions\r\n%8\r\n") == got, "%s", got);
+                              "$11\r\nhash-prefix\r\n:0\r\n$7\r\noptions\r\n%10\r\n") == got, "%s", got);
         cr_expect(strstr(got, "$11\r\ndefault-ttl\r\n:60\r\n") != NULL);
+        cr_expect(strstr(got, "$10\r\ncompaction\r\n$11\r\nsize-tiered\r\n"
+                              "$19\r\nper-partition-reads\r\n:0\r\n"
+                              "$20\r\nper-partition-writes\r\n:100\r\n$7\r\ntablets") != NULL, "%s", got);
         cr_expect(strstr(got, "$10\r\nsplit-size\r\n:2147483648\r\n") != NULL);
         cr_expect(strstr(got, "$7\r\ntablets\r\n*2\r\n%11\r\n") != NULL);
         cr_expect(strstr(got, "$3\r\nend\r\n*1\r\n:0\r\n") != NULL);
