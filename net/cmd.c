@@ -140,6 +140,7 @@ static const struct net_cmd_def table[] = {
         { "tablet.split", -3, W | LC | NM, 0, 0, 0, net_cmd_tablet_split, NULL },
         { "tablet.merge", 3, W | LC | NM, 0, 0, 0, net_cmd_tablet_merge, NULL },
         { "tablet.move", 4, W | LC | NM, 0, 0, 0, net_cmd_tablet_move, NULL },
+        { "balancer", 2, LC | NM, 0, 0, 0, net_cmd_balancer, NULL },
 };
 
 /* Internal per-key and per-shard steps of the fan-out commands. */

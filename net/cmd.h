@@ -321,6 +321,7 @@ int net_cmd_table_describe(struct net_req *req);
 int net_cmd_tablet_split(struct net_req *req);         /* cmd_tablet.c */
 int net_cmd_tablet_merge(struct net_req *req);         /* cmd_tablet.c */
 int net_cmd_tablet_move(struct net_req *req);          /* tablet_move.c */
+int net_cmd_balancer(struct net_req *req);             /* balancer.c */
 /* Once a second on each shard: rolls its tablets' traffic counters over
  * (eng_shard_tick) and starts the split by size of one of its tablets past
  * its table's split size, if none of its is in flight. */

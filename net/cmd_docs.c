@@ -72,6 +72,10 @@ static const struct cmd_doc docs[] = {
           "hard-linked); requests that race it are routed again.", "O(tablets)",
           ARGS({ "table", "string", NULL, 0 }, { "tablet", "integer", NULL, 0 },
                { "shard", "integer", NULL, 0 }) },
+        { "balancer",
+          "Shows the tablet balancer's state and moves (STATUS), or stops (PAUSE) or restarts "
+          "(RESUME) it.", "O(1)",
+          ARGS({ "status|pause|resume", "string", NULL, 0 }) },
         { "row.put", "Writes a row, with an optional time to live.", "O(log N)",
           ARGS({ "table", "string", NULL, 0 }, { "part", "string", NULL, ARG_MULTIPLE },
                { "value", "string", NULL, 0 }, { "seconds", "integer", "EX", ARG_OPTIONAL },

@@ -55,6 +55,9 @@ static const struct cfg_def defs[] = {
           .help = "seconds two neighbouring tablets of a table that splits by size or load stay "
           "cold (at most 100 operations a second each) before they merge, if small "
           "(docs/tables.md \"Tablets\")" },
+        { "tablet-balancer", CFG_BOOL, RT, OFF(tablet_balancer), "yes", .help =
+          "move tablets of tables between shards to even out their load, size and counts "
+          "(BALANCER PAUSE stops it until RESUME; docs/tables.md \"Balancing\")" },
         { "commitlog-sync", CFG_ENUM, 0, OFF(sync), "batch", .words = sync_words, .help =
           "batch: a write is acknowledged once durable; periodic: at once, synced every period" },
         { "commitlog-sync-period-ms", CFG_UINT, 0, OFF(sync_period_ms), "10", 1, 60000, .help =

@@ -84,6 +84,7 @@ struct scree_config {
         uint64_t prefault;              /* bool: memtable memory faulted in at start-up */
         uint64_t salvage;               /* bool: start past damaged commit-log records */
         uint64_t tablet_merge_after_s;  /* cold seconds before neighbouring tablets merge */
+        uint64_t tablet_balancer;       /* bool: the balancer moves tablets between shards */
         uint64_t maxmemory_clients;     /* bytes, or CFG_PERCENT | percent of memory; 0 = off */
         uint64_t multi_max_commands;    /* commands one MULTI may queue */
         uint64_t multi_max_bytes;       /* bytes one MULTI's queue may hold */

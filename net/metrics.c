@@ -130,6 +130,10 @@ void net_metrics_snap_fill(struct net_metrics_snap *s, struct net_shard *sh)
         }
         s->conns = sh->n_conns;
         s->accepted = sh->n_accepted;
+        if (sh->id == 0) {
+                s->balancer_moves = sh->srv->balancer.moves;
+                s->balancer_paused = sh->srv->balancer.paused || !sh->cfg.tablet_balancer;
+        }
         if (sh->metrics)
                 net_cmd_metrics_copy(&s->cmd, sh->metrics);
 }
@@ -197,6 +201,10 @@ static const struct family families[] = {
           COUNTER, true, false, SNAP(eng.tablet_merges) },
         { "scree_tablet_moves_in_total", "Tablets moved to the shard (by the balancer or by hand).",
           COUNTER, true, false, SNAP(eng.tablet_moves_in) },
+        { "scree_balancer_moves_total", "Tablets the balancer moved (counted on shard 0, which "
+          "runs it).", COUNTER, false, false, SNAP(balancer_moves) },
+        { "scree_balancer_paused", "1 while the balancer is paused or off (shard 0; 0 elsewhere).",
+          GAUGE, false, false, SNAP(balancer_paused) },
         { "scree_tablet_moves_out_total", "Tablets moved away from the shard.",
           COUNTER, true, false, SNAP(eng.tablet_moves_out) },
         { "scree_sstable_corrupt_blocks_total",

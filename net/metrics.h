@@ -85,6 +85,7 @@ struct net_metrics_snap {
         struct rx_smp_stats smp;
         struct eng_shard_stats eng;
         uint64_t conns, accepted;
+        uint64_t balancer_moves, balancer_paused;       /* shard 0's; 0 on the others */
         struct net_cmd_metrics cmd;     /* its array: owned by the snapshot */
         struct net_metrics_tablets tablets;     /* owned by the snapshot (metrics_tablets.h) */
 };

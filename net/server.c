@@ -481,8 +481,10 @@ static void shard_tick(struct rx_loop *loop, struct rx_timer *t)
         sh->tick_in_bytes = sh->net_in_bytes;
         sh->tick_out_bytes = sh->net_out_bytes;
         net_info_tick(sh);
-        if (sh->id == 0)
+        if (sh->id == 0) {
                 net_cat_svc_tick(sh);
+                net_balancer_tick(sh);
+        }
         net_tablet_tick(sh);
         if (!sh->stopping)
                 rx_timer_arm_after(loop, &sh->tick, NS_PER_SEC);

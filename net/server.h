@@ -37,6 +37,7 @@
 #include "engine/tablet.h"
 #include "reactor/io.h"
 #include "reactor/timer.h"
+#include "net/balancer.h"
 #include "net/catalog_svc.h"
 #include "net/config.h"
 #include "net/intent.h"
@@ -85,6 +86,7 @@ struct net_server {
          * flight. Set by main at start (net_cat_load), then shard 0's
          * alone (catalog_svc.h). */
         struct net_cat_svc cat;
+        struct net_balancer balancer;   /* shard 0's (balancer.h) */
         bool cat_made;                  /* this start wrote the first CATALOG */
         unsigned n_shards;
         struct net_shard **shards;      /* [n_shards] */

@@ -60,6 +60,9 @@ class Server:
         # Tests start many servers: none faults its whole memtable budget in
         # (--prefault, 512 MiB by default) unless the test asks for it.
         prefault = [] if any(a.startswith("--prefault") for a in self.args) else ["--prefault", "no"]
+        # Tablets stay where a test puts them unless it turns the balancer on.
+        if not any(a.startswith("--tablet-balancer") for a in self.args):
+            prefault += ["--tablet-balancer", "no"]
         self.proc = subprocess.Popen(
             [BIN, "--port", str(self.port), "--dir", self.dir, "--smp", str(self.smp)] + prefault +
             self.args,

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The tablet balancer (docs/tables.md "Balancing"): on shard 0, once a
+ * second, it asks every shard for its tablets' sizes and operations per
+ * second (of the tables with typed keys: the Redis keyspace's tablets do
+ * not move) and, when the shards are uneven, moves one tablet from the
+ * busiest to the idlest (net_tablet_move) -- by load when the server does
+ * real work, else by size, else by each table's tablet count. Moves are
+ * paced: one at a time, the next decided only once every shard's figures
+ * are from after it, and a tablet moved is left where it is for a while;
+ * a move must make the two shards' difference smaller by a margin, so
+ * none goes back and forth. Tablets stay where the catalog says across
+ * restarts.
+ *
+ * Threads: everything on shard 0, but net_cmd_balancer (any shard; it
+ * sends itself to shard 0).
+ */
+#ifndef SCREE_NET_BALANCER_H
+#define SCREE_NET_BALANCER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "net/tablet_move.h"
+
+struct net_shard;
+struct net_balance_round;
+
+/* Shard 0's balancer state (in struct net_server). */
+struct net_balancer {
+        bool paused;
+        bool busy;                      /* a round or a move in flight */
+        uint64_t moves;                 /* moves it made */
+        uint64_t next_ns;               /* no round before this */
+        uint64_t last_move_ns;
+        char last[256];                 /* what the last move was, or why none */
+        struct net_tablet_move move;
+        /* Tablets moved lately, left alone until their time (ring). */
+        struct { uint32_t tablet; uint64_t until_ns; } cool[64];
+        uint32_t n_cool;
+};
+
+/* Shard 0, once a second. */
+void net_balancer_tick(struct net_shard *sh0);
+
+#endif
