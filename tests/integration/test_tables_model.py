@@ -2,8 +2,9 @@
 """Tables against an in-memory model, through the server (issue 25):
 random creates and drops, puts, deletes, multi-row writes (across
 shards), range deletes, counts and paged range reads in both directions
-with limits, every read checked; and tablet splits (issue 26) between
-them, some after a SAVE so that the split tablets share SSTables. Keys mix every part type at its edges
+with limits, every read checked; and tablet splits, merges and moves
+(issue 26) between them, some after a SAVE so that the split tablets
+share SSTables. Keys mix every part type at its edges
 (0, -1, INT64_MIN, INT64_MAX, UINT64_MAX, empty bytes, 0x00, 0xFF, the
 string NULL) and NULL parts. Seeded: a failure names its seed."""
 import random
@@ -156,11 +157,33 @@ def split_some_tablet(r, rng, t):
     return False
 
 
+def tablets_of(r, t):
+    d = r.execute_command("TABLE.DESCRIBE", t.path)
+    d = dict(zip(d[::2], d[1::2]))
+    return [dict(zip(x[::2], x[1::2])) for x in d[b"tablets"]]
+
+
+def merge_or_move(r, rng, t):
+    """Moves a random tablet of t to the other shard, or merges two
+    neighbours (moving one to the other's shard first). Returns 1 if it
+    changed the layout."""
+    ts = tablets_of(r, t)
+    i = rng.randrange(len(ts))
+    if rng.random() < 0.5 or len(ts) < 2:
+        r.execute_command("TABLET.MOVE", t.path, ts[i][b"id"], 1 - ts[i][b"shard"])
+        return 1
+    i = min(i, len(ts) - 2)
+    if ts[i][b"shard"] != ts[i + 1][b"shard"]:
+        r.execute_command("TABLET.MOVE", t.path, ts[i + 1][b"id"], ts[i][b"shard"])
+    r.execute_command("TABLET.MERGE", t.path, ts[i][b"id"])
+    return 1
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_tables_against_a_model(r, seed):
     rng = random.Random(seed)
     r.execute_command("DIR.CREATE", "/m")
-    tables, splits = [], 0
+    tables, splits, changes = [], 0, 0
     for step in range(900):
         op = rng.random()
         if not tables or op < 0.02:
@@ -213,6 +236,8 @@ def test_tables_against_a_model(r, seed):
                 del t.rows[k]
         elif op < 0.73:
             splits += split_some_tablet(r, rng, t)
+        elif op < 0.75:
+            changes += merge_or_move(r, rng, t)
         elif op < 0.85:
             k = t.key(rng) if rng.random() < 0.3 or not t.rows else rng.choice(list(t.rows))
             assert r.execute_command("ROW.GET", t.path, *[arg(x) for x in k]) == t.rows.get(k)
@@ -221,3 +246,4 @@ def test_tables_against_a_model(r, seed):
     for t in tables:
         check_range(r, rng, t)
     assert splits >= 10, splits
+    assert changes >= 5, changes
