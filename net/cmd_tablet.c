@@ -195,29 +195,39 @@ static int at_parse(const struct eng_catalog_table *t, const struct net_arg *arg
         return 0;
 }
 
+int net_tablet_args(struct net_req *req, char *path, size_t cap,
+                    const struct eng_catalog_table **t, uint32_t *id, char *err, size_t err_len)
+{
+        uint64_t v;
+
+        if (net_tbl_path(&req->argv[1], path, cap, err, err_len) < 0)
+                return -1;
+        if (eng_catalog_lookup(eng_shard_catalog(req->origin->eng), path, t) < 0) {
+                snprintf(err, err_len, "no table %.200s", path);
+                return -1;
+        }
+        if (net_tbl_u64(&req->argv[2], &v) < 0 || v > UINT32_MAX) {
+                snprintf(err, err_len, "the tablet must be a tablet id (TABLE.DESCRIBE lists "
+                         "them)");
+                return -1;
+        }
+        *id = (uint32_t)v;
+        return 0;
+}
+
 /* TABLET.SPLIT path tablet-id [AT point...]: replies the children's ids. */
 int net_cmd_tablet_split(struct net_req *req)
 {
-        const struct eng_catalog *c = eng_shard_catalog(req->origin->eng);
         const struct eng_catalog_table *t;
         char err[NET_TBL_ERR_MAX];
         struct split_change *sc;
-        uint64_t id;
+        uint32_t id;
 
         sc = calloc(1, sizeof(*sc));
         if (!sc)
                 return reply_err(req, "out of memory");
-        if (net_tbl_path(&req->argv[1], sc->path, sizeof(sc->path), err, sizeof(err)) < 0)
+        if (net_tablet_args(req, sc->path, sizeof(sc->path), &t, &id, err, sizeof(err)) < 0)
                 goto bad;
-        if (eng_catalog_lookup(c, sc->path, &t) < 0) {
-                snprintf(err, sizeof(err), "no table %.200s", sc->path);
-                goto bad;
-        }
-        if (net_tbl_u64(&req->argv[2], &id) < 0 || id > UINT32_MAX) {
-                snprintf(err, sizeof(err), "the tablet must be a tablet id (TABLE.DESCRIBE "
-                         "lists them)");
-                goto bad;
-        }
         if (req->argc > 3 && !net_arg_is(&req->argv[3], "at")) {
                 snprintf(err, sizeof(err), "TABLET.SPLIT takes a table, a tablet id, and "
                          "optionally AT and the split point");
@@ -227,7 +237,7 @@ int net_cmd_tablet_split(struct net_req *req)
                 goto bad;
         sc->req = req;
         sc->table = t->id;
-        sc->tablet = (uint32_t)id;
+        sc->tablet = id;
         sc->ch = (struct net_cat_change){ .fn = split_fn, .done = split_done };
         net_cat_submit(req->origin, &sc->ch);
         return NET_CMD_PENDING;
@@ -306,28 +316,18 @@ static void merge_done(struct net_cat_change *ch)
  * table; replies the merged tablet's id. */
 int net_cmd_tablet_merge(struct net_req *req)
 {
-        const struct eng_catalog *c = eng_shard_catalog(req->origin->eng);
         const struct eng_catalog_table *t;
         char err[NET_TBL_ERR_MAX];
         struct merge_change *mc;
-        uint64_t id;
+        uint32_t id;
 
         if (!(mc = calloc(1, sizeof(*mc))))
                 return reply_err(req, "out of memory");
-        if (net_tbl_path(&req->argv[1], mc->path, sizeof(mc->path), err, sizeof(err)) < 0)
+        if (net_tablet_args(req, mc->path, sizeof(mc->path), &t, &id, err, sizeof(err)) < 0)
                 goto bad;
-        if (eng_catalog_lookup(c, mc->path, &t) < 0) {
-                snprintf(err, sizeof(err), "no table %.200s", mc->path);
-                goto bad;
-        }
-        if (net_tbl_u64(&req->argv[2], &id) < 0 || id > UINT32_MAX) {
-                snprintf(err, sizeof(err), "the tablet must be a tablet id (TABLE.DESCRIBE "
-                         "lists them)");
-                goto bad;
-        }
         mc->req = req;
         mc->table = t->id;
-        mc->first = (uint32_t)id;
+        mc->first = id;
         mc->ch = (struct net_cat_change){ .fn = merge_fn, .done = merge_done };
         net_cat_submit(req->origin, &mc->ch);
         return NET_CMD_PENDING;

@@ -279,27 +279,18 @@ static void cmd_moved(struct net_tablet_move *m, int res, const char *err)
 
 int net_cmd_tablet_move(struct net_req *req)
 {
-        const struct eng_catalog *c = eng_shard_catalog(req->origin->eng);
         const struct eng_catalog_table *t;
         char err[NET_TBL_ERR_MAX];
         struct move_cmd *mc = calloc(1, sizeof(*mc));
-        uint64_t id, to;
+        uint32_t id;
+        uint64_t to;
 
         if (!mc) {
                 net_resp_add_error(req->out, "ERR out of memory", 17);
                 return NET_CMD_DONE;
         }
-        if (net_tbl_path(&req->argv[1], mc->path, sizeof(mc->path), err, sizeof(err)) < 0)
+        if (net_tablet_args(req, mc->path, sizeof(mc->path), &t, &id, err, sizeof(err)) < 0)
                 goto bad;
-        if (eng_catalog_lookup(c, mc->path, &t) < 0) {
-                snprintf(err, sizeof(err), "no table %.200s", mc->path);
-                goto bad;
-        }
-        if (net_tbl_u64(&req->argv[2], &id) < 0 || id > UINT32_MAX) {
-                snprintf(err, sizeof(err), "the tablet must be a tablet id (TABLE.DESCRIBE "
-                         "lists them)");
-                goto bad;
-        }
         if (net_tbl_u64(&req->argv[3], &to) < 0 || to >= req->origin->srv->n_shards) {
                 snprintf(err, sizeof(err), "the shard must be 0 to %u",
                          req->origin->srv->n_shards - 1);
@@ -307,7 +298,7 @@ int net_cmd_tablet_move(struct net_req *req)
         }
         mc->req = req;
         mc->m = (struct net_tablet_move){ .done = cmd_moved, .table = t->id,
-                                          .tablet = (uint32_t)id, .to = (uint32_t)to };
+                                          .tablet = id, .to = (uint32_t)to };
         net_tablet_move(req->origin, &mc->m);
         return NET_CMD_PENDING;
 bad:

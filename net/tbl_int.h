@@ -9,6 +9,8 @@
 
 #include "net/tbl_args.h"
 
+struct net_req;
+
 /* Writes a message into err (err_len may be 0); returns -EINVAL. */
 int net_tbl_fail(char *err, size_t err_len, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
@@ -40,5 +42,12 @@ int net_tbl_tuple_decode(const struct eng_catalog_table *t, const uint8_t *enc, 
 /* Whether pos (len bytes) is a row position of t: a whole key, behind
  * its hash for a hashed table. Allocates scratch: 0, -EINVAL or -ENOMEM. */
 int net_tbl_pos_check(const struct eng_catalog_table *t, const uint8_t *pos, size_t len);
+
+/* TABLET.*'s first words, "table tablet-id" (argv[1], argv[2]): the
+ * table's path into path (cap bytes), the table in the origin's catalog
+ * into *t (borrowed from it), the id into *id. 0, or -1 with err (err_len
+ * bytes) saying what is wrong. Origin shard (cmd_tablet.c). */
+int net_tablet_args(struct net_req *req, char *path, size_t cap,
+                    const struct eng_catalog_table **t, uint32_t *id, char *err, size_t err_len);
 
 #endif

@@ -12,17 +12,8 @@ import urllib.request
 import pytest
 import redis
 
+from tablet_util import cmd, tablets
 from server_util import WAIT_S, Server, free_port, wait_for
-
-
-def cmd(r, *args):
-    return r.execute_command(*args)
-
-
-def tablets(r, path):
-    d = cmd(r, "TABLE.DESCRIBE", path)
-    d = dict(zip(d[::2], d[1::2]))
-    return [dict(zip(t[::2], t[1::2])) for t in d[b"tablets"]]
 
 
 def status(r):

@@ -9,53 +9,10 @@ import signal
 import threading
 import time
 
-import pytest
 import redis
 
+from tablet_util import check_rows, cmd, err, fill, tablets
 from server_util import Server, wait_for
-
-
-def cmd(r, *args):
-    return r.execute_command(*args)
-
-
-def err(fn, *args):
-    with pytest.raises(redis.ResponseError) as e:
-        fn(*args)
-    return str(e.value)
-
-
-def tablets(r, path):
-    d = cmd(r, "TABLE.DESCRIBE", path)
-    d = dict(zip(d[::2], d[1::2]))
-    return [dict(zip(t[::2], t[1::2])) for t in d[b"tablets"]]
-
-
-def fill(r, path, lo, hi, tag="v"):
-    p = r.pipeline(transaction=False)
-    for i in range(lo, hi):
-        p.execute_command("ROW.PUT", path, i, f"{tag}{i}")
-        if i % 1000 == 999:
-            p.execute()
-    p.execute()
-
-
-def check_rows(r, path, want):
-    p = r.pipeline(transaction=False)
-    for i in want:
-        p.execute_command("ROW.GET", path, i)
-    got = dict(zip(want, p.execute()))
-    bad = [i for i, v in want.items() if got[i] != (v.encode() if v else None)]
-    assert not bad, f"{path}: {len(bad)} rows wrong, first {bad[:5]}"
-    live = sorted(i for i, v in want.items() if v)
-    assert cmd(r, "ROW.COUNT", path) == len(live)
-    rows, cursor = [], "0"
-    while True:
-        cursor, page = cmd(r, "ROW.RANGE", path, "LIMIT", 700, "CURSOR", cursor)
-        rows += [row[0][0] for row in page]
-        if cursor == b"0":
-            break
-    assert rows == live
 
 
 def moves(r):
