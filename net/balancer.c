@@ -355,20 +355,10 @@ static void balancer_gather(struct net_req *req)
 int net_cmd_balancer(struct net_req *req)
 {
         const struct net_arg *a = &req->argv[1];
-        struct net_req *c;
 
         if (!net_arg_is(a, "status") && !net_arg_is(a, "pause") && !net_arg_is(a, "resume")) {
                 net_resp_add_errorf(req->out, "ERR BALANCER takes STATUS, PAUSE or RESUME");
                 return NET_CMD_DONE;
         }
-        net_req_children_drop(req);
-        req->children = calloc(1, sizeof(*req->children));
-        c = req->children ? net_req_child(req, &def_exec_balancer, req->argv, req->argc, 0) : NULL;
-        if (!c) {
-                net_resp_add_error(req->out, "ERR out of memory", 17);
-                return NET_CMD_DONE;
-        }
-        req->children[0] = c;
-        req->n_children = 1;
-        return net_req_fan_out(req, balancer_gather);
+        return net_req_one_child(req, &def_exec_balancer, 0, NULL, balancer_gather);
 }

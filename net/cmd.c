@@ -487,6 +487,27 @@ int net_req_fan_out(struct net_req *parent, void (*gather)(struct net_req *paren
         return parent->children_left ? NET_CMD_PENDING : NET_CMD_DONE;
 }
 
+int net_req_one_child(struct net_req *req, const struct net_cmd_def *def, unsigned shard,
+                      void *info, void (*gather)(struct net_req *req))
+{
+        struct net_req *c;
+
+        net_req_children_drop(req);
+        req->children = calloc(1, sizeof(*req->children));
+        c = req->children ? net_req_child(req, def, req->argv, req->argc, (int)shard) : NULL;
+        if (!c) {
+                free(info);
+                net_resp_add_error(req->out, "ERR out of memory", 17);
+                return NET_CMD_DONE;
+        }
+        c->table = req->table;
+        c->info = info;
+        req->children[0] = c;
+        req->n_children = 1;
+        return net_req_fan_out(req, gather);
+}
+
+
 int net_req_each_shard(struct net_req *parent, const struct net_cmd_def *def, size_t info_bytes,
                        void (*gather)(struct net_req *parent))
 {

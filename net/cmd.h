@@ -347,6 +347,12 @@ int net_cmd_watch1(struct net_req *req);
  * origin once all are back, writes the parent's reply and completes it. */
 int net_req_fan_out(struct net_req *parent, void (*gather)(struct net_req *parent));
 
+/* Starts one child of req running def on shard with info (heap, the
+ * child's from now on; may be NULL), gathered by gather. Returns what the
+ * handler returns (a reply written on ENOMEM). Origin. */
+int net_req_one_child(struct net_req *req, const struct net_cmd_def *def, unsigned shard,
+                      void *info, void (*gather)(struct net_req *req));
+
 /* Starts a child per shard running def (over the parent's arguments), each
  * with info_bytes of zeroed req->info (0: none) for its result; gather as
  * above. */

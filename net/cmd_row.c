@@ -6,11 +6,7 @@
  * snapshot (held, with the plan, in the request's info until the reply),
  * parses its arguments against the table's key schema (tbl_args.h), and
  * sends the engine work to the shards owning the rows as child requests.
- * A point operation is one child. A range walks the table's tablets in key
- * order, one hop per run of neighbouring tablets on one shard, each hop a
- * shard scan clipped to the run: rows come back in key order whatever the
- * tablets' shards, and the cursor is a key position, so it stays right
- * however the tablets are laid out by the next page.
+ * A point operation is one child; ranges are row_range.c's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,52 +21,12 @@
 #include "net/cmd.h"
 #include "net/server.h"
 #include "net/tbl_args.h"
+#include "net/row_int.h"
 #include "net/xwrite.h"
-
-/* Rows a ROW.COUNT or ROW.DELRANGE hop walks at most before it yields. */
-#define ROW_HOP_ROWS 4096u
-
-/* The plan of a row command: the parent request's info. */
-struct row_cmd {
-        struct eng_catalog *snap;       /* held until the reply */
-        const struct eng_catalog_table *t;
-        uint64_t now_ms;
-        struct net_tbl_ops ops;         /* PUT, DEL, WRITE, GET (one op, its key) */
-        /* ranges */
-        struct net_tbl_range range;     /* COUNT and DELRANGE: only range.b */
-        /* Where the walk goes on (heap): forward, the next start; in
-         * reverse (range.rev), the next exclusive end, pos_open: none,
-         * the table's end. */
-        uint8_t *pos;
-        size_t pos_len;
-        bool pos_open;
-        /* The hop's other bound: forward its end (hop_open: the table's
-         * end), in reverse its start (a range start or a tablet's). */
-        const uint8_t *hop_end;
-        size_t hop_end_len;
-        bool hop_open, last_hop;        /* ...; the hop ends the range */
-        uint32_t hop_shard;
-        uint64_t n;                     /* rows given, counted or deleted */
-        /* RANGE and COUNT within one partition: the next hop counts the
-         * call as one read of it (the rate limits; its first hop). */
-        bool take_read;
-        struct net_resp_out rows;       /* RANGE: the rows so far */
-        bool rows_init;
-        uint8_t *next;                  /* RANGE: the next row's position, once the page is full */
-        size_t next_len;
-        /* A hop that met a tablet gone to another shard (engine/shard.h,
-         * stop_at_foreign): the walk goes on from its bound by the
-         * origin's newest catalog, after a pause if that still names the
-         * same shard (its install of the move has not landed). */
-        struct rx_timer replan;
-        struct net_req *req;
-        int replan_kind;
-        uint32_t replans;
-};
 
 /* Frees what rc holds (rc itself goes with the request's info); twice is
  * harmless. */
-static void row_cmd_free(struct row_cmd *rc)
+void net_row_cmd_free(struct row_cmd *rc)
 {
         if (!rc)
                 return;
@@ -84,13 +40,13 @@ static void row_cmd_free(struct row_cmd *rc)
         memset(rc, 0, sizeof(*rc));
 }
 
-static int reply_err(struct net_req *req, const char *msg)
+int net_row_reply_err(struct net_req *req, const char *msg)
 {
         net_resp_add_errorf(req->out, "ERR %s", msg);
         return NET_CMD_DONE;
 }
 
-static struct net_tbl_limits limits(const struct net_req *req)
+struct net_tbl_limits net_row_limits(const struct net_req *req)
 {
         const struct net_server *srv = req->origin->srv;
 
@@ -99,7 +55,7 @@ static struct net_tbl_limits limits(const struct net_req *req)
 }
 
 /* Sets up req->info for the table named by argv[1]. 0, or a reply written. */
-static int row_cmd_new(struct net_req *req)
+int net_row_cmd_new(struct net_req *req)
 {
         struct eng_catalog *c = eng_shard_catalog(req->origin->eng);
         char path[ENG_CATALOG_MAX_PATH + 1], err[NET_TBL_ERR_MAX];
@@ -107,7 +63,7 @@ static int row_cmd_new(struct net_req *req)
         struct row_cmd *rc;
 
         if (net_tbl_path(&req->argv[1], path, sizeof(path), err, sizeof(err)) < 0)
-                return reply_err(req, err), -1;
+                return net_row_reply_err(req, err), -1;
         if (eng_catalog_lookup(c, path, &t) < 0) {
                 net_resp_add_errorf(req->out, "ERR no table %s", path);
                 return -1;
@@ -119,7 +75,7 @@ static int row_cmd_new(struct net_req *req)
         }
         rc = calloc(1, sizeof(*rc));
         if (!rc)
-                return reply_err(req, "out of memory"), -1;
+                return net_row_reply_err(req, "out of memory"), -1;
         rc->snap = eng_catalog_ref(c);
         rc->t = t;
         rc->now_ms = net_now_ms();
@@ -137,34 +93,11 @@ static unsigned owner(const struct eng_catalog_table *t, const uint8_t *key, siz
         return t->tablets[i].shard;
 }
 
-/* Starts one child running def on shard with info (heap, the child's from
- * now on; may be NULL), gathered by gather. Returns what the handler
- * returns (a reply written on ENOMEM). */
-static int one_child(struct net_req *req, const struct net_cmd_def *def, unsigned shard,
-                     void *info, void (*gather)(struct net_req *req))
-{
-        struct net_req *c;
-
-        net_req_children_drop(req);
-        req->children = calloc(1, sizeof(*req->children));
-        c = req->children ? net_req_child(req, def, req->argv, req->argc, (int)shard) : NULL;
-        if (!c) {
-                free(info);
-                net_resp_add_error(req->out, "ERR out of memory", 17);
-                return NET_CMD_DONE;
-        }
-        c->table = req->table;
-        c->info = info;
-        req->children[0] = c;
-        req->n_children = 1;
-        return net_req_fan_out(req, gather);
-}
-
 /* The reply of the one child is the reply. */
 static void child_reply_gather(struct net_req *req)
 {
         net_out_move(req->out, &req->children[0]->own);
-        row_cmd_free(req->info);
+        net_row_cmd_free(req->info);
 }
 
 /* ---- point operations, on the owning shard ---- */
@@ -200,7 +133,7 @@ static int exec_write(struct net_req *req)
         int r;
 
         if (!m)
-                return reply_err(req, "out of memory");
+                return net_row_reply_err(req, "out of memory");
         for (uint32_t i = 0; i < rc->ops.n; i++)
                 m[i] = mutation(rc, &rc->ops.ops[i]);
         r = net_req_write(req, m, rc->ops.n, then_ok);
@@ -257,10 +190,10 @@ static int point_start(struct net_req *req, const struct net_cmd_def *def)
 {
         const struct row_cmd *rc = req->info;
         const struct net_tbl_op *op = &rc->ops.ops[0];
-        int r = one_child(req, def, owner(rc->t, op->key, op->key_len), NULL, child_reply_gather);
+        int r = net_req_one_child(req, def, owner(rc->t, op->key, op->key_len), NULL, child_reply_gather);
 
         if (r == NET_CMD_DONE)
-                row_cmd_free(req->info);
+                net_row_cmd_free(req->info);
         return r;
 }
 
@@ -268,7 +201,7 @@ static int point_start(struct net_req *req, const struct net_cmd_def *def)
 static int key_op(struct net_req *req, enum net_tbl_op_kind kind)
 {
         struct row_cmd *rc = req->info;
-        struct net_tbl_limits lim = limits(req);
+        struct net_tbl_limits lim = net_row_limits(req);
         char err[NET_TBL_ERR_MAX];
         size_t len;
         int r;
@@ -276,11 +209,11 @@ static int key_op(struct net_req *req, enum net_tbl_op_kind kind)
         rc->ops.ops = calloc(1, sizeof(*rc->ops.ops));
         rc->ops.keys = malloc(lim.max_key_bytes);
         if (!rc->ops.ops || !rc->ops.keys)
-                return reply_err(req, "out of memory"), -1;
+                return net_row_reply_err(req, "out of memory"), -1;
         r = net_tbl_key_parse(rc->t, req->argv + 2, req->argc - 2, &lim, rc->ops.keys,
                               lim.max_key_bytes, &len, err, sizeof(err));
         if (r < 0)
-                return reply_err(req, err), -1;
+                return net_row_reply_err(req, err), -1;
         rc->ops.n = 1;
         rc->ops.ops[0] = (struct net_tbl_op){ .kind = kind, .key = rc->ops.keys,
                                               .key_len = (uint32_t)len };
@@ -289,10 +222,10 @@ static int key_op(struct net_req *req, enum net_tbl_op_kind kind)
 
 int net_cmd_row_get(struct net_req *req)
 {
-        if (row_cmd_new(req) < 0)
+        if (net_row_cmd_new(req) < 0)
                 return NET_CMD_DONE;
         if (key_op(req, NET_TBL_OP_KIND_INVALID) < 0) {       /* a read: no write kind */
-                row_cmd_free(req->info);
+                net_row_cmd_free(req->info);
                 return NET_CMD_DONE;
         }
         return point_start(req, &def_exec_get);
@@ -300,10 +233,10 @@ int net_cmd_row_get(struct net_req *req)
 
 int net_cmd_row_del(struct net_req *req)
 {
-        if (row_cmd_new(req) < 0)
+        if (net_row_cmd_new(req) < 0)
                 return NET_CMD_DONE;
         if (key_op(req, NET_TBL_OP_DEL) < 0) {
-                row_cmd_free(req->info);
+                net_row_cmd_free(req->info);
                 return NET_CMD_DONE;
         }
         return point_start(req, &def_exec_del);
@@ -316,7 +249,7 @@ static void row_write_ok(struct net_req *req)
 
 static void row_cmd_release(void *arg)
 {
-        row_cmd_free(arg);
+        net_row_cmd_free(arg);
         free(arg);
 }
 
@@ -331,8 +264,8 @@ static int write_shards(struct net_req *req, struct row_cmd *rc)
         if (!m || !own) {
                 free(m);
                 free(own);
-                row_cmd_free(rc);
-                return reply_err(req, "out of memory");
+                net_row_cmd_free(rc);
+                return net_row_reply_err(req, "out of memory");
         }
         for (uint32_t i = 0; i < rc->ops.n; i++) {
                 m[i] = mutation(rc, &rc->ops.ops[i]);
@@ -351,17 +284,17 @@ static int write_cmd(struct net_req *req,
                                   const struct net_tbl_limits *, struct net_tbl_ops *, char *,
                                   size_t))
 {
-        struct net_tbl_limits lim = limits(req);
+        struct net_tbl_limits lim = net_row_limits(req);
         char err[NET_TBL_ERR_MAX];
         struct row_cmd *rc;
         unsigned shard;
 
-        if (row_cmd_new(req) < 0)
+        if (net_row_cmd_new(req) < 0)
                 return NET_CMD_DONE;
         rc = req->info;
         if (parse(rc->t, req->argv + 2, req->argc - 2, &lim, &rc->ops, err, sizeof(err)) < 0) {
-                row_cmd_free(rc);
-                return reply_err(req, err);
+                net_row_cmd_free(rc);
+                return net_row_reply_err(req, err);
         }
         shard = owner(rc->t, rc->ops.ops[0].key, rc->ops.ops[0].key_len);
         for (uint32_t i = 1; i < rc->ops.n; i++)
@@ -378,501 +311,4 @@ int net_cmd_row_put(struct net_req *req)
 int net_cmd_row_write(struct net_req *req)
 {
         return write_cmd(req, net_tbl_write_parse);
-}
-
-/* ---- ranges ---- */
-
-enum hop_kind {
-        HOP_RANGE,
-        HOP_COUNT,
-        HOP_DELRANGE,
-};
-
-/* Plans the hop from rc->pos: the run of tablets on the shard owning pos,
- * up to the first tablet of another shard or the range's end. 0 or
- * -ENOMEM. */
-static int hop_plan(struct row_cmd *rc)
-{
-        const struct eng_catalog_table *t = rc->t;
-        const struct net_tbl_bounds *b = &rc->range.b;
-        uint8_t small[256], *ik = small;
-        size_t len = ENG_TABLE_ID_BYTES + rc->pos_len;
-        uint32_t i, j;
-
-        if (len > sizeof(small) && !(ik = malloc(len)))
-                return -ENOMEM;
-        be32_put(ik, t->id);
-        if (rc->pos_len)
-                memcpy(ik + ENG_TABLE_ID_BYTES, rc->pos, rc->pos_len);
-        i = eng_catalog_route_ikey(t, ik, len);
-        if (ik != small)
-                free(ik);
-        rc->hop_shard = t->tablets[i].shard;
-        for (j = i + 1; j < t->n_tablets && t->tablets[j].shard == rc->hop_shard; j++)
-                ;
-        rc->hop_open = j == t->n_tablets;
-        if (!rc->hop_open) {
-                rc->hop_end = eng_catalog_tablet_start(t, j) + ENG_TABLE_ID_BYTES;
-                rc->hop_end_len = t->tablets[j].start_len - ENG_TABLE_ID_BYTES;
-        }
-        rc->last_hop = true;
-        if (b->end_open)
-                rc->last_hop = rc->hop_open;
-        else if (rc->hop_open || eng_key_cmp(b->end, b->end_len, rc->hop_end, rc->hop_end_len) <= 0)
-                rc->hop_end = b->end, rc->hop_end_len = b->end_len, rc->hop_open = false;
-        else
-                rc->last_hop = false;
-        return 0;
-}
-
-/* The reverse hop to rc->pos (exclusive; pos_open: the table's end): the
- * run of tablets on the shard owning the last position before it, down to
- * the first tablet of another shard or the range's start. 0 or -ENOMEM. */
-static int hop_plan_rev(struct row_cmd *rc)
-{
-        const struct eng_catalog_table *t = rc->t;
-        const struct net_tbl_bounds *b = &rc->range.b;
-        uint8_t small[256], *ik = small;
-        size_t len = ENG_TABLE_ID_BYTES + rc->pos_len;
-        uint32_t i = t->n_tablets - 1, j;
-
-        if (!rc->pos_open) {
-                if (len > sizeof(small) && !(ik = malloc(len)))
-                        return -ENOMEM;
-                be32_put(ik, t->id);
-                memcpy(ik + ENG_TABLE_ID_BYTES, rc->pos, rc->pos_len);
-                i = eng_catalog_route_ikey(t, ik, len);
-                /* An end exactly at a tablet's start: the rows before it
-                 * are the tablet below's. */
-                if (i > 0 && eng_key_cmp(ik, len, eng_catalog_tablet_start(t, i),
-                                         t->tablets[i].start_len) == 0)
-                        i--;
-                if (ik != small)
-                        free(ik);
-        }
-        rc->hop_shard = t->tablets[i].shard;
-        for (j = i; j > 0 && t->tablets[j - 1].shard == rc->hop_shard; j--)
-                ;
-        rc->hop_end = eng_catalog_tablet_start(t, j) + ENG_TABLE_ID_BYTES;
-        rc->hop_end_len = t->tablets[j].start_len - ENG_TABLE_ID_BYTES;
-        rc->hop_open = false;
-        rc->last_hop = eng_key_cmp(rc->hop_end, rc->hop_end_len, b->start, b->start_len) <= 0;
-        if (rc->last_hop) {
-                rc->hop_end = b->start;
-                rc->hop_end_len = b->start_len;
-        }
-        return 0;
-}
-
-/* A hop's scan state: the child's info. */
-struct hop {
-        const struct row_cmd *rc;
-        enum hop_kind kind;
-        uint32_t limit;
-        uint64_t n;
-        int res;
-        bool more;
-        uint8_t *resume;                /* heap, the child's: the next row's position */
-        size_t resume_len;
-        uint8_t *dels;                  /* DELRANGE: len-prefixed keys */
-        size_t dels_len, dels_cap;
-        uint32_t n_dels;
-        bool foreign;                   /* stopped at another shard's tablet: resume is its bound */
-        bool take_read;                 /* count a read of the range's partition first */
-};
-
-static int hop_item(struct eng_scan *sc, const struct eng_scan_item *it)
-{
-        struct net_req *req = sc->ctx;
-        struct hop *h = req->info;
-
-        if (h->kind == HOP_RANGE && h->n == h->limit) {
-                /* The row past a full page: the next page's cursor. */
-                h->resume = malloc(it->pos_len ? it->pos_len : 1);
-                if (!h->resume)
-                        return -ENOMEM;
-                memcpy(h->resume, it->pos, it->pos_len);
-                h->resume_len = it->pos_len;
-                h->more = true;
-                return 0;
-        }
-        h->n++;
-        if (h->kind == HOP_RANGE)
-                return net_tbl_row_write(req->out, h->rc->t, it->pos, it->pos_len, it->value,
-                                         it->value_len) < 0 ? -ENOMEM : 0;
-        if (h->kind == HOP_DELRANGE) {
-                size_t need = 4 + it->key_len;
-
-                if (h->dels_len + need > h->dels_cap) {
-                        size_t cap = (h->dels_cap + need) * 2;
-                        uint8_t *d = realloc(h->dels, cap);
-
-                        if (!d)
-                                return -ENOMEM;
-                        h->dels = d;
-                        h->dels_cap = cap;
-                }
-                memcpy(h->dels + h->dels_len, &it->key_len, 4);
-                memcpy(h->dels + h->dels_len + 4, it->key, it->key_len);
-                h->dels_len += need;
-                h->n_dels++;
-        }
-        return 0;
-}
-
-static void hop_del_done(struct net_req *req, int res)
-{
-        struct hop *h = req->info;
-
-        if (res < 0)
-                h->res = res;
-}
-
-/* The scan ended with res: keep its resume; DELRANGE deletes what it saw. */
-static int hop_scanned(struct net_req *req, int res)
-{
-        struct hop *h = req->info;
-        struct eng_mutation *m;
-        size_t at = 0;
-        int r;
-
-        h->res = res;
-        h->foreign = res == 0 && req->sc.foreign;
-        if (res == 0 && req->sc.more && (h->kind != HOP_RANGE || h->foreign)) {
-                h->more = true;
-                h->resume = malloc(req->sc.resume_len ? req->sc.resume_len : 1);
-                if (h->resume) {
-                        memcpy(h->resume, req->sc.resume, req->sc.resume_len);
-                        h->resume_len = req->sc.resume_len;
-                } else {
-                        h->res = -ENOMEM;
-                }
-        }
-        eng_scan_release(&req->sc);
-        if (h->res < 0 || h->kind != HOP_DELRANGE || !h->n_dels)
-                return NET_CMD_DONE;
-        m = calloc(h->n_dels, sizeof(*m));
-        if (!m) {
-                h->res = -ENOMEM;
-                return NET_CMD_DONE;
-        }
-        for (uint32_t i = 0; i < h->n_dels; i++) {
-                uint32_t len;
-
-                memcpy(&len, h->dels + at, 4);
-                m[i] = (struct eng_mutation){ .kind = ENG_MUT_DEL, .table = h->rc->t->id,
-                                              .key = h->dels + at + 4, .key_len = len };
-                at += 4 + len;
-        }
-        r = net_req_write(req, m, h->n_dels, hop_del_done);
-        free(m);
-        return r;
-}
-
-static void hop_scan_cb(struct eng_scan *sc, int res)
-{
-        struct net_req *req = sc->ctx;
-
-        if (hop_scanned(req, res) == NET_CMD_DONE)
-                net_req_complete(req);
-}
-
-static int exec_hop(struct net_req *req)
-{
-        struct hop *h = req->info;
-        const struct row_cmd *rc = h->rc;
-        int r;
-
-        memset(&req->sc, 0, sizeof(req->sc));
-        if (h->take_read) {
-                r = eng_shard_rate_take(req->exec->eng, rc->t->id, rc->range.b.start,
-                                        (uint32_t)rc->range.b.start_len, ENG_RATELIMIT_READ);
-                if (r < 0)
-                        return hop_scanned(req, r);
-        }
-        req->sc.item = hop_item;
-        req->sc.done = hop_scan_cb;
-        req->sc.ctx = req;
-        req->sc.stop_at_foreign = true; /* the hop is this shard's by the origin's catalog */
-        /* A range reads one row past the page, for the cursor (hop_item):
-         * a cursor is always a row's position. */
-        if (rc->range.rev) {
-                req->sc.reverse = true;
-                r = eng_shard_scan(req->exec->eng, rc->t->id, rc->hop_end,
-                                   (uint32_t)rc->hop_end_len, rc->pos_open ? NULL : rc->pos,
-                                   (uint32_t)rc->pos_len, h->limit + 1, &req->sc);
-        } else {
-                r = eng_shard_scan(req->exec->eng, rc->t->id, rc->pos, (uint32_t)rc->pos_len,
-                                   rc->hop_open ? NULL : rc->hop_end, (uint32_t)rc->hop_end_len,
-                                   h->limit + (h->kind == HOP_RANGE), &req->sc);
-        }
-        if (r == 1)
-                return NET_CMD_PENDING;
-        return hop_scanned(req, r);
-}
-
-static const struct net_cmd_def def_exec_hop = { "row.range", -2, NET_CMD_READONLY, 0, 0, 0,
-                                                 exec_hop, NULL };
-
-static void hop_gather(struct net_req *req);
-
-/* Starts the hop from rc->pos. Returns what the handler returns. */
-static int hop_start(struct net_req *req, enum hop_kind kind)
-{
-        struct row_cmd *rc = req->info;
-        struct hop *h = calloc(1, sizeof(*h));
-
-        if (!h || (rc->range.rev ? hop_plan_rev(rc) : hop_plan(rc)) < 0) {
-                free(h);
-                return reply_err(req, "out of memory");
-        }
-        h->rc = rc;
-        h->kind = kind;
-        h->take_read = rc->take_read;
-        rc->take_read = false;
-        h->limit = kind == HOP_RANGE ? (uint32_t)(rc->range.limit - rc->n) : ROW_HOP_ROWS;
-        return one_child(req, &def_exec_hop, rc->hop_shard, h, hop_gather);
-}
-
-/* Moves the walk to pos (len bytes, copied). 0 or -ENOMEM. */
-static int walk_to(struct row_cmd *rc, const uint8_t *pos, size_t len)
-{
-        uint8_t *p = malloc(len ? len : 1);
-
-        if (!p)
-                return -ENOMEM;
-        memcpy(p, pos, len);
-        free(rc->pos);
-        rc->pos = p;
-        rc->pos_len = len;
-        return 0;
-}
-
-static void range_reply(struct net_req *req)
-{
-        struct row_cmd *rc = req->info;
-        char *cur = NULL;
-        size_t len = 1;
-
-        if (rc->next) {
-                cur = malloc(NET_TBL_CURSOR_SIZE(rc->next_len));
-                if (!cur) {
-                        net_resp_add_error(req->out, "ERR out of memory", 17);
-                        return;
-                }
-                len = net_tbl_cursor_format(rc->t->id, rc->next, rc->next_len, rc->range.rev, cur,
-                                            NET_TBL_CURSOR_SIZE(rc->next_len));
-        }
-        net_resp_add_array(req->out, 2);
-        net_resp_add_bulk(req->out, cur ? cur : NET_TBL_CURSOR_START, len);
-        net_resp_add_array(req->out, rc->n);
-        net_out_move(req->out, &rc->rows);
-        free(cur);
-}
-
-static void replan_fire(struct rx_loop *loop, struct rx_timer *t)
-{
-        struct row_cmd *rc = container_of(t, struct row_cmd, replan);
-        struct net_req *req = rc->req;
-
-        (void)loop;
-        if (hop_start(req, (enum hop_kind)rc->replan_kind) == NET_CMD_DONE) {
-                row_cmd_free(rc);
-                net_req_complete(req);
-        }
-}
-
-/* Hop h stopped on shard `was` at a tablet another shard owns now: the
- * walk goes on from h's resume by the origin's newest catalog. 0 (going
- * on), or <0 with a reply written. */
-static int hop_replan(struct net_req *req, struct hop *h, uint32_t was)
-{
-        struct row_cmd *rc = req->info;
-        struct eng_catalog *c = eng_shard_catalog(req->origin->eng);
-        const struct eng_catalog_table *t;
-        bool stuck;
-
-        if (eng_catalog_table_by_id(c, rc->t->id, &t) < 0) {
-                net_resp_add_errorf(req->out, "ERR no table %s (dropped meanwhile)", rc->t->path);
-                return -1;
-        }
-        eng_catalog_unref(rc->snap);
-        rc->snap = eng_catalog_ref(c);
-        rc->t = t;
-        if (rc->range.rev && !h->resume_len) {
-                rc->pos_open = true;    /* the table's end */
-        } else if (walk_to(rc, h->resume, h->resume_len) < 0) {
-                net_resp_add_error(req->out, "ERR out of memory", 17);
-                return -1;
-        } else {
-                rc->pos_open = false;
-        }
-        if ((rc->range.rev ? hop_plan_rev(rc) : hop_plan(rc)) < 0) {
-                net_resp_add_error(req->out, "ERR out of memory", 17);
-                return -1;
-        }
-        stuck = rc->hop_shard == was && h->n == 0 && h->n_dels == 0;
-        if (stuck && ++rc->replans > 10000) {
-                net_resp_add_errorf(req->out, "TRYAGAIN the range's tablets have been moving "
-                                    "between shards for 10 s");
-                return -1;
-        }
-        if (!stuck) {
-                if (hop_start(req, h->kind) == NET_CMD_DONE)
-                        return -1;      /* it replied: out of memory */
-                return 0;
-        }
-        rc->req = req;
-        rc->replan_kind = (int)h->kind;
-        rx_timer_init(&rc->replan, replan_fire, "net:range replan");
-        rx_timer_arm_after(req->origin->loop, &rc->replan, 1000 * 1000);
-        req->children_left++;           /* the parent waits for the timer */
-        return 0;
-}
-
-/* A hop is back: take its rows, then go on, or reply. */
-static void hop_gather(struct net_req *req)
-{
-        struct row_cmd *rc = req->info;
-        struct net_req *c = req->children[0];
-        struct hop *h = c->info;
-        enum hop_kind kind = h->kind;
-        int r = 0;
-
-        /* A child refused (-LOADING) replied its error; a hop's engine
-         * error is in h->res. */
-        if (net_child_error(req, c) || h->res < 0) {
-                if (h->res < 0)
-                        net_reply_engine_err(req, h->res);
-                free(h->resume);
-                free(h->dels);
-                row_cmd_free(rc);
-                return;
-        }
-        rc->n += kind == HOP_DELRANGE ? h->n_dels : h->n;
-        if (kind == HOP_RANGE)
-                net_out_move(&rc->rows, &c->own);
-        if (h->foreign) {
-                r = hop_replan(req, h, c->exec ? c->exec->id : UINT32_MAX);
-                free(h->resume);
-                free(h->dels);
-                if (r < 0)
-                        row_cmd_free(rc);
-                return;
-        }
-        if (h->more) {
-                /* RANGE: the page is full and the next row is known. */
-                r = kind == HOP_RANGE ? 0 : walk_to(rc, h->resume, h->resume_len);
-                if (kind == HOP_RANGE && (rc->next = h->resume)) {
-                        rc->next_len = h->resume_len;
-                        h->resume = NULL;
-                }
-        } else if (rc->last_hop) {
-                goto reply;
-        } else {
-                /* A page full at a hop's end: the next hop only looks for
-                 * the row past it, the cursor. */
-                r = walk_to(rc, rc->hop_end, rc->hop_end_len);
-                rc->pos_open = false;
-        }
-        free(h->resume);
-        free(h->dels);
-        if (r < 0) {
-                net_resp_add_error(req->out, "ERR out of memory", 17);
-                row_cmd_free(rc);
-                return;
-        }
-        if (kind == HOP_RANGE && rc->next)
-                goto reply;
-        if (hop_start(req, kind) == NET_CMD_DONE)
-                row_cmd_free(rc);       /* it replied: out of memory */
-        return;
-reply:
-        if (kind == HOP_RANGE)
-                range_reply(req);
-        else
-                net_resp_add_int(req->out, (int64_t)rc->n);
-        row_cmd_free(rc);
-}
-
-/* Whether the range lies within one partition (for the rate limits, a
- * hashed table's hash prefix): a hashed table's range with bounds, which
- * share the hash (tbl_range.c). */
-static bool one_partition(const struct row_cmd *rc)
-{
-        return rc->t->mode == ENG_CATALOG_HASHED && !rc->range.b.end_open &&
-               rc->range.b.start_len >= ENG_HASH_BYTES;
-}
-
-/* Starts a walk of the range parsed into rc->range from its start. A
- * RANGE or COUNT within one partition counts as one read of it (each call,
- * so each page); a DELRANGE's deletes count as writes. */
-static int walk_start(struct net_req *req, enum hop_kind kind)
-{
-        struct row_cmd *rc = req->info;
-        const struct net_tbl_bounds *b = &rc->range.b;
-        int r;
-
-        rc->take_read = kind != HOP_DELRANGE && one_partition(rc);
-        /* Forward from the range's start; in reverse down from its end. */
-        rc->pos_open = rc->range.rev && b->end_open;
-        if (rc->pos_open)
-                r = walk_to(rc, (const uint8_t *)"", 0);
-        else if (rc->range.rev)
-                r = walk_to(rc, b->end, b->end_len);
-        else
-                r = walk_to(rc, b->start, b->start_len);
-        if (r < 0) {
-                row_cmd_free(rc);
-                return reply_err(req, "out of memory");
-        }
-        if (kind == HOP_RANGE) {
-                net_resp_out_init(&rc->rows, 4096);
-                net_resp_out_set_proto(&rc->rows, req->proto);
-                rc->rows_init = true;
-        }
-        r = hop_start(req, kind);
-        if (r == NET_CMD_DONE)
-                row_cmd_free(rc);
-        return r;
-}
-
-/* ROW.RANGE (with LIMIT, REV and CURSOR), ROW.COUNT and ROW.DELRANGE
- * (bounds only): parse, then walk. */
-static int range_cmd(struct net_req *req, enum hop_kind kind)
-{
-        struct net_tbl_limits lim = limits(req);
-        char err[NET_TBL_ERR_MAX];
-        struct row_cmd *rc;
-        int r;
-
-        if (row_cmd_new(req) < 0)
-                return NET_CMD_DONE;
-        rc = req->info;
-        if (kind == HOP_RANGE)
-                r = net_tbl_range_parse(rc->t, req->argv + 2, req->argc - 2, &lim, &rc->range, err,
-                                        sizeof(err));
-        else
-                r = net_tbl_bounds_parse(rc->t, req->argv + 2, req->argc - 2, &lim, &rc->range.b,
-                                         err, sizeof(err));
-        if (r < 0) {
-                row_cmd_free(rc);
-                return reply_err(req, err);
-        }
-        return walk_start(req, kind);
-}
-
-int net_cmd_row_range(struct net_req *req)
-{
-        return range_cmd(req, HOP_RANGE);
-}
-
-int net_cmd_row_count(struct net_req *req)
-{
-        return range_cmd(req, HOP_COUNT);
-}
-
-int net_cmd_row_delrange(struct net_req *req)
-{
-        return range_cmd(req, HOP_DELRANGE);
 }
