@@ -703,7 +703,7 @@ static void oldest_sst(char *path, size_t cap, uint64_t *ret_id)
 
                 if (len == 20 && strcmp(de->d_name + 16, ".sst") == 0 &&
                     (!best[0] || strcmp(de->d_name, best) < 0))
-                        snprintf(best, sizeof(best), "%s", de->d_name);
+                        memcpy(best, de->d_name, len + 1);      /* 20 bytes and the NUL */
         }
         closedir(d);
         cr_assert(best[0] != 0, "no SSTable in %s", dir);
