@@ -283,6 +283,35 @@ static bool added_has(const struct eng_manifest_edit *e, uint32_t from, uint64_t
         return false;
 }
 
+/* Whether the orphans feeding w cover all of w's range: else part of it
+ * was a tablet the manifest never heard of (never flushed: a table's
+ * first tablets, or a split's children of a never-flushed parent), whose
+ * entries are all in the log. */
+static bool fed_whole(const struct relayout *rl, const struct eng_manifest_tablet *w)
+{
+        const struct eng_manifest_state *s = rl->s;
+        const uint8_t *cur = w->start;
+        uint32_t cur_len = w->start_len;
+        bool moved = true;
+
+        while (moved && eng_manifest_key_cmp(cur, cur_len, w->end, w->end_len) < 0) {
+                moved = false;
+                for (uint32_t i = 0; i < s->n_tablets; i++) {
+                        const struct eng_manifest_tablet *o = &s->tablets[i];
+
+                        if (!feeds(rl, i, w) ||
+                            eng_manifest_key_cmp(o->start, o->start_len, cur, cur_len) > 0 ||
+                            eng_manifest_key_cmp(o->end, o->end_len, cur, cur_len) <= 0)
+                                continue;
+                        cur = o->end;           /* o holds cur: on from its end */
+                        cur_len = o->end_len;
+                        moved = true;
+                        break;
+                }
+        }
+        return eng_manifest_key_cmp(cur, cur_len, w->end, w->end_len) >= 0;
+}
+
 /* Creates wanted tablet w: its entry and the tables of the orphans it
  * overlaps (each file once), into a's arrays at e's counts. */
 static void relayout_new(struct relayout *rl, const struct eng_manifest_edit_arrays *a,
@@ -300,7 +329,7 @@ static void relayout_new(struct relayout *rl, const struct eng_manifest_edit_arr
         for (uint32_t i = 0; i < s->n_tablets; i++)
                 if (feeds(rl, i, w) && s->tablets[i].flushed_seq < nt->flushed_seq)
                         nt->flushed_seq = s->tablets[i].flushed_seq;
-        if (nt->flushed_seq == UINT64_MAX)
+        if (nt->flushed_seq == UINT64_MAX || !fed_whole(rl, w))
                 nt->flushed_seq = 0;
         rl->e.added = a->added;         /* for added_has */
         for (size_t k = 0; k < s->n_tables; k++) {

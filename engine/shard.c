@@ -166,7 +166,7 @@ int shard_apply_batch(struct eng_shard *s, const uint8_t *payload, uint32_t len,
                          * holding every entry of it logged here
                          * (shard_move.h). */
                         if (shard_table_gone(s, be32_get(e[n].key)) ||
-                            shard_route_of(s, be32_get(e[n].key)))
+                            (s->replaying && shard_route_of(s, be32_get(e[n].key))))
                                 continue;
                         r = -SCREE_ECORRUPT;
                         break;
@@ -537,11 +537,37 @@ static int stall(struct eng_shard *s, struct eng_write *w)
 /* Writes w's batch (w->stalled, or the scratch when NULL) now, or stalls
  * it. Returns as eng_shard_write; w leaves its keys' FIFOs once its
  * entries are in, or it failed. */
+bool shard_batch_moved(struct eng_shard *s, const uint8_t *payload, uint32_t len,
+                       const struct eng_tablet *only)
+{
+        struct eng_batch_iter it;
+        struct eng_entry e;
+
+        if (eng_batch_iter_init(&it, payload, len, 0) < 0)
+                return false;
+        while (eng_batch_iter_next(&it, &e) == 1) {
+                struct eng_tablet *t;
+
+                if (e.key_len < ENG_TABLE_ID_BYTES)
+                        continue;
+                t = shard_tablet_of_ikey(s, e.key, e.key_len);
+                if (only ? t == only : (!t ? shard_route_of(s, be32_get(e.key)) != NULL
+                                           : t->moved_out))
+                        return true;
+        }
+        return false;
+}
+
 static int write_now(struct eng_shard *s, struct eng_write *w)
 {
         int r;
 
-        if (eng_wal_is_full(s->wal)) {
+        if (w->stalled && shard_batch_moved(s, w->stalled, w->stalled_len, NULL)) {
+                /* It waited (behind an operation on its keys, or for
+                 * memory) while a tablet of its keys moved away: routed
+                 * when called, it must be routed again (shard_move.h). */
+                r = -SCREE_EMOVED;
+        } else if (eng_wal_is_full(s->wal)) {
                 r = -ENOSPC;    /* fail fast: the log cannot take it until space returns */
         } else if (s->stall_head || shard_stalled(s)) {
                 if (!eng_shard_is_full(s))
@@ -657,6 +683,8 @@ void shard_unstall(struct eng_shard *s)
                         r = s->error;
                 else if (shard_stalled(s) || eng_wal_is_full(s->wal))
                         r = -ENOSPC;
+                else if (shard_batch_moved(s, w->stalled, w->stalled_len, NULL))
+                        r = -SCREE_EMOVED;      /* as in write_now */
                 else
                         r = submit(s, w->stalled, w->stalled_len, w->stalled_count, w);
                 free(w->stalled);

@@ -234,6 +234,7 @@ struct eng_shard {
          * embedder's memory (the pool may hold more once blocks were used). */
         uint32_t prefault_cap;
         bool pool_on;                   /* open: refills may start */
+        bool replaying;                 /* the open replays the commit log */
         bool populate_unsupported;      /* the kernel has no MADV_POPULATE_WRITE */
         bool prefault_logged;           /* the log says prefaulting ended */
         uint64_t prefault_start_ns;
@@ -405,6 +406,11 @@ void shard_log_group(struct eng_shard *s);
 /* Puts the writes that wait in s->unapplied into the memtables. Every read
  * and every operation that looks at the memtables calls it first. */
 void shard_apply_pending(struct eng_shard *s);
+/* Whether encoded batch payload has a key of tablet only -- or, with only
+ * NULL, a key whose tablet is another shard's now or moving there
+ * (shard_move.h). */
+bool shard_batch_moved(struct eng_shard *s, const uint8_t *payload, uint32_t len,
+                       const struct eng_tablet *only);
 /* Runs stalled writes once memory allows. */
 void shard_unstall(struct eng_shard *s);
 /* eng_shard_write for the holder of held (a read-modify-write at the head

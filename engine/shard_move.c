@@ -13,9 +13,11 @@
 
 #include "base/compiler.h"
 #include "base/log.h"
+#include "base/time.h"
 #include "engine/catalog.h"
 #include "engine/shard_internal.h"
 #include "engine/shard_move.h"
+#include "engine/shard_xtxn_int.h"
 #include "engine/sst_reader.h"
 
 void eng_handoff_fini(struct eng_handoff *h)
@@ -32,6 +34,9 @@ void eng_handoff_fini(struct eng_handoff *h)
 enum { MO_FLUSH, MO_SETTLE };
 
 #define MO_TICK_NS (1000 * 1000)        /* how often the source looks again */
+/* A move that could not hand over in this long is called off (a flush
+ * that cannot keep up, a part in doubt that does not commit). */
+#define MO_DEADLINE_NS (30ull * 1000 * 1000 * 1000)
 
 static void mo_end(struct eng_move_out *mo, int res)
 {
@@ -53,15 +58,22 @@ static bool holds_memtables(const struct eng_tablet *t)
 }
 
 /* Everything logged before the cut is applied (a write with a seq is in
- * the memtables or in s->unapplied: shard.c), and nothing that could
- * still add an entry to the tablet is waiting: a stalled write, or a
- * part of a write across shards (its commit applies entries). */
+ * the memtables or in s->unapplied: shard.c), and no part of a write
+ * across shards holding keys of the tablet waits for its commit (which
+ * applies them). A write that waits for memory or behind another
+ * operation is routed again when it goes on (shard.c, write_now), as is
+ * a read-modify-write's write. */
 static bool settled(struct eng_move_out *mo)
 {
         struct eng_shard *s = mo->s;
 
         shard_apply_pending(s);
-        return !s->stall_head && !s->unapplied.count && !s->txns;
+        if (s->unapplied.count)
+                return false;
+        for (const struct shard_txn *x = s->txns; x; x = x->next)
+                if (!x->dropped && shard_batch_moved(s, x->batch, x->batch_len, mo->t))
+                        return false;
+        return true;
 }
 
 static int mo_handoff(struct eng_move_out *mo)
@@ -94,6 +106,14 @@ static void mo_tick(struct rx_loop *loop, struct rx_timer *tm)
                 mo_end(mo, s->error ? s->error : t->dropped ? -SCREE_ENOTFOUND : -SCREE_ESHUTDOWN);
                 return;
         }
+        if (time_now_ns() - mo->started_ns > MO_DEADLINE_NS) {
+                log_warn("shard %u: moving tablet %u: no hand-over in 30 s; called off",
+                         s->o.shard, t->id);
+                mo_end(mo, -ETIMEDOUT);
+                return;
+        }
+        /* Its memtables as they were when the move began are flushed
+         * (writes meanwhile wait in its active memtable): cut. */
         if (mo->phase == MO_FLUSH && !t->compacting && !t->n_imm) {
                 /* From now on its keys go elsewhere: let in what was
                  * logged before, then flush that too. */
@@ -104,8 +124,8 @@ static void mo_tick(struct rx_loop *loop, struct rx_timer *tm)
                 mo_end(mo, mo_handoff(mo));
                 return;
         }
-        if (t->active_first_segment && (mo->phase == MO_FLUSH || settled(mo)))
-                shard_seal(s, t);
+        if (t->active_first_segment && mo->phase == MO_SETTLE && settled(mo))
+                shard_seal(s, t);       /* what came in before the cut */
         shard_maybe_flush(s);
         rx_timer_arm_after(loop, &mo->timer, MO_TICK_NS);
 }
@@ -124,6 +144,8 @@ int eng_shard_move_out(struct eng_shard *s, uint32_t tablet, struct eng_move_out
         mo->h = (struct eng_handoff){ 0 };
         mo->flush_bytes_at_start = s->stats.flush_bytes;
         t->moving = true;               /* no compaction starts on it */
+        mo->started_ns = time_now_ns();
+        shard_seal(s, t);               /* the flushes before the cut */
         s->busy++;
         rx_timer_init(&mo->timer, mo_tick, "engine:move out");
         mo_tick(s->loop, &mo->timer);

@@ -70,7 +70,7 @@ struct eng_move_out {
         struct eng_tablet *t;
         struct rx_timer timer;
         int phase;
-        uint64_t flush_bytes_at_start;
+        uint64_t flush_bytes_at_start, started_ns;
 };
 
 /*

@@ -141,6 +141,7 @@ static void open_finish(struct shard_open *op, int res)
 {
         struct eng_shard *s = op->s;
 
+        s->replaying = false;
         if (op->opened) {
                 for (size_t i = 0; i < op->st.n_tables; i++)
                         eng_sst_table_unref(op->opened[i]);
@@ -424,6 +425,7 @@ static void tables_ready(struct shard_open *op)
                 qsort(ts->e, n, sizeof(ts->e[0]), cmp_newest_first);
                 t->tset = ts;
         }
+        s->replaying = true;
         op->ro = (struct eng_wal_replay_opts){
                 .dir = s->dir, .shard = s->o.shard, .from_segment = op->st.log_segment,
                 .salvage = s->o.salvage, .skip_fn = replay_skipped,

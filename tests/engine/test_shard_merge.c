@@ -282,3 +282,29 @@ Test(shard_merge, a_random_mix_of_splits_merges_and_writes_reads_right)
         check_all();
         cat_fini();
 }
+
+/* Regression: a crash after the merge's catalog is saved, before the shard
+ * installed it, with one member never flushed (no manifest entry: made
+ * by a split of a tablet the manifest never heard of, or a table's
+ * first tablets) and the other flushed past the first's entries. */
+Test(shard_merge, a_member_the_manifest_never_heard_of_keeps_its_rows)
+{
+        uint32_t parent = open_with_table(ENG_CATALOG_ORDERED), kids[2];
+        struct eng_tablet *a;
+
+        split_at_row(parent, MID, kids);
+        install();
+        write_rows(MID, N_ROWS, 1, "b", NULL);          /* member 1: the log only */
+        write_rows(0, MID, 1, "a", NULL);               /* member 0: flushed below */
+        a = shard_tablet_by_id(sh, kids[0]);
+        shard_seal(sh, a);
+        shard_maybe_flush(sh);
+        for (unsigned i = 0; i < 30000 && a->n_imm; i++)
+                run_for_ms(1);
+        cr_assert(eq(u32, a->n_imm, 0));
+        cr_assert(not(eng_manifest_has_tablet(eng_manifest_state(sh->man), kids[1])));
+        merge_at(kids[0]);                              /* saved, not installed: */
+        cr_assert(eq(int, reopen_cat(), 0));
+        check_all();
+        cat_fini();
+}
