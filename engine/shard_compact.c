@@ -607,3 +607,8 @@ int eng_shard_compact(struct eng_shard *s, void (*done)(void *arg, int res), voi
         }
         return r;
 }
+
+uint64_t shard_compaction_file_id(const struct eng_shard *s)
+{
+        return s->compaction ? s->compaction->file_id : 0;
+}

@@ -605,3 +605,8 @@ void shard_wake_task(struct rx_loop *loop, struct rx_task *task)
         s->wake_posted = false;
         shard_wake_waiters(s);
 }
+
+uint64_t shard_flush_file_id(const struct eng_shard *s)
+{
+        return s->flush ? s->flush->file_id : 0;
+}

@@ -333,6 +333,10 @@ static inline uint64_t shard_file_id_new(struct eng_shard *s)
         return id;
 }
 
+/* The file ids the flush and the compaction in progress write (0: none). */
+uint64_t shard_flush_file_id(const struct eng_shard *s);
+uint64_t shard_compaction_file_id(const struct eng_shard *s);
+
 /* shard_tablets.c */
 /* A new empty tablet: tablet i of table ct. NULL on ENOMEM. */
 struct eng_tablet *shard_tablet_new(struct eng_shard *s, const struct eng_catalog_table *ct,

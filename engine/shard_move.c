@@ -359,8 +359,9 @@ int eng_shard_move_in(struct eng_shard *s, const struct eng_handoff *h, struct e
         const struct eng_catalog_table *ct;
         uint32_t i;
 
-        if (shard_tablet_by_id(s, h->tablet))
-                return -EBUSY;          /* an earlier stay, still being dropped */
+        if (shard_tablet_by_id(s, h->tablet) || s->dropping)
+                return -EBUSY;          /* an earlier stay (or another tablet) being dropped:
+                                         * its unlinks must not meet these links */
         if (eng_catalog_tablet_by_id(s->cat, h->tablet, &ct, &i) < 0 || !s->man)
                 return -SCREE_ENOTFOUND;
         mi->s = s;
@@ -375,12 +376,18 @@ int eng_shard_move_in(struct eng_shard *s, const struct eng_handoff *h, struct e
         mi->t->arriving = mi->t->moving = true;
         for (uint32_t k = 0; k < h->n_files; k++) {
                 mi->ids[k] = h->files[k].file_id;
-                if (eng_manifest_names_file(eng_manifest_state(s->man), mi->ids[k])) {
+                if (eng_manifest_names_file(eng_manifest_state(s->man), mi->ids[k]) ||
+                    mi->ids[k] == shard_flush_file_id(s) ||
+                    mi->ids[k] == shard_compaction_file_id(s)) {
                         shard_tablet_free(mi->t);
                         free(mi->ids);
                         return -EEXIST;         /* an id from before shard_file_id_new */
                 }
         }
+        /* No file of this shard's gets one of these ids from now on. */
+        for (uint32_t k = 0; k < h->n_files; k++)
+                if (mi->ids[k] >= s->next_file_id)
+                        s->next_file_id = mi->ids[k] + 1;
         s->busy++;
         mi_link_next(mi);
         return 0;

@@ -150,6 +150,9 @@ static void change_saved(struct eng_catalog_save *w, int res)
                 change_end(sh0, ch, res);
                 return;
         }
+        /* Durable: what prepare did stands (the catalog says so now),
+         * whatever happens next. */
+        ch->prepared = false;
         eng_catalog_unref(svc->head);
         svc->head = eng_catalog_ref(ch->snap);
         ch->version = eng_catalog_version(ch->snap);

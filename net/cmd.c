@@ -612,7 +612,7 @@ bool net_req_moved(struct net_req *req, int res)
         const struct eng_catalog_table *t;
         uint32_t i = 0;
 
-        if (res != -SCREE_EMOVED || !req->parent || !req->mkey ||
+        if (res != -SCREE_EMOVED || !req->parent || !req->mkey || req->no_reroute ||
             eng_catalog_table_by_id(eng_shard_catalog(req->exec->eng), req->mtable, &t) < 0)
                 return false;
         (void)eng_catalog_route_key(t, req->mkey, req->mkey_len, &i);

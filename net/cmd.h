@@ -147,6 +147,7 @@ struct net_req {
          * pause while that is still its shard (net_req_moved). */
         bool moved;
         int moved_to;
+        bool no_reroute;                /* its continuation takes -SCREE_EMOVED itself */
         const void *mkey;               /* the key of its engine call (borrowed) */
         size_t mkey_len;
         uint32_t mtable;

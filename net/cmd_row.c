@@ -126,6 +126,15 @@ static struct eng_mutation mutation(const struct row_cmd *rc, const struct net_t
         };
 }
 
+/* A write of several rows refused because one's tablet moved away: the
+ * parent plans it again (write_gather). */
+static void then_write(struct net_req *req, int res)
+{
+        req->ival = res == -SCREE_EMOVED;
+        if (!req->ival)
+                then_ok(req, res);
+}
+
 static int exec_write(struct net_req *req)
 {
         const struct row_cmd *rc = plan(req);
@@ -136,7 +145,11 @@ static int exec_write(struct net_req *req)
                 return net_row_reply_err(req, "out of memory");
         for (uint32_t i = 0; i < rc->ops.n; i++)
                 m[i] = mutation(rc, &rc->ops.ops[i]);
-        r = net_req_write(req, m, rc->ops.n, then_ok);
+        /* One row goes on to its new owner by itself (net_req_moved);
+         * rows now on two shards need the parent's plan. */
+        req->ival = 0;
+        req->no_reroute = rc->ops.n > 1;
+        r = net_req_write(req, m, rc->ops.n, then_write);
         free(m);                        /* the engine copied the keys and values */
         return r;
 }
@@ -186,15 +199,21 @@ static const struct net_cmd_def def_exec_del = { "row.del", -2, NET_CMD_WRITE, 0
                                                  exec_del, NULL };
 
 /* Sends the parsed ops' work to the owner of the first op's row. */
-static int point_start(struct net_req *req, const struct net_cmd_def *def)
+static int point_start_with(struct net_req *req, const struct net_cmd_def *def,
+                            void (*gather)(struct net_req *req))
 {
         const struct row_cmd *rc = req->info;
         const struct net_tbl_op *op = &rc->ops.ops[0];
-        int r = net_req_one_child(req, def, owner(rc->t, op->key, op->key_len), NULL, child_reply_gather);
+        int r = net_req_one_child(req, def, owner(rc->t, op->key, op->key_len), NULL, gather);
 
         if (r == NET_CMD_DONE)
                 net_row_cmd_free(req->info);
         return r;
+}
+
+static int point_start(struct net_req *req, const struct net_cmd_def *def)
+{
+        return point_start_with(req, def, child_reply_gather);
 }
 
 /* Parses a key (argv[2..]) into a one-op plan of kind. 0 or a reply written. */
@@ -278,6 +297,62 @@ static int write_shards(struct net_req *req, struct row_cmd *rc)
         return r;
 }
 
+static int write_plan(struct net_req *req, struct row_cmd *rc);
+
+static void replan_write_fire(struct rx_loop *loop, struct rx_timer *t)
+{
+        struct row_cmd *rc = container_of(t, struct row_cmd, replan);
+        struct net_req *req = rc->req;
+
+        (void)loop;
+        if (write_plan(req, rc) == NET_CMD_DONE)
+                net_req_complete(req);
+}
+
+/* The write's one child is back: its reply, or -- refused because a
+ * row's tablet moved away -- the write planned again by the origin's
+ * newest catalog (one shard, or a write across shards), after a pause. */
+static void write_gather(struct net_req *req)
+{
+        struct row_cmd *rc = req->info;
+        struct net_req *c = req->children[0];
+        const struct eng_catalog_table *t;
+
+        if (!c->ival || net_child_error(req, c)) {
+                child_reply_gather(req);
+                return;
+        }
+        if (++rc->replans > 10000) {
+                net_resp_add_errorf(req->out, "TRYAGAIN the write's tablets have been moving "
+                                    "between shards for 10 s");
+                net_row_cmd_free(rc);
+                return;
+        }
+        if (eng_catalog_table_by_id(eng_shard_catalog(req->origin->eng), rc->t->id, &t) < 0) {
+                net_resp_add_errorf(req->out, "ERR no table %s (dropped meanwhile)", rc->t->path);
+                net_row_cmd_free(rc);
+                return;
+        }
+        eng_catalog_unref(rc->snap);
+        rc->snap = eng_catalog_ref(eng_shard_catalog(req->origin->eng));
+        rc->t = t;
+        rc->req = req;
+        rx_timer_init(&rc->replan, replan_write_fire, "net:row write replan");
+        rx_timer_arm_after(req->origin->loop, &rc->replan, 1000 * 1000);
+        req->children_left++;           /* the parent waits for the timer */
+}
+
+/* Sends the parsed write to its shard, or across shards. */
+static int write_plan(struct net_req *req, struct row_cmd *rc)
+{
+        unsigned shard = owner(rc->t, rc->ops.ops[0].key, rc->ops.ops[0].key_len);
+
+        for (uint32_t i = 1; i < rc->ops.n; i++)
+                if (owner(rc->t, rc->ops.ops[i].key, rc->ops.ops[i].key_len) != shard)
+                        return write_shards(req, rc);
+        return point_start_with(req, &def_exec_write, write_gather);
+}
+
 /* ROW.PUT and ROW.WRITE: parsed with parse, then written on their shard(s). */
 static int write_cmd(struct net_req *req,
                      int (*parse)(const struct eng_catalog_table *, const struct net_arg *, size_t,
@@ -287,7 +362,6 @@ static int write_cmd(struct net_req *req,
         struct net_tbl_limits lim = net_row_limits(req);
         char err[NET_TBL_ERR_MAX];
         struct row_cmd *rc;
-        unsigned shard;
 
         if (net_row_cmd_new(req) < 0)
                 return NET_CMD_DONE;
@@ -296,11 +370,7 @@ static int write_cmd(struct net_req *req,
                 net_row_cmd_free(rc);
                 return net_row_reply_err(req, err);
         }
-        shard = owner(rc->t, rc->ops.ops[0].key, rc->ops.ops[0].key_len);
-        for (uint32_t i = 1; i < rc->ops.n; i++)
-                if (owner(rc->t, rc->ops.ops[i].key, rc->ops.ops[i].key_len) != shard)
-                        return write_shards(req, rc);
-        return point_start(req, &def_exec_write);
+        return write_plan(req, rc);
 }
 
 int net_cmd_row_put(struct net_req *req)

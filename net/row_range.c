@@ -181,7 +181,9 @@ static int hop_scanned(struct net_req *req, int res)
         int r;
 
         h->res = res;
-        h->foreign = res == 0 && req->sc.foreign;
+        /* A full page's cursor row (hop_item) stands: the next page
+         * starts there, wherever its tablet is by then. */
+        h->foreign = res == 0 && req->sc.foreign && !(h->kind == HOP_RANGE && h->more);
         if (res == 0 && req->sc.more && (h->kind != HOP_RANGE || h->foreign)) {
                 h->more = true;
                 h->resume = malloc(req->sc.resume_len ? req->sc.resume_len : 1);
@@ -227,6 +229,15 @@ static int exec_hop(struct net_req *req)
         const struct row_cmd *rc = h->rc;
         int r;
 
+        /* Afresh: a hop routed again after a moved tablet refused its
+         * deletes (net_req_moved) runs again from the start. */
+        free(h->resume);
+        free(h->dels);
+        h->resume = h->dels = NULL;
+        h->resume_len = h->dels_len = h->dels_cap = 0;
+        h->n = h->n_dels = 0;
+        h->more = h->foreign = false;
+        h->res = 0;
         memset(&req->sc, 0, sizeof(req->sc));
         if (h->take_read) {
                 r = eng_shard_rate_take(req->exec->eng, rc->t->id, rc->range.b.start,
@@ -397,9 +408,14 @@ static void hop_gather(struct net_req *req)
         if (kind == HOP_RANGE)
                 net_out_move(&rc->rows, &c->own);
         if (h->foreign) {
-                r = hop_replan(req, h, c->exec ? c->exec->id : UINT32_MAX);
-                free(h->resume);
+                /* The replan's new hop frees this one (h with it). */
+                struct hop was = *h;
+
+                h->resume = NULL;
                 free(h->dels);
+                h->dels = NULL;
+                r = hop_replan(req, &was, c->exec ? c->exec->id : UINT32_MAX);
+                free(was.resume);
                 if (r < 0)
                         net_row_cmd_free(rc);
                 return;

@@ -191,3 +191,43 @@ def test_reads_writes_and_ranges_keep_working_while_tablets_move(tmp_path):
         assert len(rows) in (n, n + 1), (key, len(rows), n)   # the last one may be in flight
     assert moves(r) >= 32
     s.close()
+
+
+def test_a_write_over_two_tablets_goes_on_as_they_part_and_meet(tmp_path):
+    """Regression: ROW.WRITE of two rows whose tablets shared a shard was
+    sent there whole and, once one tablet moved away, refused there until
+    -TRYAGAIN; it is planned again (one shard, or across shards)."""
+    s = Server(dir=str(tmp_path / "d")).start()
+    r = s.client()
+    cmd(r, "TABLE.CREATE", "/p", "KEY", "u64", "TABLETS", 2)
+    a, b = tablets(r, "/p")
+    if a[b"shard"] != b[b"shard"]:
+        cmd(r, "TABLET.MOVE", "/p", b[b"id"], a[b"shard"])
+    stop = threading.Event()
+    errors, n = [], [0]
+
+    def writer():
+        c = s.client()
+        try:
+            while not stop.is_set() and n[0] < 100000:
+                cmd(c, "ROW.WRITE", "/p", "PUT", 7, f"x{n[0]}", "PUT", (1 << 63) + 7, f"y{n[0]}")
+                n[0] += 1
+        except Exception as e:      # noqa: BLE001 -- reported below
+            errors.append(repr(e))
+
+    th = threading.Thread(target=writer)
+    th.start()
+    try:
+        for _ in range(12):
+            before = n[0]
+            b = tablets(r, "/p")[1]
+            cmd(r, "TABLET.MOVE", "/p", b[b"id"], 1 - b[b"shard"])
+            wait_for(lambda: n[0] > before + 20 or errors, "writes after the move")
+    finally:
+        stop.set()
+        th.join()
+    assert not errors, errors[:3]
+    last = n[0] - 1
+    assert cmd(r, "ROW.GET", "/p", 7) == f"x{last}".encode()
+    assert cmd(r, "ROW.GET", "/p", (1 << 63) + 7) == f"y{last}".encode()
+    s.close()
