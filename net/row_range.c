@@ -428,6 +428,8 @@ static void hop_gather(struct net_req *req)
                         h->resume = NULL;
                 }
         } else if (rc->last_hop) {
+                free(h->resume);
+                free(h->dels);
                 goto reply;
         } else {
                 /* A page full at a hop's end: the next hop only looks for
