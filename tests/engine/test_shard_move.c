@@ -339,7 +339,9 @@ Test(shard_move, a_write_queued_behind_an_rmw_is_not_lost)
         cr_assert(eq(int, mo_res, 0));
         cr_assert(eq(int, rx_loop_run_until(loop, &queued_inc.done), 0));
         cr_assert(eq(int, rx_loop_run_until(loop, &queued_w.done), 0));
-        cr_log_warn("rmw res %d, queued write res %d", queued_inc.res, queued_w.res);
+        /* Routed again (the server sends it to the new owner), not taken
+         * in by the source after its hand-over. */
+        cr_expect(eq(int, queued_w.res, -SCREE_EMOVED));
         mi = (struct eng_move_in){ .done = mi_done };
         mi_flag = false;
         cr_assert(eq(int, eng_shard_move_in(shards[to], &mo.h, &mi), 0));
@@ -426,18 +428,18 @@ Test(shard_move, steady_writes_do_not_keep_the_move_from_its_cut)
 {
         int from;
         uint32_t id = open_two(&from);
-        uint64_t flushes0, t0;
+        uint64_t t0;
         unsigned rounds = 0;
 
         write_rows(0, N_ROWS, 1, "a", NULL);
-        flushes0 = shards[from]->stats.flushes;
         shard_seal(shards[from], shard_tablet_by_id(shards[from], id));  /* a flush under way */
         shard_maybe_flush(shards[from]);
         mo = (struct eng_move_out){ .done = mo_done };
         mo_flag = false;
         cr_assert(eq(int, eng_shard_move_out(shards[from], id, &mo), 0));
         t0 = time_now_ns();
-        while (!mo_flag && time_now_ns() - t0 < 3ull * 1000 * 1000 * 1000) {
+        /* The cut comes after one flush; the bound is for a slow machine. */
+        while (!mo_flag && time_now_ns() - t0 < 60ull * 1000 * 1000 * 1000) {
                 struct eng_tablet *t = shard_tablet_by_id(shards[from], id);
 
                 if (t->moved_out)
@@ -445,12 +447,6 @@ Test(shard_move, steady_writes_do_not_keep_the_move_from_its_cut)
                 write_rows(rounds % 100, N_ROWS, 97, "s", NULL);   /* ~50 rows */
                 rounds++;
         }
-        cr_log_warn("after %u write rounds (%.0f ms): moved_out %d handed over %d, flushes %llu, "
-                    "tables %u", rounds, (double)(time_now_ns() - t0) / 1e6,
-                    shard_tablet_by_id(shards[from], id)->moved_out, mo_flag,
-                    (unsigned long long)(shards[from]->stats.flushes - flushes0),
-                    shard_tablet_by_id(shards[from], id)->tset ?
-                            shard_tablet_by_id(shards[from], id)->tset->n : 0);
         cr_expect(shard_tablet_by_id(shards[from], id)->moved_out, "the cut never came");
         run_for_ms(200);
         if (mo_flag && mo_res == 0)
