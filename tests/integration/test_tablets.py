@@ -12,22 +12,7 @@ import pytest
 import redis
 
 from server_util import WAIT_S, Server, wait_for
-
-
-def cmd(r, *args):
-    return r.execute_command(*args)
-
-
-def err(fn, *args):
-    with pytest.raises(redis.ResponseError) as e:
-        fn(*args)
-    return str(e.value)
-
-
-def tablets(r, path):
-    d = cmd(r, "TABLE.DESCRIBE", path)
-    d = dict(zip(d[::2], d[1::2]))
-    return [dict(zip(t[::2], t[1::2])) for t in d[b"tablets"]]
+from tablet_util import cmd, err, tablets
 
 
 def fill(r, path, n, tag="v"):
