@@ -64,6 +64,9 @@ static void usage(FILE *f)
                 "                      the workload's own)   --theta X   zipfian/latest exponent (0.99)\n"
                 "  -r N                keyspace: keys 0..N-1 (default 1000000)\n"
                 "  --key-prefix S      (default key:); keys are S + the number in 12 digits\n"
+                "  --key-offset N      add N to every key's number (e.g. a sequential load's next part)\n"
+                "  --key-scatter       write number i as (i * 618033988749) mod 10^12: consecutive\n"
+                "                      numbers spread evenly over an ordered key space, one to one\n"
                 "  -d N                value size in bytes (default 100)\n"
                 "  -n N                operations in all (default %u unless --duration)\n"
                 "  --duration SECS     run this long (with -n: whichever comes first)\n"
@@ -140,6 +143,8 @@ static int parse_opt(struct cli *c, int ch, const char *arg)
         case 't': return parse_double(arg, 1e-9, 1 - 1e-9, &c->theta);
         case 'r': return perf_parse_u64(arg, 1, UINT64_C(1) << 40, &cfg->keyspace);
         case 'k': cfg->key_prefix = arg; return strlen(arg) <= 200 ? 0 : -EINVAL;
+        case 'K': return perf_parse_u64(arg, 0, UINT64_C(1) << 40, &cfg->key_offset);
+        case 'X': cfg->key_scatter = true; return 0;
         case 'd': return parse_u32(arg, 0, MAX_VALUE_BYTES, &cfg->value_size);
         case 'n': c->have_n = true; return perf_parse_u64(arg, 1, UINT64_MAX - 1, &cfg->requests);
         case 'u':
@@ -212,6 +217,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
                 { "json", no_argument, NULL, 'j' },             { "csv", no_argument, NULL, 'v' },
                 { "timeseries", required_argument, NULL, 'S' }, { "stop-on-error", no_argument, NULL, 'e' },
                 { "seed", required_argument, NULL, 'z' },       { "quiet", no_argument, NULL, 'Q' },
+                { "key-offset", required_argument, NULL, 'K' }, { "key-scatter", no_argument, NULL, 'X' },
                 { "help", no_argument, NULL, 'H' },
                 { NULL, 0, NULL, 0 },
         };

@@ -169,6 +169,8 @@ static void print_json(FILE *f, const struct stress_cfg *cfg, const struct stres
         fprintf(f, ",\"distribution\":\"%s\",\"keyspace\":%" PRIu64 ",\"key_prefix\":",
                 keydist_name(cfg->dist.kind), cfg->keyspace);
         json_str(f, cfg->key_prefix);
+        fprintf(f, ",\"key_offset\":%" PRIu64 ",\"key_scatter\":%s", cfg->key_offset,
+                cfg->key_scatter ? "true" : "false");
         fprintf(f, ",\"value_size\":%u,\"open_loop\":%s,\"target_rate\":%.1f,\"seconds\":%.3f,"
                 "\"requests\":%" PRIu64 ",\"late\":%" PRIu64 ",\"interrupted\":%s,\"first_error\":",
                 cfg->value_size, cfg->rate > 0 ? "true" : "false", cfg->rate, s->secs, s->requests, s->late,

@@ -155,12 +155,21 @@ static void put_bulk(struct ctx *x, struct conn *c, const char *p, size_t len)
 }
 
 /* Key i: the prefix and i in at least 12 digits, as redis-benchmark's
- * __rand_int__, so every key of a run has the same length. */
+ * __rand_int__, so every key of a run has the same length; moved by
+ * --key-offset, then scattered by --key-scatter. */
 static void put_key(struct ctx *x, struct conn *c, uint64_t i)
 {
         char buf[256];
         size_t plen = strlen(x->cfg->key_prefix);
 
+        i += x->cfg->key_offset;
+        if (x->cfg->key_scatter) {
+                /* (i * MUL) mod 10^12 in 64 bits: both below 2^40, MUL cut at bit 20 */
+                uint64_t a = i % STRESS_SCATTER_MOD, hi = STRESS_SCATTER_MUL >> 20,
+                         lo = STRESS_SCATTER_MUL & ((1u << 20) - 1);
+
+                i = (((a * hi) % STRESS_SCATTER_MOD << 20) + a * lo) % STRESS_SCATTER_MOD;
+        }
         memcpy(buf, x->cfg->key_prefix, plen);
         put_bulk(x, c, buf, plen + fmt_u64(buf + plen, i, 12));
 }

@@ -44,6 +44,14 @@
 #define STRESS_OP_CMD 0         /* command mode's one kind */
 /* Inserts answered out of order that are tracked; past it acked jumps. */
 #define STRESS_ACK_WINDOW 65536u
+/* --key-scatter: key number i is written as (i * MUL) mod 10^12, a
+ * bijection of the 12-digit numbers (MUL is prime to 10^12: odd, not a
+ * multiple of 5) that spreads any run of consecutive numbers evenly over
+ * the whole key space (MUL / 10^12 is the golden ratio's fraction: a Weyl
+ * sequence). Sequential keys then insert all over an ordered table, and
+ * a uniform draw over 0..n-1 still reads only keys 0..n-1 wrote. */
+#define STRESS_SCATTER_MOD UINT64_C(1000000000000)
+#define STRESS_SCATTER_MUL UINT64_C(618033988749)
 
 struct stress_cfg {
         struct sockaddr_storage addr;
@@ -61,6 +69,8 @@ struct stress_cfg {
         struct keydist dist;            /* set up once; each worker copies it */
         uint64_t keyspace;              /* keys 0..keyspace-1 (inserts go past it) */
         const char *key_prefix;
+        uint64_t key_offset;            /* added to every drawn key number */
+        bool key_scatter;               /* key number: (i * STRESS_SCATTER_MUL) mod 10^12 */
         uint32_t value_size;
         const char *value;              /* value_size bytes of 'x' */
         uint32_t scan_max;              /* YCSB scan: MGET of 1..scan_max keys */

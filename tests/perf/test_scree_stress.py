@@ -173,6 +173,27 @@ def test_a_command_after_the_options_is_every_operation(server):
     assert [row["op"] for row in rows] == [name, "all"] and rows[0]["ops"] == "10"
 
 
+def test_key_offset_and_scatter(server):
+    # --key-offset moves the numbers; --key-scatter writes number i as
+    # (i * 618033988749) mod 10^12, one to one
+    r = stress_json(server.port, "--distribution", "sequential", "-r", "100", "-n", "100",
+                    "-c", "2", "--threads", "1", "-d", "5", "--key-prefix", "ko:",
+                    "--key-offset", "1000", "--", "SET", "__key__", "__data__")
+    assert r["key_offset"] == 1000 and r["key_scatter"] is False
+    assert count_keys(server.port, "ko:") == 100
+    assert cli(server.port, "GET", key("ko:", 1099)).strip() == "x" * 5
+    r = stress_json(server.port, "--distribution", "sequential", "-r", "50", "-n", "50",
+                    "-c", "2", "--threads", "1", "-d", "6", "--key-prefix", "ks:",
+                    "--key-offset", "10", "--key-scatter", "--", "SET", "__key__", "__data__")
+    assert r["key_scatter"] is True and r["total"]["errors"] == 0
+    want = {key("ks:", (i * 618033988749) % 10**12) for i in range(10, 60)}
+    assert set(cli(server.port, "--scan", "--pattern", "ks:*").split()) == want
+    # the same numbers read back: no misses
+    r = stress_json(server.port, "-r", "50", "-n", "200", "-c", "2", "--key-prefix", "ks:",
+                    "--key-offset", "10", "--key-scatter", "--", "GET", "__key__")
+    assert r["total"]["misses"] == 0 and r["total"]["errors"] == 0
+
+
 def test_gets_of_missing_keys_are_misses_not_errors(server):
     r = stress_json(server.port, "--ratio", "0:1", "-n", "200", "-c", "2", "--key-prefix", "none:")
     assert r["total"]["misses"] == 200 and r["total"]["errors"] == 0
@@ -266,7 +287,7 @@ def test_more_threads_than_connections(server):
     ["--ratio", "x"], ["--ratio", "0:0"], ["--ycsb", "G"], ["--distribution", "zipf"],
     ["-c", "0"], ["-P", "0"], ["-n", "abc"], ["--theta", "1.5"], ["--rate", "-1"],
     ["--ratio", "1:1", "--ycsb", "A"], ["--json", "--csv"], ["--poisson"], ["--nope"],
-    ["-p", "70000"], ["--duration", "0"],
+    ["-p", "70000"], ["--duration", "0"], ["--key-offset", "x"], ["--key-offset"],
     ["--ratio", "1:1", "GET", "k"], ["--ycsb", "A", "--", "PING"],
 ])
 def test_bad_options_are_refused(args):
