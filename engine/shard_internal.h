@@ -337,6 +337,10 @@ static inline uint64_t shard_file_id_new(struct eng_shard *s)
 uint64_t shard_flush_file_id(const struct eng_shard *s);
 uint64_t shard_compaction_file_id(const struct eng_shard *s);
 
+/* Sorts a table set's n entries (each size bytes) newest first, by
+ * highest seq (shard_open.c). */
+void shard_tset_sort(struct eng_tset_entry *e, size_t n, size_t size);
+
 /* shard_tablets.c */
 /* A new empty tablet: tablet i of table ct. NULL on ENOMEM. */
 struct eng_tablet *shard_tablet_new(struct eng_shard *s, const struct eng_catalog_table *ct,

@@ -206,13 +206,6 @@ int shard_merge_ready(struct eng_shard *s, const struct eng_catalog *cat, struct
         return 0;
 }
 
-static int cmp_newest_first(const void *a, const void *b)
-{
-        const struct eng_tset_entry *x = a, *y = b;
-
-        return x->meta.max_seq < y->meta.max_seq ? 1 : x->meta.max_seq > y->meta.max_seq ? -1 : 0;
-}
-
 int shard_merge_prepare(struct eng_shard *s, const struct eng_catalog *cat, struct eng_tablet *c)
 {
         struct eng_tablet *m[MERGE_MAX_MEMBERS];
@@ -241,7 +234,7 @@ int shard_merge_prepare(struct eng_shard *s, const struct eng_catalog *cat, stru
                         eng_sst_table_ref(e->t);
                 }
         }
-        qsort(ts->e, ts->n, sizeof(ts->e[0]), cmp_newest_first);
+        shard_tset_sort(ts->e, ts->n, sizeof(ts->e[0]));
         shard_tset_unref(c->tset);
         c->tset = ts;
         return 0;

@@ -238,13 +238,6 @@ static void mi_record(struct eng_move_in *mi)
                 mi_end(mi, r);
 }
 
-static int cmp_newest_first(const void *a, const void *b)
-{
-        const struct eng_tset_entry *x = a, *y = b;
-
-        return x->meta.max_seq < y->meta.max_seq ? 1 : x->meta.max_seq > y->meta.max_seq ? -1 : 0;
-}
-
 static void mi_open_next(struct eng_move_in *mi);
 
 static void mi_opened(void *arg, int res, struct eng_sst_table *tb)
@@ -273,8 +266,7 @@ static void mi_open_next(struct eng_move_in *mi)
         if (mi->next == mi->h->n_files) {
                 if (mi->t->tset) {
                         mi->t->tset->n = mi->h->n_files;
-                        qsort(mi->t->tset->e, mi->t->tset->n, sizeof(mi->t->tset->e[0]),
-                              cmp_newest_first);
+                        shard_tset_sort(mi->t->tset->e, mi->t->tset->n, sizeof(mi->t->tset->e[0]));
                 }
                 mi_record(mi);
                 return;

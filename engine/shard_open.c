@@ -394,6 +394,11 @@ static int cmp_newest_first(const void *a, const void *b)
         return x->meta.max_seq < y->meta.max_seq ? 1 : x->meta.max_seq > y->meta.max_seq ? -1 : 0;
 }
 
+void shard_tset_sort(struct eng_tset_entry *e, size_t n, size_t size)
+{
+        qsort(e, n, size, cmp_newest_first);
+}
+
 /* Every table is open: build the tablets' table sets, then replay. */
 static void tables_ready(struct shard_open *op)
 {
@@ -422,7 +427,7 @@ static void tables_ready(struct shard_open *op)
                         eng_sst_table_ref(ts->e[n].t);
                         ts->e[n++].meta = op->st.tables[i];
                 }
-                qsort(ts->e, n, sizeof(ts->e[0]), cmp_newest_first);
+                shard_tset_sort(ts->e, n, sizeof(ts->e[0]));
                 t->tset = ts;
         }
         s->replaying = true;
