@@ -231,8 +231,8 @@ static void move_done(struct net_tablet_move *m, int res, const char *err)
                          m->to, err);
                 log_warn("balancer: %s", b->last);
         }
-        b->cool[b->n_cool % 64] = (typeof(b->cool[0])){ .tablet = m->tablet,
-                                                        .until_ns = now + BAL_COOL_NS };
+        b->cool[b->n_cool % 64] = (struct net_bal_cool){ .tablet = m->tablet,
+                                                         .until_ns = now + BAL_COOL_NS };
         if (b->n_cool < 64)
                 b->n_cool++;
         b->last_move_ns = now;

@@ -36,7 +36,7 @@ struct net_balancer {
         char last[256];                 /* what the last move was, or why none */
         struct net_tablet_move move;
         /* Tablets moved lately, left alone until their time (ring). */
-        struct { uint32_t tablet; uint64_t until_ns; } cool[64];
+        struct net_bal_cool { uint32_t tablet; uint64_t until_ns; } cool[64];
         uint32_t n_cool;
 };
 
