@@ -114,7 +114,7 @@ static void unlink_input(struct eng_shard_compaction *c)
         while (c->unlinked < c->n) {
                 uint64_t id = c->removed[c->unlinked].file_id;
 
-                if (eng_manifest_names_file(eng_manifest_state(s->man), id)) {
+                if (shard_file_named(s, id)) {
                         c->unlinked++;  /* shared: another tablet still reads it */
                         continue;
                 }
@@ -611,4 +611,16 @@ int eng_shard_compact(struct eng_shard *s, void (*done)(void *arg, int res), voi
 uint64_t shard_compaction_file_id(const struct eng_shard *s)
 {
         return s->compaction ? s->compaction->file_id : 0;
+}
+
+bool shard_compaction_deleting(const struct eng_shard *s, uint64_t id)
+{
+        const struct eng_shard_compaction *c = s->compaction;
+
+        if (!c || !c->recording)
+                return false;
+        for (uint32_t i = c->unlinked; i < c->n; i++)
+                if (c->removed[i].file_id == id)
+                        return true;
+        return false;
 }

@@ -159,6 +159,7 @@ struct eng_shard {
         uint32_t n_tablets, cap_tablets;
         struct eng_tablet **tablets;
         bool dropping;                  /* a dropped tablet is being emptied */
+        struct eng_move_in *arrivals;   /* tablets moving in (shard_move.c) */
         /* Memtables are over half the budget but no tablet can be sealed
          * (shard_maybe_flush): no rescan until that may change. */
         bool seal_blocked;
@@ -336,6 +337,12 @@ static inline uint64_t shard_file_id_new(struct eng_shard *s)
 /* The file ids the flush and the compaction in progress write (0: none). */
 uint64_t shard_flush_file_id(const struct eng_shard *s);
 uint64_t shard_compaction_file_id(const struct eng_shard *s);
+/* Whether the compaction in progress has recorded that it removes file
+ * id and is yet to delete it. */
+bool shard_compaction_deleting(const struct eng_shard *s, uint64_t id);
+/* shard_move.c: whether a tablet of s's names file id -- in the manifest
+ * or moving in -- so that it stays when another tablet lets it go. */
+bool shard_file_named(const struct eng_shard *s, uint64_t id);
 
 /* Sorts a table set's n entries (each size bytes) newest first, by
  * highest seq (shard_open.c). */

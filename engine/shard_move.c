@@ -164,18 +164,57 @@ void eng_shard_move_out_undo(struct eng_shard *s, uint32_t tablet)
 
 /* ---- the target ---- */
 
+bool shard_file_named(const struct eng_shard *s, uint64_t id)
+{
+        if (eng_manifest_names_file(eng_manifest_state(s->man), id))
+                return true;
+        for (const struct eng_move_in *mi = s->arrivals; mi; mi = mi->next_arrival)
+                for (uint32_t k = 0; k < mi->h->n_files; k++)
+                        if (mi->ids[k] == id)
+                                return true;
+        return false;
+}
+
+/* The entry of file id in a live tablet's set, or NULL. */
+static const struct eng_tset_entry *entry_of_file(const struct eng_shard *s, uint64_t id)
+{
+        for (uint32_t i = 0; i < s->n_tablets; i++) {
+                const struct eng_tablet *t = s->tablets[i];
+
+                for (uint32_t k = 0; !t->dropped && t->tset && k < t->tset->n; k++)
+                        if (t->tset->e[k].meta.file_id == id)
+                                return &t->tset->e[k];
+        }
+        return NULL;
+}
+
+/* Frees mi's arrays (the shared tables it still holds let go). */
+static void mi_free(struct eng_move_in *mi)
+{
+        for (uint32_t k = 0; mi->shared && k < mi->h->n_files; k++)
+                if (mi->shared[k])
+                        eng_sst_table_unref(mi->shared[k]);
+        free(mi->shared);
+        free(mi->ids);
+        mi->shared = NULL;
+        mi->ids = NULL;
+}
+
 static void mi_end(struct eng_move_in *mi, int res)
 {
         struct eng_shard *s = mi->s;
+        struct eng_move_in **p = &s->arrivals;
 
         if (res < 0) {
                 log_warn("shard %u: taking over tablet %u: %s", s->o.shard, mi->h->tablet,
                          scree_strerror(res));
                 shard_tablet_free(mi->t);
         }
+        while (*p != mi)
+                p = &(*p)->next_arrival;
+        *p = mi->next_arrival;
         mi->t = NULL;
-        free(mi->ids);
-        mi->ids = NULL;
+        mi_free(mi);
         shard_job_done(s);
         mi->done(mi, res);
 }
@@ -254,7 +293,9 @@ static void mi_opened(void *arg, int res, struct eng_sst_table *tb)
         e->meta = mi->h->files[mi->next];
         e->meta.tablet = mi->t->id;
         e->meta.file_id = mi->ids[mi->next];
-        shard_track_table(mi->s, tb);
+        if (!mi->shared[mi->next])
+                shard_track_table(mi->s, tb);
+        mi->shared[mi->next] = NULL;    /* the set holds it */
         mi->next++;
         mi_open_next(mi);
 }
@@ -263,6 +304,11 @@ static void mi_open_next(struct eng_move_in *mi)
 {
         int r;
 
+        if (mi->next < mi->h->n_files && mi->shared[mi->next]) {
+                mi->t->tset->n = mi->next;
+                mi_opened(mi, 0, mi->shared[mi->next]);
+                return;
+        }
         if (mi->next == mi->h->n_files) {
                 if (mi->t->tset) {
                         mi->t->tset->n = mi->h->n_files;
@@ -336,6 +382,8 @@ static void mi_link_next(struct eng_move_in *mi)
         int r;
 
         mi->op.ctx = mi;
+        while (mi->next < mi->h->n_files && mi->shared[mi->next])
+                mi->next++;             /* here already */
         if (mi->next == mi->h->n_files) {
                 r = eng_fs_fsync(s->fs, &mi->op, s->dir_fd, mi_synced);
         } else {
@@ -344,6 +392,34 @@ static void mi_link_next(struct eng_move_in *mi)
         }
         if (r < 0)
                 mi_end(mi, r);
+}
+
+/* Whether file k can come in: a new id is linked; one the shard holds
+ * already is the same file (a split sibling brought it) and is shared. */
+static int mi_check_file(struct eng_move_in *mi, uint32_t k)
+{
+        const struct eng_shard *s = mi->s;
+        const struct eng_manifest_table *f = &mi->h->files[k];
+        const struct eng_tset_entry *e;
+
+        if (shard_compaction_deleting(s, f->file_id))
+                return -EBUSY;                  /* gone in a moment: linked again then */
+        if (f->file_id == shard_flush_file_id(s) || f->file_id == shard_compaction_file_id(s))
+                return -EEXIST;
+        if (!shard_file_named(s, f->file_id))
+                return 0;
+        if (!(e = entry_of_file(s, f->file_id)))
+                return -EBUSY;                  /* another arrival's, not open yet */
+        if (e->meta.file_size != f->file_size || e->meta.min_seq != f->min_seq ||
+            e->meta.max_seq != f->max_seq) {
+                log_warn("shard %u: tablet %u's file %016" PRIx64 " is not the one here by that id "
+                         "(both from before per-shard file ids)", s->o.shard, mi->h->tablet,
+                         f->file_id);
+                return -EEXIST;
+        }
+        eng_sst_table_ref(e->t);
+        mi->shared[k] = e->t;
+        return 0;
 }
 
 int eng_shard_move_in(struct eng_shard *s, const struct eng_handoff *h, struct eng_move_in *mi)
@@ -360,26 +436,32 @@ int eng_shard_move_in(struct eng_shard *s, const struct eng_handoff *h, struct e
         mi->h = h;
         mi->next = 0;
         mi->ids = calloc(h->n_files ? h->n_files : 1, sizeof(*mi->ids));
-        mi->t = mi->ids ? shard_tablet_new(s, ct, i) : NULL;
-        if (!mi->t) {
-                free(mi->ids);
+        mi->shared = calloc(h->n_files ? h->n_files : 1, sizeof(*mi->shared));
+        if (!mi->ids || !mi->shared) {
+                mi_free(mi);
+                return -ENOMEM;
+        }
+        for (uint32_t k = 0; k < h->n_files; k++) {
+                int r;
+
+                mi->ids[k] = h->files[k].file_id;
+                if ((r = mi_check_file(mi, k)) < 0) {
+                        mi_free(mi);
+                        return r;
+                }
+        }
+        if (!(mi->t = shard_tablet_new(s, ct, i))) {
+                mi_free(mi);
                 return -ENOMEM;
         }
         mi->t->arriving = mi->t->moving = true;
-        for (uint32_t k = 0; k < h->n_files; k++) {
-                mi->ids[k] = h->files[k].file_id;
-                if (eng_manifest_names_file(eng_manifest_state(s->man), mi->ids[k]) ||
-                    mi->ids[k] == shard_flush_file_id(s) ||
-                    mi->ids[k] == shard_compaction_file_id(s)) {
-                        shard_tablet_free(mi->t);
-                        free(mi->ids);
-                        return -EEXIST;         /* an id from before shard_file_id_new */
-                }
-        }
-        /* No file of this shard's gets one of these ids from now on. */
+        /* No file of this shard's gets one of these ids from now on, and
+         * none of them is deleted while it comes in. */
         for (uint32_t k = 0; k < h->n_files; k++)
                 if (mi->ids[k] >= s->next_file_id)
                         s->next_file_id = mi->ids[k] + 1;
+        mi->next_arrival = s->arrivals;
+        s->arrivals = mi;
         s->busy++;
         mi_link_next(mi);
         return 0;

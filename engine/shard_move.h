@@ -11,7 +11,9 @@
  *      the tablet's memtables are empty. It hands over its SSTables
  *      (struct eng_handoff): they stay in its directory, untouched.
  *   2. The target (eng_shard_move_in) hard-links each file into its own
- *      directory under a new file id, syncs the directory, opens them,
+ *      directory under its id (unique across shards; a file it holds
+ *      already -- a split left it shared with a sibling that moved here
+ *      first -- it shares), syncs the directory, opens them,
  *      raises its seq above theirs (they carry the source's seqs; its own
  *      next writes must be newer), and records the tablet -- not routed
  *      yet -- in its manifest.
@@ -92,6 +94,11 @@ struct eng_move_in {
         struct eng_tablet *t;
         uint32_t next;
         uint64_t *ids;
+        /* Per file: the table of it the shard has open already (a file a
+         * split left shared, one of whose tablets came here before), held
+         * until the tablet's set takes it; NULL: linked and opened. */
+        struct eng_sst_table **shared;
+        struct eng_move_in *next_arrival;       /* s->arrivals */
         struct eng_fs_op op;
         struct eng_manifest_write mw;
         char src[4096], dst[4096];
@@ -99,10 +106,14 @@ struct eng_move_in {
 
 /*
  * Takes over the tablet h hands over (step 2), h borrowed until done.
- * Returns 0 (done runs later: 0, or <0 with nothing left behind but
- * files the next start deletes), -EBUSY (an earlier stay of the tablet on
- * s is still being dropped: try again shortly) or -SCREE_ENOTFOUND (s's
- * catalog has no such tablet).
+ * A file the shard holds already (the tablet's split sibling came here
+ * first, sharing it) is shared, not linked again. Returns 0 (done runs
+ * later: 0, or <0 with nothing left behind but files the next start
+ * deletes), -EBUSY (an earlier stay of the tablet on s is still being
+ * dropped, another arrival or a compaction's deletion holds one of its
+ * files: try again shortly), -EEXIST (a file of the shard's has the id of
+ * another of the tablet's: both written before per-shard file ids) or
+ * -SCREE_ENOTFOUND (s's catalog has no such tablet).
  */
 int eng_shard_move_in(struct eng_shard *s, const struct eng_handoff *h, struct eng_move_in *mi);
 

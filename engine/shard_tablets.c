@@ -514,8 +514,7 @@ static void drop_unlinked(struct eng_fs_op *op, int res)
 static void drop_unlink_next(struct shard_drop *d)
 {
         while (d->unlinked < d->n_removed) {
-                if (eng_manifest_names_file(eng_manifest_state(d->s->man),
-                                            d->removed[d->unlinked].file_id)) {
+                if (shard_file_named(d->s, d->removed[d->unlinked].file_id)) {
                         d->unlinked++;  /* shared: another tablet still reads it */
                         continue;
                 }

@@ -142,8 +142,9 @@ static void in_back(struct rx_loop *src, struct rx_msg *msg)
         if (m->step_res < 0) {
                 snprintf(m->ch.err, sizeof(m->ch.err), "shard %u could not take tablet %u over: "
                          "%s", m->to, m->tablet, m->step_res == -EEXIST
-                         ? "one of its files has an id the shard uses (a file from before per-shard "
-                           "ids: it moves once compacted)" : scree_strerror(m->step_res));
+                         ? "one of its files has the id of another file there (both from before "
+                           "per-shard file ids: it moves once compacted)"
+                         : scree_strerror(m->step_res));
                 undo_send(src, m->from, m->tablet, false);
                 m->ready(&m->ch, m->step_res);
                 return;
