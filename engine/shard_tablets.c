@@ -389,6 +389,7 @@ int eng_shard_set_catalog(struct eng_shard *s, struct eng_catalog *cat)
         eng_catalog_unref(s->cat);
         s->cat = eng_catalog_ref(cat);
         shard_drop_step(s);
+        shard_maybe_compact(s);         /* a tablet moved here may compact now */
         return 0;
 }
 

@@ -22,6 +22,7 @@
 #include <scree/scree_errors.h>
 
 #include "engine/catalog.h"
+#include "engine/compaction.h"
 #include "engine/shard_internal.h"
 #include "engine/shard_move.h"
 #include "engine/shard_xtxn.h"
@@ -540,6 +541,37 @@ Test(shard_move, split_siblings_sharing_files_follow_each_other)
         use(to);
         check_all();
         cr_assert(eq(int, major_compact_sync(), 0));
+        check_all();
+        close_two();
+        cat_fini();
+}
+
+/* Regression: a tablet that came in with many files never compacted until
+ * the shard's next flush ended (the only time a compaction was looked for
+ * once its move was done) -- with a few moves under writes, tens of files. */
+Test(shard_move, a_tablet_moved_in_compacts_without_waiting_for_a_flush)
+{
+        int from, to;
+        uint32_t id, files_before;
+        uint64_t files[64];
+
+        opts.no_compaction = true;      /* the source piles up tables */
+        id = open_two(&from);
+        to = 1 - from;
+        close_shard(to);
+        opts.no_compaction = false;
+        open_shard(to);
+        use(from);
+        for (uint32_t round = 0; round < ENG_COMPACT_DEFAULT_MAX_TABLES + 2; round++) {
+                write_rows(round, N_ROWS, 7, "f", NULL);
+                cr_assert(eq(int, flush_sync(), 0));
+        }
+        files_before = files_of(id, files);
+        cr_assert(gt(u32, files_before, ENG_COMPACT_DEFAULT_MAX_TABLES));
+        move(id, from, to);
+        for (unsigned i = 0; i < 60000 && !shards[to]->stats.compactions; i++)
+                run_for_ms(1);
+        cr_expect(gt(u64, shards[to]->stats.compactions, 0), "no compaction after the move");
         check_all();
         close_two();
         cat_fini();
