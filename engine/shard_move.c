@@ -83,7 +83,8 @@ static int mo_handoff(struct eng_move_out *mo)
         uint32_t n = t->tset ? t->tset->n : 0;
 
         mo->h = (struct eng_handoff){ .tablet = t->id, .table = t->table, .n_files = n,
-                                      .flushed_bytes = s->stats.flush_bytes - mo->flush_bytes_at_start };
+                                      .flushed_bytes = s->stats.flush_bytes - mo->flush_bytes_at_start,
+                                      .cut_ns = mo->cut_ns };
         mo->h.files = calloc(n ? n : 1, sizeof(*mo->h.files));
         mo->h.dir = strdup(s->dir);
         if (!mo->h.files || !mo->h.dir)
@@ -119,6 +120,7 @@ static void mo_tick(struct rx_loop *loop, struct rx_timer *tm)
                  * logged before, then flush that too. */
                 t->moved_out = true;
                 mo->phase = MO_SETTLE;
+                mo->cut_ns = time_now_ns();
         }
         if (mo->phase == MO_SETTLE && settled(mo) && !t->compacting && !holds_memtables(t)) {
                 mo_end(mo, mo_handoff(mo));

@@ -57,6 +57,7 @@ struct eng_handoff {
         struct eng_manifest_table *files;       /* heap; the source's file ids */
         char *dir;                              /* heap: the source shard's directory */
         uint64_t flushed_bytes;                 /* what the move's flushes wrote */
+        uint64_t cut_ns;                        /* when its keys were turned away (time_now_ns) */
 };
 
 /* Frees h's arrays (h itself is the caller's). */
@@ -72,7 +73,7 @@ struct eng_move_out {
         struct eng_tablet *t;
         struct rx_timer timer;
         int phase;
-        uint64_t flush_bytes_at_start, started_ns;
+        uint64_t flush_bytes_at_start, started_ns, cut_ns;
 };
 
 /*

@@ -223,8 +223,9 @@ static void move_done(struct net_tablet_move *m, int res, const char *err)
 
         if (res == 0) {
                 b->moves++;
-                snprintf(b->last, sizeof(b->last), "tablet %u: shard %u to %u (%.1f ms)",
-                         m->tablet, m->from, m->to, (double)m->took_ns / 1e6);
+                snprintf(b->last, sizeof(b->last), "tablet %u: shard %u to %u (%.1f ms, keys "
+                         "held %.1f ms, %u files)", m->tablet, m->from, m->to,
+                         (double)m->took_ns / 1e6, (double)m->held_ns / 1e6, m->n_files);
                 log_info("balancer: moved %s", b->last);
         } else {
                 snprintf(b->last, sizeof(b->last), "tablet %u to shard %u failed: %s", m->tablet,

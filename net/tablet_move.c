@@ -238,8 +238,9 @@ static void move_done(struct net_cat_change *ch)
 {
         struct net_tablet_move *m = move_of(ch);
 
-        eng_handoff_fini(&m->mo.h);
         m->took_ns = time_now_ns() - m->started_ns;
+        m->held_ns = m->mo.h.cut_ns ? time_now_ns() - m->mo.h.cut_ns : 0;
+        eng_handoff_fini(&m->mo.h);
         m->done(m, ch->res, ch->err);
 }
 
@@ -270,8 +271,9 @@ static void cmd_moved(struct net_tablet_move *m, int res, const char *err)
                 net_resp_add_errorf(req->out, "ERR %s", err);
         } else {
                 log_info("tablet %u of %s moved from shard %u to %u: %u files, %llu bytes "
-                         "flushed, %.1f ms", m->tablet, mc->path, m->from, m->to, m->n_files,
-                         (unsigned long long)m->flushed_bytes, (double)m->took_ns / 1e6);
+                         "flushed, %.1f ms (its keys held %.1f ms)", m->tablet, mc->path, m->from,
+                         m->to, m->n_files, (unsigned long long)m->flushed_bytes,
+                         (double)m->took_ns / 1e6, (double)m->held_ns / 1e6);
                 net_resp_add_simple(req->out, "OK", 2);
         }
         free(mc);

@@ -31,9 +31,11 @@ struct net_tablet_move {
         void *ctx;
         uint32_t table, tablet, to;
         /* Once done(0): where it came from, its files, what the
-         * hand-over flushed, and how long the whole move took. */
+         * hand-over flushed, how long the whole move took and how long of
+         * it the tablet's keys waited (from the source's cut to the
+         * switch). */
         uint32_t from, n_files;
-        uint64_t flushed_bytes, took_ns;
+        uint64_t flushed_bytes, took_ns, held_ns;
         /* internal */
         struct net_cat_change ch;
         struct net_shard *origin;
