@@ -603,6 +603,9 @@ struct eng_tablet_stats {
         /* Traffic over the last second (eng_shard_tick): point gets and
          * scanned rows, entries written, and their key and value bytes. */
         uint64_t reads_ps, writes_ps, read_bytes_ps, write_bytes_ps;
+        /* Reads and writes a second averaged over some 8 s (the
+         * balancer's figure; carried along when the tablet moves). */
+        uint64_t ops_avg;
         /* Its hottest keys, hottest first: internal keys (cut: only the
          * first ENG_HOT_KEY_BYTES kept) and estimated accesses per second
          * (a sampled Space-Saving count, engine/hotkeys.h). */

@@ -106,6 +106,10 @@ struct eng_tablet {
          * second (merging: shard_split.c). */
         uint32_t cold_secs;
         bool hot_reported;              /* the log said its load is one key */
+        /* Operations a second, averaged over some 8 s (each second's
+         * count weighs an eighth: eng_shard_tick): what the balancer
+         * weighs. A split shares it out; a move carries it along. */
+        uint64_t ops_avg;
 };
 
 /* A uniform sample of a tablet's accessed keys (Algorithm R). */

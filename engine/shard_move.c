@@ -84,7 +84,7 @@ static int mo_handoff(struct eng_move_out *mo)
 
         mo->h = (struct eng_handoff){ .tablet = t->id, .table = t->table, .n_files = n,
                                       .flushed_bytes = s->stats.flush_bytes - mo->flush_bytes_at_start,
-                                      .cut_ns = mo->cut_ns };
+                                      .cut_ns = mo->cut_ns, .ops_avg = t->ops_avg };
         mo->h.files = calloc(n ? n : 1, sizeof(*mo->h.files));
         mo->h.dir = strdup(s->dir);
         if (!mo->h.files || !mo->h.dir)
@@ -457,6 +457,7 @@ int eng_shard_move_in(struct eng_shard *s, const struct eng_handoff *h, struct e
                 return -ENOMEM;
         }
         mi->t->arriving = mi->t->moving = true;
+        mi->t->ops_avg = h->ops_avg;
         /* No file of this shard's gets one of these ids from now on, and
          * none of them is deleted while it comes in. */
         for (uint32_t k = 0; k < h->n_files; k++)

@@ -58,6 +58,7 @@ struct eng_handoff {
         char *dir;                              /* heap: the source shard's directory */
         uint64_t flushed_bytes;                 /* what the move's flushes wrote */
         uint64_t cut_ns;                        /* when its keys were turned away (time_now_ns) */
+        uint64_t ops_avg;                       /* its traffic (struct eng_tablet's) */
 };
 
 /* Frees h's arrays (h itself is the caller's). */

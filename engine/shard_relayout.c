@@ -148,6 +148,7 @@ static void child_inherit(struct eng_tablet *c, const struct eng_tablet *p, uint
         }
         c->flushed_seq = p->flushed_seq;
         c->merge_seq = p->merge_seq;
+        c->ops_avg = p->ops_avg / n;
 }
 
 /* The children of parent p among the tablets made for the new catalog

@@ -415,7 +415,8 @@ static void tablet_stats(const struct eng_tablet *t, struct eng_tablet_stats *st
                                          .reads_ps = t->load_rate.reads,
                                          .writes_ps = t->load_rate.writes,
                                          .read_bytes_ps = t->load_rate.read_bytes,
-                                         .write_bytes_ps = t->load_rate.write_bytes };
+                                         .write_bytes_ps = t->load_rate.write_bytes,
+                                         .ops_avg = t->ops_avg };
         if (t->hot) {
                 struct eng_hot_slot top[ENG_TABLET_HOT_KEYS];
 

@@ -30,6 +30,14 @@
  * are from after it; the moved tablet stays put a while. */
 #define BAL_PAUSE_NS (2 * NS_PER_SEC)
 #define BAL_COOL_NS (30 * NS_PER_SEC)
+/* A move is made only when the rounds found the shards uneven this many
+ * times in a row (a second apart: one busy second is not a trend). */
+#define BAL_STEADY_ROUNDS 3u
+/* A move back the way the last one went, within BAL_FLAP_NS of it,
+ * doubles the pause after it (to BAL_MAX_PAUSE_NS at most); a quiet
+ * BAL_FLAP_NS brings it back to BAL_PAUSE_NS. */
+#define BAL_FLAP_NS (60 * NS_PER_SEC)
+#define BAL_MAX_PAUSE_NS (64 * NS_PER_SEC)
 
 struct bal_tablet {
         uint32_t table, tablet, shard;
@@ -84,7 +92,7 @@ static void part_fill(struct bal_part *p, struct net_shard *sh)
                 for (uint32_t k = 0; k < n && k < cap && p->n < p->cap; k++)
                         p->v[p->n++] = (struct bal_tablet){
                                 .table = t->id, .tablet = st[k].id, .shard = sh->id,
-                                .bytes = st[k].bytes, .ops = st[k].reads_ps + st[k].writes_ps };
+                                .bytes = st[k].bytes, .ops = st[k].ops_avg };
         }
         free(st);
 }
@@ -216,13 +224,38 @@ static const struct bal_tablet *pick_count(const struct net_balance_round *r,
         return NULL;
 }
 
+uint64_t net_balancer_moved(struct net_balancer *b, uint32_t from, uint32_t to, uint64_t now)
+{
+        bool recent = b->moves && now - b->last_move_ns < BAL_FLAP_NS;
+
+        if (recent && from == b->last_to && to == b->last_from) {
+                b->pause_ns = b->pause_ns * 2 > BAL_MAX_PAUSE_NS ? BAL_MAX_PAUSE_NS
+                                                                : b->pause_ns * 2;
+                log_info("balancer: a move back soon after the last one; the next in %.0f s at "
+                         "the earliest", (double)b->pause_ns / NS_PER_SEC);
+        } else if (!recent || b->pause_ns < BAL_PAUSE_NS) {
+                b->pause_ns = BAL_PAUSE_NS;
+        }
+        b->last_from = from;
+        b->last_to = to;
+        b->last_move_ns = now;
+        b->moves++;
+        return b->pause_ns;
+}
+
+bool net_balancer_confirm(struct net_balancer *b, bool found)
+{
+        b->steady = found ? b->steady + 1 : 0;
+        return b->steady >= BAL_STEADY_ROUNDS;
+}
+
 static void move_done(struct net_tablet_move *m, int res, const char *err)
 {
         struct net_balancer *b = container_of(m, struct net_balancer, move);
-        uint64_t now = time_now_ns();
+        uint64_t now = time_now_ns(), pause = BAL_PAUSE_NS;
 
         if (res == 0) {
-                b->moves++;
+                pause = net_balancer_moved(b, m->from, m->to, now);
                 snprintf(b->last, sizeof(b->last), "tablet %u: shard %u to %u (%.1f ms, keys "
                          "held %.1f ms, %u files)", m->tablet, m->from, m->to,
                          (double)m->took_ns / 1e6, (double)m->held_ns / 1e6, m->n_files);
@@ -236,8 +269,8 @@ static void move_done(struct net_tablet_move *m, int res, const char *err)
                                                          .until_ns = now + BAL_COOL_NS };
         if (b->n_cool < 64)
                 b->n_cool++;
-        b->last_move_ns = now;
-        b->next_ns = now + BAL_PAUSE_NS;
+        b->next_ns = now + pause;
+        b->steady = 0;
         b->busy = false;
 }
 
@@ -264,6 +297,8 @@ static void round_decide(struct net_balance_round *r)
                 if (!t)
                         t = pick_count(r, b, &to, now);
         }
+        if (!net_balancer_confirm(b, t != NULL))
+                t = NULL;
         if (!t) {
                 b->busy = false;
                 round_free(r);

@@ -4,13 +4,15 @@
  * second, it asks every shard for its tablets' sizes and operations per
  * second (of the tables with typed keys: the Redis keyspace's tablets do
  * not move) and, when the shards are uneven, moves one tablet from the
- * busiest to the idlest (net_tablet_move) -- by load when the server does
- * real work, else by size, else by each table's tablet count. Moves are
- * paced: one at a time, the next decided only once every shard's figures
- * are from after it, and a tablet moved is left where it is for a while;
- * a move must make the two shards' difference smaller by a margin, so
- * none goes back and forth. Tablets stay where the catalog says across
- * restarts.
+ * busiest to the idlest (net_tablet_move) -- by load (operations a
+ * second averaged over some 8 s) when the server does real work, else by
+ * size, else by each table's tablet count. Moves are paced and damped:
+ * one at a time, only after three rounds in a row found the shards
+ * uneven, the next decided only once every shard's figures are from
+ * after it; a tablet moved is left where it is for a while; a move must
+ * make the two shards' difference smaller by a margin; and a move back
+ * the way the last one went doubles the pause after it. Tablets stay
+ * where the catalog says across restarts.
  *
  * Threads: everything on shard 0, but net_cmd_balancer (any shard; it
  * sends itself to shard 0).
@@ -33,6 +35,9 @@ struct net_balancer {
         uint64_t moves;                 /* moves it made */
         uint64_t next_ns;               /* no round before this */
         uint64_t last_move_ns;
+        uint32_t last_from, last_to;    /* the last move's shards */
+        uint64_t pause_ns;              /* after the last move (pause_after) */
+        uint32_t steady;                /* rounds in a row that found a move to make */
         char last[256];                 /* what the last move was, or why none */
         struct net_tablet_move move;
         /* Tablets moved lately, left alone until their time (ring). */
@@ -42,5 +47,15 @@ struct net_balancer {
 
 /* Shard 0, once a second. */
 void net_balancer_tick(struct net_shard *sh0);
+
+/* The damping's two steps, pure but for b (unit-tested): */
+/* A round found a move to make (found) or not: whether to make it now
+ * (rounds in a row found one, BAL_STEADY_ROUNDS of them). */
+bool net_balancer_confirm(struct net_balancer *b, bool found);
+/* A move from shard from to shard to was made at now (time_now_ns):
+ * counts it and returns the pause before the next round -- doubled, up to
+ * 64 s, when it goes back the way the last one went within a minute of
+ * it; 2 s otherwise. */
+uint64_t net_balancer_moved(struct net_balancer *b, uint32_t from, uint32_t to, uint64_t now);
 
 #endif

@@ -179,7 +179,9 @@ Test(shard_move, a_tablet_moves_with_every_row_and_the_source_lets_go)
 
         to = 1 - from;
         load();
+        shard_tablet_by_id(shards[from], id)->ops_avg = 1234;   /* the balancer's figure */
         hand_over(id, from, to);
+        cr_expect(eq(u64, shard_tablet_by_id(shards[to], id)->ops_avg, 1234), "carried along");
         cr_expect(eq(int, get_status(from, 5), -SCREE_EMOVED), "moved out: refused");
         nf = mo.h.n_files;
         cr_expect(ge(u32, nf, 2u), "the flushed rows and the memtables' flush");
