@@ -43,6 +43,15 @@ static inline uint64_t time_wall_ns(void)
         return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time the calling thread used (CLOCK_THREAD_CPUTIME_ID). */
+static inline uint64_t time_thread_cpu_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
 /* CLOCK_REALTIME_COARSE: wall-clock time at the last tick, for second-
  * resolution bookkeeping on hot paths (a client's idle time). */
 static inline uint64_t time_wall_coarse_ns(void)

@@ -625,8 +625,9 @@ uint32_t eng_shard_table_stats(const struct eng_shard *s, uint32_t table,
                                struct eng_tablet_stats *ret, uint32_t cap);
 
 /* Rolls the tablets' traffic counters over: what eng_shard_table_stats
- * gives as per second is what came between the last two calls. Call it
- * once a second. Shard-local. */
+ * gives as per second is what came between the last two calls, and
+ * measures the share of a CPU the shard's thread used meanwhile. Call it
+ * once a second, on the shard's thread. */
 void eng_shard_tick(struct eng_shard *s);
 
 /* A tablet that has grown past its table's split size (eng_shard_split_wanted). */
@@ -645,8 +646,9 @@ struct eng_split_want {
  * halves that data (a row's key, strictly inside the tablet; estimated
  * from the files' indexes, memtables left out: shard_split.c). Else, of
  * those whose table splits by load (split_by_load on), one that took at
- * least split_load_percent of the shard's operations (reads and writes,
- * eng_shard_tick) in each of the last 5 seconds, at the median of its
+ * least split_load_percent of a CPU (its share of the shard's operations
+ * -- reads and writes, eng_shard_tick -- times the share of a CPU the
+ * shard's thread used) in each of the last 5 seconds, at the median of its
  * sampled accessed keys -- unless one key carries its load (it is logged
  * instead). Returns 1 and *ret, 0 (none), or -ENOMEM. Costs a sort of at
  * most a few thousand index keys per tablet over the size. Shard-local.

@@ -162,6 +162,11 @@ struct eng_shard {
         /* Every tablet the shard holds, live and dropped, in no order. */
         uint32_t n_tablets, cap_tablets;
         struct eng_tablet **tablets;
+        /* eng_shard_tick: when it last ran (monotonic, and the thread's
+         * CPU time then), and the thousandths of a CPU the thread used
+         * between the last two ticks (splitting by load: shard_split.c). */
+        uint64_t tick_ns, tick_cpu_ns;
+        uint32_t cpu_permille;
         bool dropping;                  /* a dropped tablet is being emptied */
         struct eng_move_in *arrivals;   /* tablets moving in (shard_move.c) */
         /* Memtables are over half the budget but no tablet can be sealed

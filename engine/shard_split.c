@@ -27,15 +27,16 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/time.h"
 #include "engine/catalog.h"
 #include "engine/key.h"
 #include "engine/shard_internal.h"
 #include "engine/sst_reader.h"
 
 #define SPLIT_SAMPLES 4096u
-/* Splitting by load: a tablet takes its share for this many seconds in a
- * row, of a shard doing at least SPLIT_LOAD_FLOOR operations a second
- * (an idle shard has nothing to spread), with this many keys sampled. */
+/* Splitting by load: a tablet takes its share of a CPU for this many
+ * seconds in a row, on a shard doing at least SPLIT_LOAD_FLOOR operations
+ * a second, with this many keys sampled. */
 #define SPLIT_LOAD_SECS 5u
 #define SPLIT_LOAD_FLOOR 1000u
 #define SPLIT_LOAD_MIN_KEYS 32u
@@ -188,9 +189,12 @@ void shard_load_read(struct eng_shard *s, const struct eng_entry *e)
         }
 }
 
-/* Updates t's count of seconds over its table's split-load share (of
- * the shard's total operations last second), keeping a key sample while
- * it counts. */
+/* Updates t's count of seconds over its table's split-load share of a
+ * CPU (YDB's rule): its share of the shard's total operations last second
+ * times the share of a CPU the shard's thread used. A tablet that takes
+ * most of an idle shard's operations has no need to split, nor one that
+ * takes half of a busy one's once it is one of two. Keeps a key sample
+ * while it counts. */
 static void load_watch(struct eng_shard *s, struct eng_tablet *t, uint64_t total)
 {
         const struct shard_route *rt = shard_route_of(s, t->table);
@@ -198,7 +202,7 @@ static void load_watch(struct eng_shard *s, struct eng_tablet *t, uint64_t total
         uint64_t ops = t->load_rate.reads + t->load_rate.writes;
 
         if (o && o->split_by_load && !t->dropped && total >= SPLIT_LOAD_FLOOR &&
-            ops * 100 >= total * o->split_load_percent) {
+            ops * s->cpu_permille >= total * o->split_load_percent * 10) {
                 if (!t->ks) {
                         if (!(t->ks = calloc(1, sizeof(*t->ks))))
                                 return;
@@ -214,7 +218,12 @@ static void load_watch(struct eng_shard *s, struct eng_tablet *t, uint64_t total
 
 void eng_shard_tick(struct eng_shard *s)
 {
-        uint64_t total = 0;
+        uint64_t total = 0, now = time_now_ns(), cpu = time_thread_cpu_ns();
+
+        s->cpu_permille = s->tick_ns && now > s->tick_ns
+                ? (uint32_t)((cpu - s->tick_cpu_ns) * 1000 / (now - s->tick_ns)) : 0;
+        s->tick_ns = now;
+        s->tick_cpu_ns = cpu;
 
         for (uint32_t i = 0; i < s->n_tablets; i++) {
                 struct eng_tablet *t = s->tablets[i];

@@ -342,7 +342,7 @@ def busy(server, path, key_of, stop):
 
 def test_a_tablet_taking_most_of_the_load_splits_by_load(server, r):
     cmd(r, "TABLE.CREATE", "/ld", "KEY", "u64", "TABLETS", 1, "AUTO-SPLIT-LOAD", "on",
-        "SPLIT-LOAD-PERCENT", 50, "AUTO-SPLIT-SIZE", "off")
+        "SPLIT-LOAD-PERCENT", 1, "AUTO-SPLIT-SIZE", "off")
     stop = threading.Event()
     t = threading.Thread(target=busy, args=(server, "/ld", lambda i: (i * 7919 % 10000,), stop))
     t.start()
@@ -359,7 +359,7 @@ def test_a_tablet_taking_most_of_the_load_splits_by_load(server, r):
 
 def test_a_tablet_whose_load_is_one_key_is_reported_not_split(server, r):
     cmd(r, "TABLE.CREATE", "/one", "KEY", "u64", "TABLETS", 1, "AUTO-SPLIT-LOAD", "on",
-        "SPLIT-LOAD-PERCENT", 50, "AUTO-SPLIT-SIZE", "off")
+        "SPLIT-LOAD-PERCENT", 1, "AUTO-SPLIT-SIZE", "off")
     stop = threading.Event()
     t = threading.Thread(target=busy, args=(server, "/one", lambda i: (42,), stop))
     t.start()
@@ -377,7 +377,7 @@ def test_a_split_by_load_takes_the_median_of_the_whole_window(server, r):
     the keys of the whole window the tablet was hot, not of its first
     samples (a reservoir whose random state stuck at 0 kept only those)."""
     cmd(r, "TABLE.CREATE", "/win", "KEY", "u64", "TABLETS", 1, "AUTO-SPLIT-LOAD", "on",
-        "SPLIT-LOAD-PERCENT", 50, "AUTO-SPLIT-SIZE", "off")
+        "SPLIT-LOAD-PERCENT", 1, "AUTO-SPLIT-SIZE", "off")
     stop = threading.Event()
     reached = [0]
 
