@@ -344,22 +344,31 @@ static void mi_synced(struct eng_fs_op *op, int res)
 }
 
 static void mi_link_next(struct eng_move_in *mi);
+static void mi_cleared(struct eng_fs_op *op, int res);
 
 static void mi_linked(struct eng_fs_op *op, int res)
 {
         struct eng_move_in *mi = op->ctx;
+        int r;
 
+        if (res == -EEXIST && !mi->clearing) {
+                /* A file by that name here is no one's (the manifest does
+                 * not name it: left by a move that failed, or a drop still
+                 * unlinking it): gone, the link follows. */
+                mi->clearing = true;
+                if ((r = eng_fs_unlink(mi->s->fs, &mi->op, mi->dst, mi_cleared)) < 0)
+                        mi_end(mi, r);
+                return;
+        }
         if (res < 0) {
                 mi_end(mi, res);
                 return;
         }
+        mi->clearing = false;
         mi->next++;
         mi_link_next(mi);
 }
 
-/* A file by that name here is no one's (the manifest does not name it:
- * left by a move that failed, or a drop still unlinking it): gone, the
- * link follows. */
 static void mi_cleared(struct eng_fs_op *op, int res)
 {
         struct eng_move_in *mi = op->ctx;
@@ -369,8 +378,6 @@ static void mi_cleared(struct eng_fs_op *op, int res)
                 mi_end(mi, res);
                 return;
         }
-        snprintf(mi->src, sizeof(mi->src), "%s/%016" PRIx64 ".sst", mi->h->dir,
-                 mi->h->files[mi->next].file_id);
         r = eng_fs_link(mi->s->fs, &mi->op, mi->src, mi->dst, mi_linked);
         if (r < 0)
                 mi_end(mi, r);
@@ -390,7 +397,9 @@ static void mi_link_next(struct eng_move_in *mi)
                 r = eng_fs_fsync(s->fs, &mi->op, s->dir_fd, mi_synced);
         } else {
                 eng_shard_sst_path(s, mi->ids[mi->next], mi->dst, sizeof(mi->dst));
-                r = eng_fs_unlink(s->fs, &mi->op, mi->dst, mi_cleared);
+                snprintf(mi->src, sizeof(mi->src), "%s/%016" PRIx64 ".sst", mi->h->dir,
+                         mi->h->files[mi->next].file_id);
+                r = eng_fs_link(s->fs, &mi->op, mi->src, mi->dst, mi_linked);
         }
         if (r < 0)
                 mi_end(mi, r);
@@ -437,6 +446,7 @@ int eng_shard_move_in(struct eng_shard *s, const struct eng_handoff *h, struct e
         mi->s = s;
         mi->h = h;
         mi->next = 0;
+        mi->clearing = false;
         mi->ids = calloc(h->n_files ? h->n_files : 1, sizeof(*mi->ids));
         mi->shared = calloc(h->n_files ? h->n_files : 1, sizeof(*mi->shared));
         if (!mi->ids || !mi->shared) {

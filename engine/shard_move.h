@@ -101,6 +101,7 @@ struct eng_move_in {
          * until the tablet's set takes it; NULL: linked and opened. */
         struct eng_sst_table **shared;
         struct eng_move_in *next_arrival;       /* s->arrivals */
+        bool clearing;                          /* removing a stale file by the name */
         struct eng_fs_op op;
         struct eng_manifest_write mw;
         char src[4096], dst[4096];

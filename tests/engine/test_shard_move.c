@@ -578,3 +578,39 @@ Test(shard_move, a_tablet_moved_in_compacts_without_waiting_for_a_flush)
         close_two();
         cat_fini();
 }
+
+/* A file by a handed-over file's name that the target's manifest does not
+ * name (left by a take-over that failed half-way) is replaced by the link. */
+Test(shard_move, a_stale_file_by_the_same_name_is_replaced)
+{
+        int from, to;
+        uint32_t id = open_two(&from);
+
+        to = 1 - from;
+        load();
+        mo = (struct eng_move_out){ .done = mo_done };
+        mi = (struct eng_move_in){ .done = mi_done };
+        mo_flag = mi_flag = false;
+        cr_assert(eq(int, eng_shard_move_out(shards[from], id, &mo), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &mo_flag), 0));
+        cr_assert(eq(int, mo_res, 0));
+        for (uint32_t i = 0; i < mo.h.n_files; i++) {
+                char path[PATH_MAX + 32];
+                FILE *f;
+
+                snprintf(path, sizeof(path), "%s/%016" PRIx64 ".sst", dirs[to],
+                         mo.h.files[i].file_id);
+                cr_assert(not(eq(ptr, (void *)(f = fopen(path, "w")), NULL)));
+                fputs("not an sstable", f);
+                fclose(f);
+        }
+        cr_assert(eq(int, eng_shard_move_in(shards[to], &mo.h, &mi), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &mi_flag), 0));
+        cr_assert(eq(int, mi_res, 0));
+        switch_catalog(id, to, true, true);
+        eng_handoff_fini(&mo.h);
+        use(to);
+        check_all();
+        close_two();
+        cat_fini();
+}
