@@ -516,3 +516,28 @@ const struct eng_block_cache_stats *eng_block_cache_stats(const struct eng_block
 {
         return &c->stats;
 }
+
+/* ---- carrying entries to another shard ---- */
+
+uint32_t eng_block_cache_file_keys(struct eng_block_cache *c, uint64_t file_id, uint64_t *keys,
+                                   uint32_t cap)
+{
+        const struct eng_cache_file *f = *file_slot(c, file_id);
+        uint32_t n = 0;
+
+        for (uint8_t seg = 2; f && seg-- > 0;)
+                for (const struct eng_cached_block *b = f->first; b; b = b->file_next) {
+                        if (b->segment != seg || b->erased)
+                                continue;
+                        if (n < cap)
+                                keys[n] = b->offset;
+                        n++;
+                }
+        return n;
+}
+
+const struct eng_cached_block *eng_block_cache_peek(struct eng_block_cache *c, uint64_t file_id,
+                                                    uint64_t key)
+{
+        return *slot_of(c, file_id, key);
+}

@@ -146,6 +146,18 @@ void eng_block_cache_release(struct eng_block_cache *c, struct eng_cached_block 
 void eng_block_cache_set_rows(struct eng_block_cache *c, bool on);
 bool eng_block_cache_rows(const struct eng_block_cache *c);
 
+/* Carrying entries to another shard's cache (a tablet moving: shard_warm.c). */
+/* The keys (a block's offset, a row's ENG_CACHE_ROW_BIT key) of file_id's
+ * entries, those hit more than once (the protected segment) first, into
+ * keys[0..cap); how many
+ * there are (more than cap: only cap written). */
+uint32_t eng_block_cache_file_keys(struct eng_block_cache *c, uint64_t file_id, uint64_t *keys,
+                                   uint32_t cap);
+/* The entry under (file_id, key), unpinned and untouched (no hit counted,
+ * no LRU move), or NULL. Borrowed until the next call that may evict. */
+const struct eng_cached_block *eng_block_cache_peek(struct eng_block_cache *c, uint64_t file_id,
+                                                    uint64_t key);
+
 /* Drops every block and row of a file (deleted after a compaction);
  * pinned ones go at their last release. */
 void eng_block_cache_erase_file(struct eng_block_cache *c, uint64_t file_id);

@@ -17,6 +17,7 @@
 #include "engine/catalog.h"
 #include "engine/shard_internal.h"
 #include "engine/shard_move.h"
+#include "engine/shard_warm.h"
 #include "engine/shard_xtxn_int.h"
 #include "engine/sst_reader.h"
 
@@ -24,8 +25,10 @@ void eng_handoff_fini(struct eng_handoff *h)
 {
         free(h->files);
         free(h->dir);
+        eng_warm_free(h->warm);
         h->files = NULL;
         h->dir = NULL;
+        h->warm = NULL;
         h->n_files = 0;
 }
 
@@ -42,6 +45,8 @@ static void mo_end(struct eng_move_out *mo, int res)
 {
         struct eng_shard *s = mo->s;
 
+        eng_warm_free(mo->warm);        /* (handed over, on success) */
+        mo->warm = NULL;
         if (res < 0) {
                 mo->t->moving = mo->t->moved_out = false;
                 eng_handoff_fini(&mo->h);
@@ -84,7 +89,9 @@ static int mo_handoff(struct eng_move_out *mo)
 
         mo->h = (struct eng_handoff){ .tablet = t->id, .table = t->table, .n_files = n,
                                       .flushed_bytes = s->stats.flush_bytes - mo->flush_bytes_at_start,
-                                      .cut_ns = mo->cut_ns, .ops_avg = t->ops_avg };
+                                      .cut_ns = mo->cut_ns, .ops_avg = t->ops_avg,
+                                      .warm = mo->warm };
+        mo->warm = NULL;
         mo->h.files = calloc(n ? n : 1, sizeof(*mo->h.files));
         mo->h.dir = strdup(s->dir);
         if (!mo->h.files || !mo->h.dir)
@@ -113,9 +120,15 @@ static void mo_tick(struct rx_loop *loop, struct rx_timer *tm)
                 mo_end(mo, -ETIMEDOUT);
                 return;
         }
+        /* Its cache entries are copied a step a tick before the cut
+         * (they cost the tablet's requests no wait then). */
+        if (mo->phase == MO_FLUSH && mo->warm && !mo->warm_done)
+                mo->warm_done = shard_warm_copy(s, mo->warm);
         /* Its memtables as they were when the move began are flushed
-         * (writes meanwhile wait in its active memtable): cut. */
-        if (mo->phase == MO_FLUSH && !t->compacting && !t->n_imm) {
+         * (writes meanwhile wait in its active memtable), its cache
+         * entries copied: cut. */
+        if (mo->phase == MO_FLUSH && !t->compacting && !t->n_imm &&
+            (!mo->warm || mo->warm_done)) {
                 /* From now on its keys go elsewhere: let in what was
                  * logged before, then flush that too. */
                 t->moved_out = true;
@@ -145,6 +158,8 @@ int eng_shard_move_out(struct eng_shard *s, uint32_t tablet, struct eng_move_out
         mo->phase = MO_FLUSH;
         mo->h = (struct eng_handoff){ 0 };
         mo->flush_bytes_at_start = s->stats.flush_bytes;
+        mo->warm = shard_warm_plan(s, t);
+        mo->warm_done = false;
         t->moving = true;               /* no compaction starts on it */
         mo->started_ns = time_now_ns();
         shard_seal(s, t);               /* the flushes before the cut */
@@ -235,6 +250,8 @@ static void mi_recorded(struct eng_manifest_write *mw, int res)
         }
         log_info("shard %u: tablet %u taken over from the shard in %s (%u files)", s->o.shard,
                  mi->t->id, mi->h->dir, mi->h->n_files);
+        shard_warm_fill(s, mi->h->warm);
+        mi->h->warm = NULL;
         mi_end(mi, 0);
 }
 
@@ -433,7 +450,7 @@ static int mi_check_file(struct eng_move_in *mi, uint32_t k)
         return 0;
 }
 
-int eng_shard_move_in(struct eng_shard *s, const struct eng_handoff *h, struct eng_move_in *mi)
+int eng_shard_move_in(struct eng_shard *s, struct eng_handoff *h, struct eng_move_in *mi)
 {
         const struct eng_catalog_table *ct;
         uint32_t i;

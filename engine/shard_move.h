@@ -3,8 +3,9 @@
  * Moving a tablet between two shards of one machine (ScyllaDB's
  * intra-node migration): no row is copied, the files change hands.
  *
- *   1. The source (eng_shard_move_out) stops compacting the tablet and
- *      flushes its memtables; then it refuses every new operation on the
+ *   1. The source (eng_shard_move_out) stops compacting the tablet,
+ *      flushes its memtables and copies what its cache holds of the
+ *      tablet's files (shard_warm.h); then it refuses every new operation on the
  *      tablet's keys (-SCREE_EMOVED: the caller retries at the owner its
  *      catalog names, which is still the source until step 3 -- so it
  *      waits), lets the writes already logged in, and flushes again until
@@ -59,9 +60,12 @@ struct eng_handoff {
         uint64_t flushed_bytes;                 /* what the move's flushes wrote */
         uint64_t cut_ns;                        /* when its keys were turned away (time_now_ns) */
         uint64_t ops_avg;                       /* its traffic (struct eng_tablet's) */
+        /* Its entries of the source's cache (shard_warm.h), or NULL; the
+         * target takes it. */
+        struct eng_warm *warm;
 };
 
-/* Frees h's arrays (h itself is the caller's). */
+/* Frees h's arrays and what it carries (h itself is the caller's). */
 void eng_handoff_fini(struct eng_handoff *h);
 
 struct eng_move_out {
@@ -75,6 +79,8 @@ struct eng_move_out {
         struct rx_timer timer;
         int phase;
         uint64_t flush_bytes_at_start, started_ns, cut_ns;
+        struct eng_warm *warm;          /* its cache entries, being copied */
+        bool warm_done;
 };
 
 /*
@@ -92,7 +98,7 @@ struct eng_move_in {
         void *ctx;
         /* internal */
         struct eng_shard *s;
-        const struct eng_handoff *h;
+        struct eng_handoff *h;
         struct eng_tablet *t;
         uint32_t next;
         uint64_t *ids;
@@ -108,7 +114,9 @@ struct eng_move_in {
 };
 
 /*
- * Takes over the tablet h hands over (step 2), h borrowed until done.
+ * Takes over the tablet h hands over (step 2), h borrowed until done;
+ * once it took the tablet over, it takes h->warm (its cache entries go
+ * into s's cache, in the background).
  * A file the shard holds already (the tablet's split sibling came here
  * first, sharing it) is shared, not linked again. Returns 0 (done runs
  * later: 0, or <0 with nothing left behind but files the next start
@@ -118,7 +126,7 @@ struct eng_move_in {
  * another of the tablet's: both written before per-shard file ids) or
  * -SCREE_ENOTFOUND (s's catalog has no such tablet).
  */
-int eng_shard_move_in(struct eng_shard *s, const struct eng_handoff *h, struct eng_move_in *mi);
+int eng_shard_move_in(struct eng_shard *s, struct eng_handoff *h, struct eng_move_in *mi);
 
 /* After move_in's done(0): the move is off; the copy is dropped. */
 void eng_shard_move_in_undo(struct eng_shard *s, uint32_t tablet);

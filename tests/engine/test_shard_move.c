@@ -614,3 +614,32 @@ Test(shard_move, a_stale_file_by_the_same_name_is_replaced)
         close_two();
         cat_fini();
 }
+
+/* The tablet's entries of the source's cache go into the target's: its
+ * reads there start warm. */
+Test(shard_move, the_cache_moves_with_the_tablet)
+{
+        int from, to;
+        uint32_t id = open_two(&from);
+        const struct eng_block_cache_stats *st;
+        uint64_t blocks;
+
+        to = 1 - from;
+        write_rows(0, N_ROWS, 1, "a", NULL);
+        cr_assert(eq(int, flush_sync(), 0));
+        check_all();                    /* the source's cache holds its blocks */
+        cr_assert(gt(u64, eng_block_cache_stats(shards[from]->cache)->blocks, 0));
+        st = eng_block_cache_stats(shards[to]->cache);
+        cr_assert(eq(u64, st->blocks, 0));
+        move(id, from, to);
+        for (unsigned i = 0; i < 10000 && !st->blocks; i++)
+                run_for_ms(1);
+        blocks = st->blocks;
+        cr_expect(gt(u64, blocks, 0), "nothing came with the tablet");
+        cr_expect(eq(u64, st->misses, 0));
+        check_all();
+        cr_expect(eq(u64, st->misses, 0), "the reads found every block");
+        cr_expect(gt(u64, st->hits, 0));
+        close_two();
+        cat_fini();
+}
