@@ -106,8 +106,8 @@ static void mi_done(struct eng_move_in *mi, int res)
 static struct eng_move_out mo;
 static struct eng_move_in mi;
 
-/* Steps 1 and 2: the source hands over, the target takes over. */
-static void hand_over(uint32_t id, int from, int to)
+/* Step 1: the source hands over (into mo; mi made ready). */
+static void move_out(uint32_t id, int from)
 {
         mo = (struct eng_move_out){ .done = mo_done };
         mi = (struct eng_move_in){ .done = mi_done };
@@ -115,6 +115,12 @@ static void hand_over(uint32_t id, int from, int to)
         cr_assert(eq(int, eng_shard_move_out(shards[from], id, &mo), 0));
         cr_assert(eq(int, rx_loop_run_until(loop, &mo_flag), 0));
         cr_assert(eq(int, mo_res, 0));
+}
+
+/* Steps 1 and 2: the source hands over, the target takes over. */
+static void hand_over(uint32_t id, int from, int to)
+{
+        move_out(id, from);
         cr_assert(eq(int, eng_shard_move_in(shards[to], &mo.h, &mi), 0));
         cr_assert(eq(int, rx_loop_run_until(loop, &mi_flag), 0));
         cr_assert(eq(int, mi_res, 0));
@@ -335,11 +341,7 @@ Test(shard_move, a_write_queued_behind_an_rmw_is_not_lost)
                                    .value = want[5], .value_len = 2 };
         cr_assert(eq(int, write_async(&queued_w, &m, 1), 0), "queued behind the rmw");
         /* The move: the memtables are empty, so it hands over at once. */
-        mo = (struct eng_move_out){ .done = mo_done };
-        mo_flag = false;
-        cr_assert(eq(int, eng_shard_move_out(shards[from], id, &mo), 0));
-        cr_assert(eq(int, rx_loop_run_until(loop, &mo_flag), 0));
-        cr_assert(eq(int, mo_res, 0));
+        move_out(id, from);
         cr_assert(eq(int, rx_loop_run_until(loop, &queued_inc.done), 0));
         cr_assert(eq(int, rx_loop_run_until(loop, &queued_w.done), 0));
         /* Routed again (the server sends it to the new owner), not taken
@@ -410,11 +412,7 @@ Test(shard_move, an_unrelated_prepared_part_does_not_hold_the_move)
                                    .key_len = (uint32_t)key_of(1, key), .value = "v", .value_len = 1 };
         cr_assert(eq(int, eng_shard_prepare(shards[from], txn, eng_xtxn_coordinator(txn), &m, 1, &op), 0));
         cr_assert(eq(int, rx_loop_run_until(loop, &rv_prep_done), 0));
-        mo = (struct eng_move_out){ .done = mo_done };
-        mo_flag = false;
-        cr_assert(eq(int, eng_shard_move_out(shards[from], id, &mo), 0));
-        cr_assert(eq(int, rx_loop_run_until(loop, &mo_flag), 0));
-        cr_expect(eq(int, mo_res, 0), "handed over with an unrelated part in flight");
+        move_out(id, from);     /* handed over with an unrelated part in flight */
         cr_assert(eq(int, eng_shard_abort(shards[from], txn), 0));
         eng_shard_move_out_undo(shards[from], id);
         eng_handoff_fini(&mo.h);
@@ -588,12 +586,7 @@ Test(shard_move, a_stale_file_by_the_same_name_is_replaced)
 
         to = 1 - from;
         load();
-        mo = (struct eng_move_out){ .done = mo_done };
-        mi = (struct eng_move_in){ .done = mi_done };
-        mo_flag = mi_flag = false;
-        cr_assert(eq(int, eng_shard_move_out(shards[from], id, &mo), 0));
-        cr_assert(eq(int, rx_loop_run_until(loop, &mo_flag), 0));
-        cr_assert(eq(int, mo_res, 0));
+        move_out(id, from);
         for (uint32_t i = 0; i < mo.h.n_files; i++) {
                 char path[PATH_MAX + 32];
                 FILE *f;
