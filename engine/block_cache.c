@@ -526,10 +526,10 @@ uint32_t eng_block_cache_file_keys(struct eng_block_cache *c, uint64_t file_id, 
         uint32_t n = 0;
 
         for (uint8_t seg = 2; f && seg-- > 0;)
-                for (const struct eng_cached_block *b = f->first; b; b = b->file_next) {
+                for (const struct eng_cached_block *b = f->first; b && n < cap; b = b->file_next) {
                         if (b->segment != seg || b->erased)
                                 continue;
-                        if (n < cap)
+                        if (keys)
                                 keys[n] = b->offset;
                         n++;
                 }

@@ -149,8 +149,8 @@ bool eng_block_cache_rows(const struct eng_block_cache *c);
 /* Carrying entries to another shard's cache (a tablet moving: shard_warm.c). */
 /* The keys (a block's offset, a row's ENG_CACHE_ROW_BIT key) of file_id's
  * entries, those hit more than once (the protected segment) first, into
- * keys[0..cap); how many
- * there are (more than cap: only cap written). */
+ * keys[0..cap) (keys NULL: only counted); how many, at most cap. Walks
+ * no further than that. */
 uint32_t eng_block_cache_file_keys(struct eng_block_cache *c, uint64_t file_id, uint64_t *keys,
                                    uint32_t cap);
 /* The entry under (file_id, key), unpinned and untouched (no hit counted,

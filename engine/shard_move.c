@@ -101,6 +101,7 @@ static int mo_handoff(struct eng_move_out *mo)
                 if (t->tset->e[i].meta.max_seq > mo->h.max_seq)
                         mo->h.max_seq = t->tset->e[i].meta.max_seq;
         }
+        shard_warm_keep(mo->h.warm, mo->h.files, n);
         return 0;
 }
 

@@ -236,7 +236,8 @@ void eng_shard_tick(struct eng_shard *s)
                 };
                 t->load_mark = t->load;
                 total += t->load_rate.reads + t->load_rate.writes;
-                t->ops_avg = (7 * t->ops_avg + t->load_rate.reads + t->load_rate.writes + 4) / 8;
+                /* Rounded down: an idle tablet's average gets to 0. */
+                t->ops_avg = (7 * t->ops_avg + t->load_rate.reads + t->load_rate.writes) / 8;
                 if (t->load_rate.reads + t->load_rate.writes <= MERGE_COLD_OPS)
                         t->cold_secs++;
                 else

@@ -8,12 +8,19 @@
 
 #include "base/compiler.h"
 #include "base/log.h"
+#include "base/time.h"
 #include "engine/block_cache.h"
 #include "engine/shard_internal.h"
 #include "engine/shard_warm.h"
 
 /* What a copy or fill step moves at most: well under a millisecond. */
 #define WARM_STEP_BYTES (1u << 20)
+/* What the source copies at most: half its cache, at most WARM_MAX_BYTES
+ * and WARM_MAX_ENTRIES entries, for at most WARM_COPY_NS (the cut waits
+ * for the copy). */
+#define WARM_MAX_BYTES (UINT64_C(256) << 20)
+#define WARM_MAX_ENTRIES (1u << 16)
+#define WARM_COPY_NS (NS_PER_SEC)
 
 struct warm_entry {
         uint64_t file_id, key;          /* key: a block's offset, or a row's (ENG_CACHE_ROW_BIT) */
@@ -25,6 +32,7 @@ struct eng_warm {
         /* the source's plan: entries still to look up */
         uint64_t *plan_file, *plan_key;
         uint32_t n_plan, next_plan;
+        uint64_t planned_ns;
         /* what was copied */
         struct warm_entry *e;
         uint32_t n, cap;
@@ -58,8 +66,9 @@ struct eng_warm *shard_warm_plan(struct eng_shard *s, const struct eng_tablet *t
         struct eng_warm *w;
         uint32_t n = 0;
 
-        for (uint32_t i = 0; t->tset && i < t->tset->n; i++)
-                n += eng_block_cache_file_keys(s->cache, t->tset->e[i].meta.file_id, NULL, 0);
+        for (uint32_t i = 0; t->tset && i < t->tset->n && n < WARM_MAX_ENTRIES; i++)
+                n += eng_block_cache_file_keys(s->cache, t->tset->e[i].meta.file_id, NULL,
+                                               WARM_MAX_ENTRIES - n);
         if (!n || !(w = calloc(1, sizeof(*w))))
                 return NULL;
         w->plan_file = malloc(n * sizeof(*w->plan_file));
@@ -73,12 +82,14 @@ struct eng_warm *shard_warm_plan(struct eng_shard *s, const struct eng_tablet *t
                 uint32_t k = eng_block_cache_file_keys(s->cache, id, w->plan_key + w->n_plan,
                                                        n - w->n_plan);
 
-                k = k < n - w->n_plan ? k : n - w->n_plan;
                 for (uint32_t j = 0; j < k; j++)
                         w->plan_file[w->n_plan + j] = id;
                 w->n_plan += k;
         }
         w->budget = eng_block_cache_capacity(s->cache) / 2;
+        if (w->budget > WARM_MAX_BYTES)
+                w->budget = WARM_MAX_BYTES;
+        w->planned_ns = time_now_ns();
         return w;
 }
 
@@ -114,6 +125,8 @@ bool shard_warm_copy(struct eng_shard *s, struct eng_warm *w)
 {
         uint64_t step = 0;
 
+        if (time_now_ns() - w->planned_ns > WARM_COPY_NS)
+                w->next_plan = w->n_plan;       /* what was copied goes */
         while (w->next_plan < w->n_plan && step < WARM_STEP_BYTES) {
                 uint32_t i = w->next_plan++;
                 const struct eng_cached_block *b =
@@ -136,12 +149,30 @@ bool shard_warm_copy(struct eng_shard *s, struct eng_warm *w)
         return w->next_plan == w->n_plan;
 }
 
-/* Puts entry e in s's cache. */
+void shard_warm_keep(struct eng_warm *w, const struct eng_manifest_table *files, uint32_t n)
+{
+        uint32_t kept = 0;
+
+        for (uint32_t i = 0; w && i < w->n; i++) {
+                bool handed = false;
+
+                for (uint32_t k = 0; k < n && !handed; k++)
+                        handed = files[k].file_id == w->e[i].file_id;
+                if (handed)
+                        w->e[kept++] = w->e[i];
+        }
+        if (w)
+                w->n = kept;
+}
+
+/* Puts entry e in s's cache, unless it is there (left as it is). */
 static void fill_one(struct eng_shard *s, const struct eng_warm *w, const struct warm_entry *e)
 {
         struct eng_cached_block *b;
         uint8_t *d;
 
+        if (eng_block_cache_peek(s->cache, e->file_id, e->key))
+                return;
         if (e->key & ENG_CACHE_ROW_BIT) {
                 struct eng_cache_part part = { .bytes = w->buf + e->at, .len = e->len };
 
@@ -162,8 +193,12 @@ static void fill_step(struct rx_loop *loop, struct rx_task *task)
         struct eng_shard *s = w->s;
         uint64_t step = 0;
 
+        /* The coldest first, so that the hottest end up the most recent;
+         * a file is looked up again each step (one compacted away
+         * meanwhile was erased from the cache: not put back). */
+        w->file_ok = 0;
         while (w->next < w->n && step < WARM_STEP_BYTES && !s->closing && !s->error) {
-                const struct warm_entry *e = &w->e[w->next++];
+                const struct warm_entry *e = &w->e[w->n - 1 - w->next++];
 
                 if (e->file_id != w->file_ok) {
                         if (!shard_file_named(s, e->file_id))

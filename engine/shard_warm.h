@@ -7,7 +7,8 @@
  * Its files keep their ids across the move and never change, so an entry
  * means the same on both shards. Nothing is shared: the source copies
  * the entries into a buffer of its own (a step at each tick of the move,
- * before the cut: the hot ones first, at most half its cache), the buffer
+ * before the cut: the hot ones first, at most half its cache, 256 MiB and
+ * a second), the buffer
  * travels with the hand-over, and the target puts the entries in its
  * cache (a step each loop iteration, once it took the tablet over) and
  * frees it.
@@ -31,6 +32,10 @@ struct eng_warm *shard_warm_plan(struct eng_shard *s, const struct eng_tablet *t
 /* Copies the next entries (about a MiB); true once all are copied (or
  * the budget is spent). Entries evicted since the plan are skipped. */
 bool shard_warm_copy(struct eng_shard *s, struct eng_warm *w);
+/* Keeps only w's entries of the n files given (those handed over; w may
+ * be NULL). */
+struct eng_manifest_table;
+void shard_warm_keep(struct eng_warm *w, const struct eng_manifest_table *files, uint32_t n);
 /* Takes w (NULL: nothing) and puts its entries in s's cache, a step each
  * loop iteration, skipping files s no longer names; frees it at the end
  * (a job of s's: close waits for it, and it stops early then). */

@@ -33,9 +33,10 @@
 /* A move is made only when the rounds found the shards uneven this many
  * times in a row (a second apart: one busy second is not a trend). */
 #define BAL_STEADY_ROUNDS 3u
-/* A move back the way the last one went, within BAL_FLAP_NS of it,
- * doubles the pause after it (to BAL_MAX_PAUSE_NS at most); a quiet
- * BAL_FLAP_NS brings it back to BAL_PAUSE_NS. */
+/* A move back the way the last one went, within the pause and
+ * BAL_FLAP_NS of it, doubles the pause after it (to BAL_MAX_PAUSE_NS at
+ * most); the pause and BAL_FLAP_NS without a move bring it back to
+ * BAL_PAUSE_NS. */
 #define BAL_FLAP_NS (60 * NS_PER_SEC)
 #define BAL_MAX_PAUSE_NS (64 * NS_PER_SEC)
 
@@ -226,7 +227,7 @@ static const struct bal_tablet *pick_count(const struct net_balance_round *r,
 
 uint64_t net_balancer_moved(struct net_balancer *b, uint32_t from, uint32_t to, uint64_t now)
 {
-        bool recent = b->moves && now - b->last_move_ns < BAL_FLAP_NS;
+        bool recent = b->moves && now - b->last_move_ns < b->pause_ns + BAL_FLAP_NS;
 
         if (recent && from == b->last_to && to == b->last_from) {
                 b->pause_ns = b->pause_ns * 2 > BAL_MAX_PAUSE_NS ? BAL_MAX_PAUSE_NS
@@ -265,8 +266,8 @@ static void move_done(struct net_tablet_move *m, int res, const char *err)
                          m->to, err);
                 log_warn("balancer: %s", b->last);
         }
-        b->cool[b->n_cool % 64] = (struct net_bal_cool){ .tablet = m->tablet,
-                                                         .until_ns = now + BAL_COOL_NS };
+        b->cool[b->cool_next++ % 64] = (struct net_bal_cool){ .tablet = m->tablet,
+                                                              .until_ns = now + BAL_COOL_NS };
         if (b->n_cool < 64)
                 b->n_cool++;
         b->next_ns = now + pause;

@@ -42,7 +42,7 @@ struct net_balancer {
         struct net_tablet_move move;
         /* Tablets moved lately, left alone until their time (ring). */
         struct net_bal_cool { uint32_t tablet; uint64_t until_ns; } cool[64];
-        uint32_t n_cool;
+        uint32_t n_cool, cool_next;     /* entries in use; the next to write */
 };
 
 /* Shard 0, once a second. */
@@ -54,8 +54,9 @@ void net_balancer_tick(struct net_shard *sh0);
 bool net_balancer_confirm(struct net_balancer *b, bool found);
 /* A move from shard from to shard to was made at now (time_now_ns):
  * counts it and returns the pause before the next round -- doubled, up to
- * 64 s, when it goes back the way the last one went within a minute of
- * it; 2 s otherwise. */
+ * 64 s, when it goes back the way the last one went within the last
+ * pause and a minute; back to 2 s once that long passed without a move;
+ * else as it was. */
 uint64_t net_balancer_moved(struct net_balancer *b, uint32_t from, uint32_t to, uint64_t now);
 
 #endif

@@ -636,3 +636,20 @@ Test(shard_move, the_cache_moves_with_the_tablet)
         close_two();
         cat_fini();
 }
+
+/* Regression: the balancer's average rounded up, so a tablet once busy
+ * stayed at 4 operations a second for ever (with 125 of them an idle
+ * server looked busy and was never balanced by size). */
+Test(shard_move, an_idle_tablets_average_load_gets_to_zero)
+{
+        int from;
+        uint32_t id = open_two(&from);
+        struct eng_tablet *t = shard_tablet_by_id(shards[from], id);
+
+        t->ops_avg = 1000;
+        for (int i = 0; i < 200; i++)
+                eng_shard_tick(shards[from]);
+        cr_expect(eq(u64, t->ops_avg, 0));
+        close_two();
+        cat_fini();
+}

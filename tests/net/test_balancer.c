@@ -40,8 +40,12 @@ Test(balancer, moves_back_and_forth_double_the_pause_up_to_a_bound)
                           "move back %d", i);
         }
         cr_expect(eq(u64, p, 64 * NS_PER_SEC));
-        t += 61 * NS_PER_SEC;
-        cr_expect(eq(u64, net_balancer_moved(b, 1, 0, t), 2 * NS_PER_SEC), "a quiet minute");
-        cr_expect(eq(u64, b->moves, 11));
+        /* Flapping at the longest pause stays there. */
+        t += 65 * NS_PER_SEC;
+        cr_expect(eq(u64, net_balancer_moved(b, 0, 1, t), 64 * NS_PER_SEC));
+        t += 64 * NS_PER_SEC + 61 * NS_PER_SEC;
+        cr_expect(eq(u64, net_balancer_moved(b, 1, 0, t), 2 * NS_PER_SEC),
+                  "a quiet minute after the pause");
+        cr_expect(eq(u64, b->moves, 12));
         free(b);
 }
