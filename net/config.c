@@ -152,7 +152,7 @@ const struct cfg_def *cfg_def_target(const struct cfg_def *d)
         const struct cfg_def *t = d->alias_of ? cfg_def_find(d->alias_of) : d;
 
         SCREE_ASSERT(t && !t->alias_of);
-        return t;
+        return t ? t : d;       /* every alias names a setting (test_config checks the table) */
 }
 
 const char *cfg_name(size_t i)
@@ -583,6 +583,8 @@ void cfg_swap(struct scree_config *a, struct scree_config *b, int k)
         uint64_t *na, *nb, n;
 
         SCREE_ASSERT(t && !t->alias_of);
+        if (!t)
+                return;         /* k from cfg_index: a setting's */
         if (t->flags & CFG_F_REDIS) {
                 pa = redis_slot(a, t);
                 pb = redis_slot(b, t);

@@ -205,13 +205,18 @@ static void move_prepare(struct net_cat_change *ch, const struct eng_catalog *cu
 
         m->ready = ready;
         if (eng_catalog_tablet_by_id(cur, m->tablet, &t, &i) < 0 || t->id != m->table) {
-                snprintf(ch->err, sizeof(ch->err), "the table has no tablet %u", m->tablet);
+                if (eng_catalog_table_by_id(cur, m->table, &t) == 0)
+                        snprintf(ch->err, sizeof(ch->err), "table %.150s has no tablet %u",
+                                 t->path, m->tablet);
+                else
+                        snprintf(ch->err, sizeof(ch->err), "the table has no tablet %u",
+                                 m->tablet);
                 ready(ch, -SCREE_ENOTFOUND);
                 return;
         }
         if (t->key_format == ENG_CATALOG_KEYS_RAW) {
-                snprintf(ch->err, sizeof(ch->err), "%s's tablets do not move: the Redis "
-                         "keyspace's keys go to shards by hash", t->path);
+                snprintf(ch->err, sizeof(ch->err), "%s's tablets do not move: it holds Redis "
+                         "keys, whose shard Redis commands find without the catalog", t->path);
                 ready(ch, -EINVAL);
                 return;
         }

@@ -31,10 +31,13 @@ def test_move_replies_and_errors(r):
     check_rows(r, "/mv", want)
     assert "already" in err(cmd, r, "TABLET.MOVE", "/mv", t[b"id"], other)
     assert "shard must be 0 to 1" in err(cmd, r, "TABLET.MOVE", "/mv", t[b"id"], 2)
-    assert "no tablet" in err(cmd, r, "TABLET.MOVE", "/mv", 999999, 0)
+    assert "table /mv has no tablet 999999" in err(cmd, r, "TABLET.MOVE", "/mv", 999999, 0)
     assert "no table" in err(cmd, r, "TABLET.MOVE", "/nope", t[b"id"], 0)
     assert "tablet id" in err(cmd, r, "TABLET.MOVE", "/mv", "x", 0)
-    assert "by hash" in err(cmd, r, "TABLET.MOVE", "/redis/db0", 0, 1)
+    assert "holds Redis keys" in err(cmd, r, "TABLET.MOVE", "/redis/db0", 0, 1)
+    o = tablets(r, "/scree/ordered")[0]
+    assert "holds Redis keys" in err(cmd, r, "TABLET.MOVE", "/scree/ordered", o[b"id"],
+                                     1 - o[b"shard"])
     assert cmd(r, "TABLET.MOVE", "/mv", t[b"id"], t[b"shard"]) == b"OK"
     check_rows(r, "/mv", want)
     assert moves(r) == 2
