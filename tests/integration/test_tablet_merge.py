@@ -12,7 +12,7 @@ import time
 import pytest
 import redis
 
-from tablet_util import cmd, err, fill, tablets
+from tablet_util import check_parts, cmd, err, fill, part_writer, tablets, walk_pages
 from tablet_util import check_rows as check_rows_one_way
 from server_util import Server, wait_for
 
@@ -125,34 +125,16 @@ def test_merges_under_concurrent_writes_and_paged_reads(tmp_path):
     errors = []
     written = [0, 0, 0, 0]
 
-    def writer(part):
-        c = s.client()
-        try:
-            i = 0
-            while not stop.is_set() and i < 200000:
-                cmd(c, "ROW.PUT", "/w", part, i, f"{part}:{i}")
-                written[part] = i + 1
-                i += 1
-        except Exception as e:      # noqa: BLE001 -- reported below
-            errors.append(repr(e))
-
     def reader():
         c = s.client()
         try:
             while not stop.is_set():
-                cursor, last = "0", None
-                while True:
-                    cursor, page = cmd(c, "ROW.RANGE", "/w", "LIMIT", 500, "CURSOR", cursor)
-                    for row in page:
-                        key = tuple(row[0])
-                        assert last is None or key > last, (last, key)
-                        last = key
-                    if cursor == b"0":
-                        break
+                walk_pages(c, "/w")
         except Exception as e:      # noqa: BLE001
             errors.append(repr(e))
 
-    threads = [threading.Thread(target=writer, args=(p,)) for p in range(4)]
+    threads = [threading.Thread(target=part_writer, args=(s, "/w", p, stop, written, errors))
+               for p in range(4)]
     threads += [threading.Thread(target=reader) for _ in range(2)]
     for t in threads:
         t.start()
@@ -167,10 +149,7 @@ def test_merges_under_concurrent_writes_and_paged_reads(tmp_path):
         for t in threads:
             t.join()
     assert not errors, errors[:3]
-    for part in range(4):
-        n = written[part]
-        rows = cmd(r, "ROW.RANGE", "/w", "GE", 1, part, "LE", 1, part, "LIMIT", n + 10)[1]
-        assert [row[0][1] for row in rows] == list(range(n)), part
+    check_parts(r, "/w", written)
     s.close()
 
 

@@ -11,7 +11,7 @@ import time
 
 import redis
 
-from tablet_util import check_rows, cmd, err, fill, tablets
+from tablet_util import check_parts, check_rows, cmd, err, fill, part_writer, tablets, walk_pages
 from server_util import Server, wait_for
 
 
@@ -124,17 +124,6 @@ def test_reads_writes_and_ranges_keep_working_while_tablets_move(tmp_path):
     written = [0] * 4
     pairs = [0]
 
-    def writer(part):
-        c = s.client()
-        try:
-            i = 0
-            while not stop.is_set() and i < 200000:
-                cmd(c, "ROW.PUT", "/w", part, i, f"{part}:{i}")
-                written[part] = i + 1
-                i += 1
-        except Exception as e:      # noqa: BLE001 -- reported below
-            errors.append(repr(e))
-
     def pair_writer():
         """Atomic writes of two rows whose keys lie in different tablets."""
         c = s.client()
@@ -151,16 +140,7 @@ def test_reads_writes_and_ranges_keep_working_while_tablets_move(tmp_path):
         c = s.client()
         try:
             while not stop.is_set():
-                cursor, last, n = "0", None, 0
-                while True:
-                    cursor, page = cmd(c, "ROW.RANGE", "/w", "LIMIT", 500, "CURSOR", cursor)
-                    for row in page:
-                        key = tuple(int(x) for x in row[0])     # a u64 above 2^63 is a bulk
-                        assert last is None or key > last, (last, key)
-                        last = key
-                    n += len(page)
-                    if cursor == b"0":
-                        break
+                walk_pages(c, "/w")
                 part = random.randrange(4)
                 k = max(written[part] - 1, 0)
                 if written[part]:
@@ -169,7 +149,8 @@ def test_reads_writes_and_ranges_keep_working_while_tablets_move(tmp_path):
         except Exception as e:      # noqa: BLE001
             errors.append(repr(e))
 
-    threads = [threading.Thread(target=writer, args=(p,)) for p in range(4)]
+    threads = [threading.Thread(target=part_writer, args=(s, "/w", p, stop, written, errors))
+               for p in range(4)]
     threads += [threading.Thread(target=pair_writer)]
     threads += [threading.Thread(target=reader) for _ in range(2)]
     for t in threads:
@@ -184,10 +165,7 @@ def test_reads_writes_and_ranges_keep_working_while_tablets_move(tmp_path):
         for t in threads:
             t.join()
     assert not errors, errors[:3]
-    for part in range(4):
-        n = written[part]
-        rows = cmd(r, "ROW.RANGE", "/w", "GE", 1, part, "LE", 1, part, "LIMIT", n + 10)[1]
-        assert [row[0][1] for row in rows] == list(range(n)), part
+    check_parts(r, "/w", written)
     n = pairs[0]
     for key in (7, (1 << 63) + 7):
         rows = cmd(r, "ROW.RANGE", "/w", "GE", 1, key, "LE", 1, key, "LIMIT", n + 10)[1]
