@@ -86,6 +86,14 @@ static void close_two(void)
         sh = NULL;
 }
 
+/* Both shards closed and opened again (the catalog as the test has it). */
+static void restart_two(void)
+{
+        close_two();
+        open_shard(0);
+        open_shard(1);
+}
+
 static bool mo_flag, mi_flag;
 static int mo_res, mi_res;
 
@@ -201,9 +209,7 @@ Test(shard_move, a_tablet_moves_with_every_row_and_the_source_lets_go)
         cr_expect(eq(u32, files_of(id, files), nf), "the target names the files it linked");
         write_rows(0, N_ROWS, 7, "c", NULL);
         check_all();
-        close_two();
-        open_shard(from);
-        open_shard(to);
+        restart_two();
         use(to);
         check_all();
         cr_expect(eq(int, get_status(from, 5), -SCREE_EMOVED));
@@ -245,9 +251,7 @@ Test(shard_move, a_crash_before_the_source_dropped_its_copy_skips_its_log)
         eng_handoff_fini(&mo.h);
         use(to);
         write_rows(0, N_ROWS, 13, "e", NULL);
-        close_two();
-        open_shard(from);               /* with the switched catalog */
-        open_shard(to);
+        restart_two();                  /* with the switched catalog */
         cr_expect(eq(ptr, (void *)shard_tablet_by_id(shards[from], id), NULL));
         use(to);
         check_all();
@@ -272,9 +276,7 @@ Test(shard_move, a_move_called_off_leaves_the_source_serving)
         write_rows(0, N_ROWS, 2, "f", NULL);
         check_all();
         cr_expect(eq(int, eng_shard_move_out(shards[to], id, &mo), -SCREE_ENOTFOUND));
-        close_two();
-        open_shard(from);
-        open_shard(to);
+        restart_two();
         use(from);
         check_all();
         close_two();
@@ -300,9 +302,7 @@ Test(shard_move, a_tablet_moves_there_and_back_with_writes_between)
                 wait_dropped(src, id);
                 check_all();
         }
-        close_two();
-        open_shard(from);
-        open_shard(to);
+        restart_two();
         use(from);
         check_all();
         close_two();
@@ -535,9 +535,7 @@ Test(shard_move, split_siblings_sharing_files_follow_each_other)
         check_all();
         write_rows(0, N_ROWS, 5, "w", NULL);
         check_all();
-        close_two();
-        open_shard(from);
-        open_shard(to);
+        restart_two();
         use(to);
         check_all();
         cr_assert(eq(int, major_compact_sync(), 0));
