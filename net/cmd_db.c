@@ -27,7 +27,7 @@
 #include <scree/scree_errors.h>
 
 #include "engine/catalog.h"
-#include "net/catalog_svc.h"
+#include "engine/catalog_svc.h"
 #include "net/cmd.h"
 #include "net/server.h"
 
@@ -198,12 +198,12 @@ int net_cmd_move(struct net_req *req)
 /* ---- SWAPDB ---- */
 
 struct swap_change {
-        struct net_cat_change ch;
+        struct eng_cat_change ch;
         struct net_req *req;
         char a[16], b[16];              /* "/redis/dbN" */
 };
 
-static int swap_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
+static int swap_fn(struct eng_cat_change *ch, const struct eng_catalog *cur,
                    struct eng_catalog **ret)
 {
         struct swap_change *sc = container_of(ch, struct swap_change, ch);
@@ -211,7 +211,7 @@ static int swap_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
         return eng_catalog_swap_tables(cur, sc->a, sc->b, ret, ch->err, sizeof(ch->err));
 }
 
-static void swap_done(struct net_cat_change *ch)
+static void swap_done(struct eng_cat_change *ch)
 {
         struct swap_change *sc = container_of(ch, struct swap_change, ch);
         struct net_req *req = sc->req;
@@ -255,7 +255,7 @@ int net_cmd_swapdb(struct net_req *req)
         sc->req = req;
         snprintf(sc->a, sizeof(sc->a), "/redis/db%u", (unsigned)a);
         snprintf(sc->b, sizeof(sc->b), "/redis/db%u", (unsigned)b);
-        sc->ch = (struct net_cat_change){ .fn = swap_fn, .done = swap_done };
+        sc->ch = (struct eng_cat_change){ .fn = swap_fn, .done = swap_done };
         net_cat_submit(req->origin, &sc->ch);
         return NET_CMD_PENDING;
 }

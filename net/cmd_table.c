@@ -13,7 +13,7 @@
 #include <scree/scree_errors.h>
 
 #include "engine/catalog.h"
-#include "net/catalog_svc.h"
+#include "engine/catalog_svc.h"
 #include "net/cmd.h"
 #include "net/server.h"
 #include "net/tbl_args.h"
@@ -28,7 +28,7 @@ enum tbl_kind {
 
 /* A change in flight, owned by the origin's request until it is answered. */
 struct tbl_change {
-        struct net_cat_change ch;
+        struct eng_cat_change ch;
         struct net_req *req;
         enum tbl_kind kind;
         char path[ENG_CATALOG_MAX_PATH + 1];
@@ -90,7 +90,7 @@ static bool is_redis_db(const char *path)
         return false;
 }
 
-static int change_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
+static int change_fn(struct eng_cat_change *ch, const struct eng_catalog *cur,
                      struct eng_catalog **ret)
 {
         struct tbl_change *tc = container_of(ch, struct tbl_change, ch);
@@ -122,7 +122,7 @@ static int change_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
         return -EINVAL;
 }
 
-static void change_done(struct net_cat_change *ch)
+static void change_done(struct eng_cat_change *ch)
 {
         struct tbl_change *tc = container_of(ch, struct tbl_change, ch);
         struct net_req *req = tc->req;
@@ -156,7 +156,7 @@ static int change_start(struct net_req *req, enum tbl_kind kind)
                 free(tc);
                 return reply_err(req, err);
         }
-        tc->ch = (struct net_cat_change){ .fn = change_fn, .done = change_done };
+        tc->ch = (struct eng_cat_change){ .fn = change_fn, .done = change_done };
         net_cat_submit(req->origin, &tc->ch);
         return NET_CMD_PENDING;
 }

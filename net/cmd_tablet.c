@@ -30,7 +30,7 @@
 #include "base/log.h"
 #include "engine/catalog.h"
 #include "engine/tablet.h"
-#include "net/catalog_svc.h"
+#include "engine/catalog_svc.h"
 #include "net/cmd.h"
 #include "net/server.h"
 #include "net/tbl_args.h"
@@ -39,7 +39,7 @@
 /* A split in flight, owned by the origin's request until it is answered
  * (an automatic one's: by its shard, auto_sh). */
 struct split_change {
-        struct net_cat_change ch;
+        struct eng_cat_change ch;
         struct net_req *req;
         struct net_shard *auto_sh;
         bool by_load;                   /* automatic: by load, else by size */
@@ -79,7 +79,7 @@ static int middle8(const struct eng_catalog_table *t, uint32_t i, uint8_t *key, 
         return 0;
 }
 
-static int split_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
+static int split_fn(struct eng_cat_change *ch, const struct eng_catalog *cur,
                     struct eng_catalog **ret)
 {
         struct split_change *sc = container_of(ch, struct split_change, ch);
@@ -107,7 +107,7 @@ static int split_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
                                         ch->err, sizeof(ch->err));
 }
 
-static void split_done(struct net_cat_change *ch)
+static void split_done(struct eng_cat_change *ch)
 {
         struct split_change *sc = container_of(ch, struct split_change, ch);
         struct net_req *req = sc->req;
@@ -238,7 +238,7 @@ int net_cmd_tablet_split(struct net_req *req)
         sc->req = req;
         sc->table = t->id;
         sc->tablet = id;
-        sc->ch = (struct net_cat_change){ .fn = split_fn, .done = split_done };
+        sc->ch = (struct eng_cat_change){ .fn = split_fn, .done = split_done };
         net_cat_submit(req->origin, &sc->ch);
         return NET_CMD_PENDING;
 bad:
@@ -250,7 +250,7 @@ bad:
 
 /* A merge in flight: as a split_change's. */
 struct merge_change {
-        struct net_cat_change ch;
+        struct eng_cat_change ch;
         struct net_req *req;
         struct net_shard *auto_sh;
         uint64_t bytes;                 /* automatic: what the two held */
@@ -258,7 +258,7 @@ struct merge_change {
         char path[ENG_CATALOG_MAX_PATH + 1];
 };
 
-static int merge_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
+static int merge_fn(struct eng_cat_change *ch, const struct eng_catalog *cur,
                     struct eng_catalog **ret)
 {
         struct merge_change *mc = container_of(ch, struct merge_change, ch);
@@ -287,7 +287,7 @@ static int merge_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
                                          sizeof(ch->err));
 }
 
-static void merge_done(struct net_cat_change *ch)
+static void merge_done(struct eng_cat_change *ch)
 {
         struct merge_change *mc = container_of(ch, struct merge_change, ch);
         struct net_req *req = mc->req;
@@ -328,7 +328,7 @@ int net_cmd_tablet_merge(struct net_req *req)
         mc->req = req;
         mc->table = t->id;
         mc->first = id;
-        mc->ch = (struct net_cat_change){ .fn = merge_fn, .done = merge_done };
+        mc->ch = (struct eng_cat_change){ .fn = merge_fn, .done = merge_done };
         net_cat_submit(req->origin, &mc->ch);
         return NET_CMD_PENDING;
 bad:
@@ -350,7 +350,7 @@ static bool auto_merge(struct net_shard *sh)
         *mc = (struct merge_change){ .auto_sh = sh, .table = w.table, .first = w.first,
                                      .second = w.second, .bytes = w.bytes };
         snprintf(mc->path, sizeof(mc->path), "%s", t->path);
-        mc->ch = (struct net_cat_change){ .fn = merge_fn, .done = merge_done };
+        mc->ch = (struct eng_cat_change){ .fn = merge_fn, .done = merge_done };
         sh->split_busy = true;
         net_cat_submit(sh, &mc->ch);
         return true;
@@ -381,7 +381,7 @@ void net_tablet_tick(struct net_shard *sh)
         memcpy(sc->at_key, w->key, w->key_len);
         snprintf(sc->path, sizeof(sc->path), "%s", t->path);
         free(w);
-        sc->ch = (struct net_cat_change){ .fn = split_fn, .done = split_done };
+        sc->ch = (struct eng_cat_change){ .fn = split_fn, .done = split_done };
         sh->split_busy = true;
         net_cat_submit(sh, &sc->ch);
 }

@@ -25,6 +25,7 @@
 #include "engine/datadir.h"
 #include "engine/fs.h"
 #include "engine/shard.h"
+#include "engine/xtxn_resolve.h"
 #include "net/cmd.h"
 #include "net/conn.h"
 #include "net/metrics.h"
@@ -301,6 +302,27 @@ static int shards_new(struct net_server *srv, char *err, size_t err_len)
         return 0;
 }
 
+static struct eng_shard *engine_of(struct rx_loop *loop)
+{
+        return net_shard_of(loop)->eng;
+}
+
+/* After a catalog change: SWAPDB gives the databases new tables. */
+static void dbs_refresh(struct rx_loop *loop, void *arg)
+{
+        (void)arg;
+        net_shard_dbs_refresh(net_shard_of(loop));
+}
+
+/* Whether a shard's engine took a write (its data needs the catalog). */
+static bool engines_wrote(const struct net_server *srv)
+{
+        for (unsigned i = 0; srv->shards && i < srv->n_shards; i++)
+                if (srv->shards[i] && srv->shards[i]->engine_wrote)
+                        return true;
+        return false;
+}
+
 int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_server **ret,
                    char *err, size_t err_len)
 {
@@ -316,6 +338,8 @@ int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_serve
                 goto fail;
         srv->cfg = cfg;
         srv->n_shards = n_shards;
+        srv->eng_shards = (struct eng_shards){ .n = n_shards, .of = engine_of };
+        srv->cat = (struct eng_catsvc){ .shards = &srv->eng_shards, .installed = dbs_refresh };
         srv->start_ns = time_now_ns();
         srv->start_wall_ms = time_wall_ns() / NS_PER_MS;
         atomic_store(&srv->lastsave_s, srv->start_wall_ms / 1000);
@@ -337,7 +361,8 @@ int net_server_new(struct scree_config *cfg, unsigned n_shards, struct net_serve
         r = layout_check(srv, err, err_len);
         if (r < 0)
                 goto fail;
-        r = net_cat_load(srv, err, err_len);
+        r = eng_catsvc_load(&srv->cat, cfg->dir, ENG_SHARD_DEFAULT_TABLETS, "--smp", &srv->cat_made,
+                            err, err_len);
         if (r < 0)
                 goto fail;
         r = shards_new(srv, err, err_len);
@@ -382,7 +407,10 @@ void net_server_undo(struct net_server *srv)
                         sh->made_dir = false;
                 }
         }
-        net_cat_undo(srv);
+        if (srv->cat_made && !engines_wrote(srv)) {
+                eng_catsvc_undo(srv->cfg->dir);
+                srv->cat_made = false;
+        }
         eng_datadir_unlock(&srv->lock, true);
 }
 
@@ -482,7 +510,7 @@ static void shard_tick(struct rx_loop *loop, struct rx_timer *t)
         sh->tick_out_bytes = sh->net_out_bytes;
         net_info_tick(sh);
         if (sh->id == 0) {
-                net_cat_svc_tick(sh);
+                eng_catsvc_tick(&sh->srv->cat, sh->all_ready);
                 net_balancer_tick(sh);
         }
         net_tablet_tick(sh);
@@ -620,10 +648,18 @@ static void accept_arm_all(struct net_shard *sh)
 
 static void engine_closed(void *arg, int res);
 
+static void resolved(void *arg)
+{
+        struct net_server *srv = arg;
+
+        atomic_store(&srv->xtxn_resolved, true);
+}
+
 static int64_t resolve_on_shard0(struct rx_loop *dst, void *arg)
 {
-        (void)arg;
-        net_xwrite_resolve(net_shard_of(dst));
+        struct net_server *srv = arg;
+
+        eng_xtxn_resolve(dst, &srv->eng_shards, resolved, srv);
         return 0;
 }
 
@@ -648,7 +684,7 @@ static void engine_opened(void *arg, int res, struct eng_shard *s)
                 /* The last engine to open starts the resolution of what
                  * the last stop left in doubt, on shard 0. */
                 if (atomic_fetch_add(&sh->srv->shards_ready, 1) + 1 == sh->srv->n_shards &&
-                    rx_smp_call(sh->loop, 0, resolve_on_shard0, resolve_started, NULL) < 0) {
+                    rx_smp_call(sh->loop, 0, resolve_on_shard0, resolve_started, sh->srv) < 0) {
                         log_error("no memory to resolve the cross-shard writes left in doubt; "
                                   "their keys stay held until the next start");
                         atomic_store(&sh->srv->xtxn_resolved, true);
@@ -686,7 +722,7 @@ static void engine_open(struct net_shard *sh)
         sh->fs = eng_fs_direct_new(sh->loop);
         r = sh->fs ? eng_shard_open(sh->loop, sh->fs, &o, engine_opened, sh) : -ENOMEM;
         if (r == 0 && sh->id == 0)
-                r = net_cat_svc_start(sh);
+                r = eng_catsvc_start(&sh->srv->cat, sh->loop, sh->fs, cfg->dir);
         if (r < 0) {
                 atomic_store(&sh->open_err, r);
                 atomic_store(&sh->state, NET_SHARD_FAILED);
@@ -780,7 +816,7 @@ static void close_engine_run(struct rx_loop *loop, struct rx_alien_req *req)
 
         sh->stop_req = req;
         /* The store writes through the engine's fs: it closes first. */
-        if (sh->id == 0 && net_cat_svc_stop(sh, catalog_closed, sh) == 0)
+        if (sh->id == 0 && eng_catsvc_stop(&sh->srv->cat, catalog_closed, sh) == 0)
                 return;
         close_engine(sh);
 }

@@ -38,7 +38,7 @@
 #include "reactor/io.h"
 #include "reactor/timer.h"
 #include "net/balancer.h"
-#include "net/catalog_svc.h"
+#include "engine/catalog_svc.h"
 #include "net/config.h"
 #include "net/intent.h"
 #include "net/latency.h"
@@ -83,9 +83,10 @@ struct net_server {
         unsigned n_binds;
         struct eng_tablet_map map;
         /* Tables and directories: the newest snapshot and the changes in
-         * flight. Set by main at start (net_cat_load), then shard 0's
-         * alone (catalog_svc.h). */
-        struct net_cat_svc cat;
+         * flight. Set by main at start (eng_catsvc_load), then shard 0's
+         * alone (engine/catalog_svc.h). */
+        struct eng_catsvc cat;
+        struct eng_shards eng_shards;   /* each shard's engine, for the engine's services */
         struct net_balancer balancer;   /* shard 0's (balancer.h) */
         bool cat_made;                  /* this start wrote the first CATALOG */
         unsigned n_shards;
@@ -249,6 +250,13 @@ bool net_addr_is_loopback(const struct sockaddr_storage *ss);
 /* Reloads sh->db_table from the catalog snapshot sh's engine routes by
  * (a database whose table is missing keeps its old id). Shard-local. */
 void net_shard_dbs_refresh(struct net_shard *sh);
+
+/* Sends catalog change ch to the server's catalog service on shard 0
+ * (engine/catalog_svc.h); ch->done runs on origin. Origin shard. */
+static inline void net_cat_submit(struct net_shard *origin, struct eng_cat_change *ch)
+{
+        eng_cat_submit(origin->loop, &origin->srv->cat, ch);
+}
 
 /* Which shard owns key (the same in every database: their tables share
  * one tablet layout). Any thread. */

@@ -32,7 +32,7 @@
 #define MOVE_IN_RETRY_NS (10 * NS_PER_MS)
 #define MOVE_IN_TRIES 1000u             /* 10 s */
 
-static struct net_tablet_move *move_of(struct net_cat_change *ch)
+static struct net_tablet_move *move_of(struct eng_cat_change *ch)
 {
         return container_of(ch, struct net_tablet_move, ch);
 }
@@ -77,10 +77,10 @@ static void undo_send(struct rx_loop *from_loop, unsigned shard, uint32_t tablet
         rx_smp_submit(from_loop, shard, &u->msg);
 }
 
-static void move_undo(struct net_cat_change *ch)
+static void move_undo(struct eng_cat_change *ch)
 {
         struct net_tablet_move *m = move_of(ch);
-        struct rx_loop *l0 = ch->srv->shards[0]->loop;
+        struct rx_loop *l0 = ch->svc->loop0;
 
         undo_send(l0, m->to, m->tablet, true);
         undo_send(l0, m->from, m->tablet, false);
@@ -93,7 +93,7 @@ static void mi_done(struct eng_move_in *mi, int res)
         struct net_tablet_move *m = mi->ctx;
 
         m->step_res = res;
-        rx_smp_reply(m->ch.srv->shards[m->to]->loop, &m->msg);
+        rx_smp_reply(rx_smp_loop(rx_loop_smp(m->ch.svc->loop0), m->to), &m->msg);
 }
 
 static int in_try(struct net_tablet_move *m, struct net_shard *sh)
@@ -161,7 +161,7 @@ static void mo_done(struct eng_move_out *mo, int res)
         struct net_tablet_move *m = mo->ctx;
 
         m->step_res = res;
-        rx_smp_reply(m->ch.srv->shards[m->from]->loop, &m->msg);
+        rx_smp_reply(rx_smp_loop(rx_loop_smp(m->ch.svc->loop0), m->from), &m->msg);
 }
 
 static int out_run(struct rx_loop *dst, struct rx_msg *msg)
@@ -196,8 +196,8 @@ static void out_back(struct rx_loop *src, struct rx_msg *msg)
 
 /* ---- the change ---- */
 
-static void move_prepare(struct net_cat_change *ch, const struct eng_catalog *cur,
-                         void (*ready)(struct net_cat_change *ch, int res))
+static void move_prepare(struct eng_cat_change *ch, const struct eng_catalog *cur,
+                         void (*ready)(struct eng_cat_change *ch, int res))
 {
         struct net_tablet_move *m = move_of(ch);
         const struct eng_catalog_table *t;
@@ -228,10 +228,10 @@ static void move_prepare(struct net_cat_change *ch, const struct eng_catalog *cu
                 return;
         }
         m->msg = (struct rx_msg){ .run = out_run, .done = out_back, .name = "tablet move out" };
-        rx_smp_submit(ch->srv->shards[0]->loop, m->from, &m->msg);
+        rx_smp_submit(ch->svc->loop0, m->from, &m->msg);
 }
 
-static int move_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
+static int move_fn(struct eng_cat_change *ch, const struct eng_catalog *cur,
                    struct eng_catalog **ret)
 {
         struct net_tablet_move *m = move_of(ch);
@@ -239,7 +239,7 @@ static int move_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
         return eng_catalog_move_tablet(cur, m->tablet, m->to, ret, ch->err, sizeof(ch->err));
 }
 
-static void move_done(struct net_cat_change *ch)
+static void move_done(struct eng_cat_change *ch)
 {
         struct net_tablet_move *m = move_of(ch);
 
@@ -254,7 +254,7 @@ void net_tablet_move(struct net_shard *origin, struct net_tablet_move *m)
         m->origin = origin;
         m->started_ns = time_now_ns();
         m->mo.h = (struct eng_handoff){ 0 };
-        m->ch = (struct net_cat_change){ .prepare = move_prepare, .undo = move_undo,
+        m->ch = (struct eng_cat_change){ .prepare = move_prepare, .undo = move_undo,
                                          .fn = move_fn, .done = move_done };
         net_cat_submit(origin, &m->ch);
 }

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "engine/shard_move.h"
-#include "net/catalog_svc.h"
+#include "engine/catalog_svc.h"
 
 struct net_shard;
 
@@ -37,9 +37,9 @@ struct net_tablet_move {
         uint32_t from, n_files;
         uint64_t flushed_bytes, took_ns, held_ns;
         /* internal */
-        struct net_cat_change ch;
+        struct eng_cat_change ch;
         struct net_shard *origin;
-        void (*ready)(struct net_cat_change *ch, int res);
+        void (*ready)(struct eng_cat_change *ch, int res);
         struct rx_msg msg;
         struct rx_timer retry;
         struct eng_move_out mo;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Writes on several shards, atomic across a crash (ROW.WRITE, RENAME), and
- * the resolution at start of what a stop left in doubt: the server's half
- * of the engine's two-phase commit (engine/shard_xtxn.h). See xwrite.c.
+ * Writes on several shards, atomic across a crash (ROW.WRITE, RENAME): the
+ * server's half of the engine's two-phase commit (engine/shard_xtxn.h;
+ * what a stop left in doubt is resolved at start by
+ * engine/xtxn_resolve.h). See xwrite.c.
  */
 #ifndef SCREE_NET_XWRITE_H
 #define SCREE_NET_XWRITE_H
@@ -28,12 +29,5 @@ struct net_shard;
 int net_xwrite(struct net_req *req, const struct eng_mutation *muts, const unsigned *owner,
                uint32_t n, void (*ok)(struct net_req *req), void (*release)(void *arg),
                void *arg);
-
-/*
- * Resolves on every shard what the last stop left in doubt, then sets
- * srv->xtxn_resolved (data commands wait for it: net_shard_is_loading).
- * Runs on shard 0 once every engine is open. Shard 0.
- */
-void net_xwrite_resolve(struct net_shard *sh0);
 
 #endif

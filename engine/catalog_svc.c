@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Catalog changes over the server; see catalog_svc.h. On shard 0 a queue
+ * Catalog changes; see catalog_svc.h. On shard 0 a queue
  * of changes: the head is made, saved, and installed on every shard, then
  * answered; the next one starts.
  */
@@ -13,29 +13,23 @@
 #include <scree/scree_errors.h>
 
 #include "base/log.h"
+#include "engine/catalog_svc.h"
 #include "engine/shard.h"
-#include "net/catalog_svc.h"
-#include "net/server.h"
 
 /* Installing a snapshot on one shard. */
-struct net_cat_install {
+struct eng_cat_install {
         struct rx_msg msg;
-        struct net_cat_change *ch;
+        struct eng_cat_change *ch;
         struct rx_timer retry;
 };
 
-static void svc_next(struct net_shard *sh0);
-
-static struct net_cat_svc *svc_of(struct net_shard *sh0)
-{
-        return &sh0->srv->cat;
-}
+static void svc_next(struct eng_catsvc *svc);
 
 /* ---- on the origin ---- */
 
 static void change_answered(struct rx_loop *src, struct rx_msg *m)
 {
-        struct net_cat_change *ch = container_of(m, struct net_cat_change, msg);
+        struct eng_cat_change *ch = container_of(m, struct eng_cat_change, msg);
 
         (void)src;
         ch->done(ch);
@@ -43,25 +37,23 @@ static void change_answered(struct rx_loop *src, struct rx_msg *m)
 
 static int change_arrived(struct rx_loop *dst, struct rx_msg *m);
 
-void net_cat_submit(struct net_shard *origin, struct net_cat_change *ch)
+void eng_cat_submit(struct rx_loop *origin, struct eng_catsvc *svc, struct eng_cat_change *ch)
 {
-        ch->srv = origin->srv;
+        ch->svc = svc;
         ch->res = 0;
         ch->err[0] = 0;
         ch->snap = NULL;
         ch->inst = NULL;
         ch->msg = (struct rx_msg){ .run = change_arrived, .done = change_answered,
                                    .name = "catalog change" };
-        rx_smp_submit(origin->loop, 0, &ch->msg);
+        rx_smp_submit(origin, 0, &ch->msg);
 }
 
 /* ---- on shard 0 ---- */
 
 /* The head change is over: answer it, start the next. */
-static void change_end(struct net_shard *sh0, struct net_cat_change *ch, int res)
+static void change_end(struct eng_catsvc *svc, struct eng_cat_change *ch, int res)
 {
-        struct net_cat_svc *svc = svc_of(sh0);
-
         ch->res = res;
         if (res < 0 && !ch->err[0])
                 snprintf(ch->err, sizeof(ch->err), "%s", scree_strerror(res));
@@ -75,37 +67,38 @@ static void change_end(struct net_shard *sh0, struct net_cat_change *ch, int res
         if (!svc->q_head)
                 svc->q_tail = NULL;
         svc->busy = false;
-        rx_smp_reply(sh0->loop, &ch->msg);
-        svc_next(sh0);
+        rx_smp_reply(svc->loop0, &ch->msg);
+        svc_next(svc);
 }
 
 static void install_done(struct rx_loop *src, struct rx_msg *m)
 {
-        struct net_cat_install *in = container_of(m, struct net_cat_install, msg);
-        struct net_cat_change *ch = in->ch;
+        struct eng_cat_install *in = container_of(m, struct eng_cat_install, msg);
+        struct eng_cat_change *ch = in->ch;
 
         if (--ch->left)
                 return;
-        change_end(net_shard_of(src), ch, 0);
+        (void)src;
+        change_end(ch->svc, ch, 0);
 }
 
-static int install_try(struct net_shard *sh, struct net_cat_install *in)
+static int install_try(struct rx_loop *loop, struct eng_cat_install *in)
 {
+        struct eng_catsvc *svc = in->ch->svc;
+        struct eng_shard *eng = svc->shards->of(loop);
         int r = 0;
 
-        if (sh->eng)
-                r = eng_shard_set_catalog(sh->eng, in->ch->snap);
-        if (r == 0)
-                net_shard_dbs_refresh(sh);      /* SWAPDB: the databases' new tables */
+        if (eng)
+                r = eng_shard_set_catalog(eng, in->ch->snap);
+        if (r == 0 && svc->installed)
+                svc->installed(loop, svc->arg);
         return r;
 }
 
 static void install_retry(struct rx_loop *loop, struct rx_timer *t)
 {
-        struct net_cat_install *in = container_of(t, struct net_cat_install, retry);
-        struct net_shard *sh = net_shard_of(loop);
-
-        if (install_try(sh, in) == 0) {
+        struct eng_cat_install *in = container_of(t, struct eng_cat_install, retry);
+        if (install_try(loop, in) == 0) {
                 rx_smp_reply(loop, &in->msg);
                 return;
         }
@@ -117,37 +110,35 @@ static void install_retry(struct rx_loop *loop, struct rx_timer *t)
  * can: the change is answered only once every shard has it. */
 static int install_run(struct rx_loop *dst, struct rx_msg *m)
 {
-        struct net_cat_install *in = container_of(m, struct net_cat_install, msg);
-        struct net_shard *sh = net_shard_of(dst);
-        int r = install_try(sh, in);
+        struct eng_cat_install *in = container_of(m, struct eng_cat_install, msg);
+        int r = install_try(dst, in);
 
         if (r == 0)
                 return 0;
         /* -EBUSY: a tablet it splits finishes a flush or compaction first. */
         if (r == -EBUSY)
                 log_debug("shard %u: catalog version %llu waits for a tablet's flush or "
-                          "compaction", sh->id, (unsigned long long)eng_catalog_version(in->ch->snap));
+                          "compaction", rx_loop_shard_id(dst), (unsigned long long)eng_catalog_version(in->ch->snap));
         else
-                log_warn("shard %u: installing catalog version %llu failed (%s); retrying", sh->id,
+                log_warn("shard %u: installing catalog version %llu failed (%s); retrying", rx_loop_shard_id(dst),
                          (unsigned long long)eng_catalog_version(in->ch->snap), scree_strerror(r));
-        rx_timer_init(&in->retry, install_retry, "net:catalog install retry");
+        rx_timer_init(&in->retry, install_retry, "catalog install retry");
         rx_timer_arm_after(dst, &in->retry, 10 * 1000 * 1000);
         return RX_MSG_DEFERRED;
 }
 
 static void change_saved(struct eng_catalog_save *w, int res)
 {
-        struct net_cat_change *ch = w->ctx;
-        struct net_shard *sh0 = ch->srv->shards[0];
-        struct net_cat_svc *svc = svc_of(sh0);
-        unsigned n = ch->srv->n_shards;
+        struct eng_cat_change *ch = w->ctx;
+        struct eng_catsvc *svc = ch->svc;
+        unsigned n = svc->shards->n;
 
         if (res < 0) {
                 log_error("writing the catalog (version %llu) failed: %s",
                           (unsigned long long)eng_catalog_version(ch->snap), scree_strerror(res));
                 snprintf(ch->err, sizeof(ch->err), "writing the catalog failed: %s",
                          scree_strerror(res));
-                change_end(sh0, ch, res);
+                change_end(svc, ch, res);
                 return;
         }
         /* Durable: what prepare did stands (the catalog says so now),
@@ -162,31 +153,30 @@ static void change_saved(struct eng_catalog_save *w, int res)
                  * it. Should memory be this short, stop routing changes. */
                 log_error("catalog version %llu is written but no memory is left to install it",
                           (unsigned long long)ch->version);
-                change_end(sh0, ch, -ENOMEM);
+                change_end(svc, ch, -ENOMEM);
                 return;
         }
         ch->left = n;
         for (unsigned i = 0; i < n; i++) {
-                ch->inst[i] = (struct net_cat_install){ .ch = ch };
+                ch->inst[i] = (struct eng_cat_install){ .ch = ch };
                 ch->inst[i].msg = (struct rx_msg){ .run = install_run, .done = install_done,
                                                    .name = "catalog install" };
-                rx_smp_submit(sh0->loop, i, &ch->inst[i].msg);
+                rx_smp_submit(svc->loop0, i, &ch->inst[i].msg);
         }
 }
 
 /* Makes and saves head change ch. */
-static void change_make(struct net_shard *sh0, struct net_cat_change *ch)
+static void change_make(struct eng_catsvc *svc, struct eng_cat_change *ch)
 {
-        struct net_cat_svc *svc = svc_of(sh0);
         int r;
 
         if (!svc->store) {
-                change_end(sh0, ch, -SCREE_ESHUTDOWN);
+                change_end(svc, ch, -SCREE_ESHUTDOWN);
                 return;
         }
         r = ch->fn(ch, svc->head, &ch->snap);
         if (r < 0) {
-                change_end(sh0, ch, r);
+                change_end(svc, ch, r);
                 return;
         }
         ch->save = (struct eng_catalog_save){ .done = change_saved, .ctx = ch };
@@ -195,23 +185,22 @@ static void change_make(struct net_shard *sh0, struct net_cat_change *ch)
                 change_saved(&ch->save, r > 0 ? 0 : r);
 }
 
-static void change_prepared(struct net_cat_change *ch, int res)
+static void change_prepared(struct eng_cat_change *ch, int res)
 {
-        struct net_shard *sh0 = ch->srv->shards[0];
+        struct eng_catsvc *svc = ch->svc;
 
         if (res < 0) {
-                change_end(sh0, ch, res);
+                change_end(svc, ch, res);
                 return;
         }
         ch->prepared = true;
-        change_make(sh0, ch);
+        change_make(svc, ch);
 }
 
 /* Prepares (if the change asks), makes and saves the head change. */
-static void svc_next(struct net_shard *sh0)
+static void svc_next(struct eng_catsvc *svc)
 {
-        struct net_cat_svc *svc = svc_of(sh0);
-        struct net_cat_change *ch = svc->q_head;
+        struct eng_cat_change *ch = svc->q_head;
 
         if (svc->busy || !ch)
                 return;
@@ -220,33 +209,34 @@ static void svc_next(struct net_shard *sh0)
         if (ch->prepare && svc->store)
                 ch->prepare(ch, svc->head, change_prepared);
         else
-                change_make(sh0, ch);
+                change_make(svc, ch);
 }
 
 static int change_arrived(struct rx_loop *dst, struct rx_msg *m)
 {
-        struct net_cat_change *ch = container_of(m, struct net_cat_change, msg);
-        struct net_shard *sh0 = net_shard_of(dst);
-        struct net_cat_svc *svc = svc_of(sh0);
+        struct eng_cat_change *ch = container_of(m, struct eng_cat_change, msg);
+        struct eng_catsvc *svc = ch->svc;
 
+        (void)dst;
         ch->next = NULL;
         if (svc->q_tail)
                 svc->q_tail->next = ch;
         else
                 svc->q_head = ch;
         svc->q_tail = ch;
-        svc_next(sh0);
+        svc_next(svc);
         return RX_MSG_DEFERRED;
 }
 
-int net_cat_svc_start(struct net_shard *sh0)
+int eng_catsvc_start(struct eng_catsvc *svc, struct rx_loop *loop0, struct eng_fs *fs,
+                     const char *dir)
 {
-        return eng_catalog_store_new(sh0->loop, sh0->fs, sh0->srv->cfg->dir, &svc_of(sh0)->store);
+        svc->loop0 = loop0;
+        return eng_catalog_store_new(loop0, fs, dir, &svc->store);
 }
 
-int net_cat_svc_stop(struct net_shard *sh0, void (*done)(void *arg, int res), void *arg)
+int eng_catsvc_stop(struct eng_catsvc *svc, void (*done)(void *arg, int res), void *arg)
 {
-        struct net_cat_svc *svc = svc_of(sh0);
         struct eng_catalog_store *st = svc->store;
 
         svc->store = NULL;
@@ -257,9 +247,10 @@ int net_cat_svc_stop(struct net_shard *sh0, void (*done)(void *arg, int res), vo
 
 /* ---- start-up and stop (main thread) ---- */
 
-int net_cat_load(struct net_server *srv, char *err, size_t err_len)
+int eng_catsvc_load(struct eng_catsvc *svc, const char *dir, uint32_t tablets_per_shard,
+                    const char *shards_hint, bool *ret_made, char *err, size_t err_len)
 {
-        const char *dir = srv->cfg->dir;
+        unsigned n_shards = svc->shards->n;
         struct eng_catalog *c = NULL;
         char why[512];
         int r = eng_catalog_store_read(dir, &c, why, sizeof(why));
@@ -267,7 +258,7 @@ int net_cat_load(struct net_server *srv, char *err, size_t err_len)
         if (r == -SCREE_ENOTFOUND) {
                 /* A new directory, or one from before catalogs: its first
                  * catalog is the static map its manifests were made with. */
-                r = eng_catalog_initial(srv->n_shards, ENG_SHARD_DEFAULT_TABLETS, &c);
+                r = eng_catalog_initial(n_shards, tablets_per_shard, &c);
                 if (r == 0)
                         r = eng_catalog_store_write_sync(dir, c, why, sizeof(why));
                 if (r < 0) {
@@ -276,47 +267,41 @@ int net_cat_load(struct net_server *srv, char *err, size_t err_len)
                         eng_catalog_unref(c);
                         return r;
                 }
-                srv->cat_made = true;
+                *ret_made = true;
         } else if (r < 0) {
                 snprintf(err, err_len, "%s; the catalog of tables cannot be read, so the data "
                          "cannot be routed: restore %s/CATALOG from a backup", why, dir);
                 return r;
-        } else if (eng_catalog_n_shards(c) != srv->n_shards) {
+        } else if (eng_catalog_n_shards(c) != n_shards) {
                 snprintf(err, err_len, "%s/CATALOG was made for %u shards, not %u: start with "
-                         "--smp %u, or use another --dir", dir, eng_catalog_n_shards(c),
-                         srv->n_shards, eng_catalog_n_shards(c));
+                         "%s %u, or use another directory", dir, eng_catalog_n_shards(c),
+                         n_shards, shards_hint, eng_catalog_n_shards(c));
                 eng_catalog_unref(c);
                 return -EINVAL;
         }
-        srv->cat.head = c;
+        svc->head = c;
         return 0;
 }
 
-void net_cat_undo(struct net_server *srv)
+void eng_catsvc_undo(const char *dir)
 {
         char path[4096];
 
-        for (unsigned i = 0; i < srv->n_shards; i++)
-                if (srv->shards && srv->shards[i] && srv->shards[i]->engine_wrote)
-                        return;         /* the data needs its catalog */
-        if (!srv->cat_made)
-                return;
-        snprintf(path, sizeof(path), "%s/%s", srv->cfg->dir, ENG_CATALOG_STORE_NAME);
+        snprintf(path, sizeof(path), "%s/%s", dir, ENG_CATALOG_STORE_NAME);
         (void)unlink(path);
-        srv->cat_made = false;
 }
 
 /* ---- forgetting dropped tables ---- */
 
 /* A sweep: which dropped ids some shard still holds data of. */
 struct forget_sweep {
-        struct net_shard *sh0;
+        struct eng_catsvc *svc;
         struct eng_catalog *snap;       /* the head when it started */
         uint32_t n_ids;
         const uint32_t *ids;            /* snap's dropped list */
         bool *held;                     /* [n_ids] */
         unsigned left;
-        struct net_cat_change ch;
+        struct eng_cat_change ch;
         struct forget_probe {
                 struct rx_msg msg;
                 struct forget_sweep *fs;
@@ -326,16 +311,16 @@ struct forget_sweep {
 
 static void sweep_free(struct forget_sweep *fs)
 {
-        for (unsigned i = 0; fs->probes && i < fs->sh0->srv->n_shards; i++)
+        for (unsigned i = 0; fs->probes && i < fs->svc->shards->n; i++)
                 free(fs->probes[i].held);
         free(fs->probes);
         free(fs->held);
         eng_catalog_unref(fs->snap);
-        svc_of(fs->sh0)->forgetting = false;
+        fs->svc->forgetting = false;
         free(fs);
 }
 
-static int forget_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
+static int forget_fn(struct eng_cat_change *ch, const struct eng_catalog *cur,
                      struct eng_catalog **ret)
 {
         struct forget_sweep *fs = ch->ctx;
@@ -354,7 +339,7 @@ static int forget_fn(struct net_cat_change *ch, const struct eng_catalog *cur,
         return 0;
 }
 
-static void forget_done(struct net_cat_change *ch)
+static void forget_done(struct eng_cat_change *ch)
 {
         sweep_free(ch->ctx);
 }
@@ -376,29 +361,28 @@ static void probe_done(struct rx_loop *src, struct rx_msg *m)
                 sweep_free(fs);
                 return;
         }
-        fs->ch = (struct net_cat_change){ .fn = forget_fn, .done = forget_done, .ctx = fs };
-        net_cat_submit(fs->sh0, &fs->ch);
+        fs->ch = (struct eng_cat_change){ .fn = forget_fn, .done = forget_done, .ctx = fs };
+        eng_cat_submit(fs->svc->loop0, fs->svc, &fs->ch);
 }
 
 static int probe_run(struct rx_loop *dst, struct rx_msg *m)
 {
         struct forget_probe *p = container_of(m, struct forget_probe, msg);
-        struct net_shard *sh = net_shard_of(dst);
+        struct eng_shard *eng = p->fs->svc->shards->of(dst);
 
         for (uint32_t i = 0; i < p->fs->n_ids; i++)
-                p->held[i] = !sh->eng || eng_shard_holds_table(sh->eng, p->fs->ids[i]);
+                p->held[i] = !eng || eng_shard_holds_table(eng, p->fs->ids[i]);
         return 0;
 }
 
-void net_cat_svc_tick(struct net_shard *sh0)
+void eng_catsvc_tick(struct eng_catsvc *svc, bool all_ready)
 {
-        struct net_cat_svc *svc = svc_of(sh0);
-        unsigned n = sh0->srv->n_shards;
+        unsigned n = svc->shards->n;
         struct forget_sweep *fs;
         uint32_t n_ids = 0;
         const uint32_t *ids;
 
-        if (!svc->head || svc->busy || svc->forgetting || !svc->store || !sh0->all_ready)
+        if (!svc->head || svc->busy || svc->forgetting || !svc->store || !all_ready)
                 return;
         ids = eng_catalog_dropped(svc->head, &n_ids);
         if (!n_ids)
@@ -407,7 +391,7 @@ void net_cat_svc_tick(struct net_shard *sh0)
         if (!fs)
                 return;
         svc->forgetting = true;
-        fs->sh0 = sh0;
+        fs->svc = svc;
         fs->snap = eng_catalog_ref(svc->head);
         fs->ids = ids;
         fs->n_ids = n_ids;
@@ -429,6 +413,6 @@ void net_cat_svc_tick(struct net_shard *sh0)
                 fs->probes[i].fs = fs;
                 fs->probes[i].msg = (struct rx_msg){ .run = probe_run, .done = probe_done,
                                                      .name = "catalog forget probe" };
-                rx_smp_submit(sh0->loop, i, &fs->probes[i].msg);
+                rx_smp_submit(svc->loop0, i, &fs->probes[i].msg);
         }
 }

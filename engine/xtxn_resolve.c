@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * At start, the resolution of the cross-shard writes a stop left in doubt
- * (xwrite.h, engine/shard_xtxn.h), on shard 0 once every engine is open:
+ * (shard_xtxn.h; see xtxn_resolve.h), on shard 0 once every engine is open:
  *   1. every shard lists its parts in doubt and its decisions;
  *   2. each part's coordinator says whether it decided;
  *   3. every part commits (decided) or aborts, all at once: a commit may
@@ -9,7 +9,7 @@
  *   4. every decision's participants commit (a part committed already
  *      answers -SCREE_ENOTFOUND);
  *   5. every decision is forgotten.
- * Then data commands run (srv->xtxn_resolved). Each step is one message
+ * Then data operations run (the caller's done). Each step is one message
  * per shard or per part; a phase starts when the one before has all its
  * answers.
  */
@@ -19,10 +19,11 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/compiler.h"
 #include "base/log.h"
 #include "engine/shard_xtxn.h"
-#include "net/server.h"
-#include "net/xwrite.h"
+#include "engine/xtxn_resolve.h"
+#include "reactor/smp.h"
 
 enum xr_kind {
         XR_LIST,
@@ -63,7 +64,10 @@ enum xr_phase {
 };
 
 struct xr {
-        struct net_shard *sh0;
+        struct rx_loop *loop0;
+        const struct eng_shards *shards;
+        void (*done)(void *arg);
+        void *arg;
         enum xr_phase phase;
         struct xr_op *ops;
         uint32_t n_ops, left;
@@ -121,7 +125,7 @@ static int list_run(struct xr_op *o, struct eng_shard *eng)
 static int op_run(struct rx_loop *dst, struct rx_msg *m)
 {
         struct xr_op *o = container_of(m, struct xr_op, msg);
-        struct eng_shard *eng = net_shard_of(dst)->eng;
+        struct eng_shard *eng = o->x->shards->of(dst);
         int r;
 
         o->loop = dst;
@@ -169,21 +173,21 @@ static void phase_send(struct xr *x, enum xr_phase ph, struct xr_op *ops, uint32
                 ops[i].x = x;
                 ops[i].res = 0;
                 ops[i].msg = (struct rx_msg){ .run = op_run, .done = op_done,
-                                              .name = "net:xtxn resolve" };
-                rx_smp_submit(x->sh0->loop, ops[i].shard, &ops[i].msg);
+                                              .name = "xtxn resolve" };
+                rx_smp_submit(x->loop0, ops[i].shard, &ops[i].msg);
         }
 }
 
 static void finish(struct xr *x, const char *failed)
 {
-        struct net_server *srv = x->sh0->srv;
+        unsigned n_shards = x->shards->n;
 
         if (failed)
                 log_error("resolving the cross-shard writes left in doubt: %s; their keys stay "
                           "held until the next start resolves them", failed);
         else if (x->resolved)
                 log_info("resolved %u cross-shard write part(s) a stop left in doubt", x->resolved);
-        for (uint32_t s = 0; x->lists && s < srv->n_shards; s++) {
+        for (uint32_t s = 0; x->lists && s < n_shards; s++) {
                 free(x->lists[s].participants);
                 free(x->lists[s].dec);
                 free(x->lists[s].doubt);
@@ -191,14 +195,14 @@ static void finish(struct xr *x, const char *failed)
         if (x->ops != x->lists)
                 free(x->ops);
         free(x->lists);
+        x->done(x->arg);
         free(x);
-        atomic_store(&srv->xtxn_resolved, true);
 }
 
 /* One question per part in doubt, to its coordinator. */
 static struct xr_op *ask_ops(struct xr *x, uint32_t *ret_n)
 {
-        unsigned n_shards = x->sh0->srv->n_shards;
+        unsigned n_shards = x->shards->n;
         uint32_t n = 0, k = 0;
         struct xr_op *ops;
 
@@ -220,7 +224,7 @@ static struct xr_op *ask_ops(struct xr *x, uint32_t *ret_n)
  * decision on its coordinator. */
 static struct xr_op *decision_ops(struct xr *x, bool commit, uint32_t *ret_n)
 {
-        unsigned n_shards = x->sh0->srv->n_shards;
+        unsigned n_shards = x->shards->n;
         uint32_t n = 0, k = 0;
         struct xr_op *ops;
 
@@ -291,18 +295,22 @@ static void phase_next(struct xr *x)
                 finish(x, "out of memory");
 }
 
-void net_xwrite_resolve(struct net_shard *sh0)
+void eng_xtxn_resolve(struct rx_loop *loop0, const struct eng_shards *shards,
+                      void (*done)(void *arg), void *arg)
 {
-        unsigned n = sh0->srv->n_shards;
+        unsigned n = shards->n;
         struct xr *x = calloc(1, sizeof(*x));
 
         if (!x || !(x->lists = calloc(n, sizeof(*x->lists)))) {
                 free(x);
                 log_error("resolving the cross-shard writes left in doubt: out of memory");
-                atomic_store(&sh0->srv->xtxn_resolved, true);
+                done(arg);
                 return;
         }
-        x->sh0 = sh0;
+        x->loop0 = loop0;
+        x->shards = shards;
+        x->done = done;
+        x->arg = arg;
         for (unsigned s = 0; s < n; s++)
                 x->lists[s] = (struct xr_op){ .kind = XR_LIST, .shard = s };
         phase_send(x, PH_LIST, x->lists, n);
