@@ -451,6 +451,10 @@ void rx_alien_complete(struct rx_alien_req *req, int64_t result)
         uint32_t old;
 
         req->result = result;
+        if (req->complete) {
+                req->complete(req);
+                return;
+        }
         old = atomic_exchange_explicit(&req->state, ALIEN_DONE, memory_order_acq_rel);
         /* The waiter may free req as soon as it sees DONE; a wake on a reused
          * address is a spurious wakeup, which futex waiters tolerate. */

@@ -153,6 +153,12 @@ struct rx_alien_req {
         /* Runs on the shard; must call rx_alien_complete exactly once, now or later. */
         void (*run)(struct rx_loop *loop, struct rx_alien_req *req);
         void *ctx;                      /* the caller's */
+        /* Optional: runs (on the shard that completed req, or on the
+         * thread that failed it at shutdown) instead of the wake-up of
+         * rx_alien_wait, with req->result set: for a submitter that does
+         * not wait but collects completions (the library's completion
+         * queues). req is the callback's from then on. */
+        void (*complete)(struct rx_alien_req *req);
         int64_t result;                 /* valid once rx_alien_is_done */
         _Atomic uint32_t state;         /* internal */
 };
@@ -168,8 +174,8 @@ struct rx_alien_req {
  */
 int rx_smp_alien_submit(struct rx_smp *smp, unsigned shard, struct rx_alien_req *req);
 
-/* Publishes result and wakes a waiting rx_alien_wait. Shard-local (or any
- * thread for the shutdown path). */
+/* Publishes result and wakes a waiting rx_alien_wait (or runs
+ * req->complete). Shard-local (or any thread for the shutdown path). */
 void rx_alien_complete(struct rx_alien_req *req, int64_t result);
 
 /* True once the request completed (acquire: result is then readable). Any thread. */
