@@ -14,162 +14,26 @@
 #include <string.h>
 #include <strings.h>
 
+#include "engine/catalog_options.h"
 #include "engine/key.h"
 #include "net/args.h"
 #include "net/tbl_args.h"
 #include "net/tbl_int.h"
-
-#define TTL_MAX_S ((UINT64_C(1) << 62) / 1000 - 1)
-
-enum opt {
-        OPT_AUTO_SPLIT_SIZE,
-        OPT_AUTO_SPLIT_LOAD,
-        OPT_SPLIT_SIZE,
-        OPT_SPLIT_LOAD_PERCENT,
-        OPT_MIN_TABLETS,
-        OPT_MAX_TABLETS,
-        OPT_DEFAULT_TTL,
-        OPT_COMPACTION,
-        OPT_PARTITION_READS,
-        OPT_PARTITION_WRITES,
-        OPT_MAX,
-};
-
-static const char *const opt_name[OPT_MAX] = {
-        "AUTO-SPLIT-SIZE", "AUTO-SPLIT-LOAD", "SPLIT-SIZE", "SPLIT-LOAD-PERCENT",
-        "MIN-TABLETS", "MAX-TABLETS", "DEFAULT-TTL", "COMPACTION",
-        "PER-PARTITION-READS", "PER-PARTITION-WRITES",
-};
-
-static int opt_find(const struct net_arg *w)
-{
-        for (int k = 0; k < OPT_MAX; k++)
-                if (net_arg_is(w, opt_name[k]))
-                        return k;
-        return -1;
-}
-
-/* An integer from lo to hi for option k. */
-static int opt_int(const struct net_arg *v, int k, uint64_t lo, uint64_t hi, uint64_t *ret,
-                   char *err, size_t err_len)
-{
-        if (net_tbl_u64(v, ret) < 0 || *ret < lo || *ret > hi)
-                return net_tbl_fail(err, err_len, "%s must be an integer from %llu to %llu",
-                                    opt_name[k], (unsigned long long)lo, (unsigned long long)hi);
-        return 0;
-}
-
-/* bytes[kb|mb|gb|tb] (powers of 1024, suffix without case), as redis.conf's
- * memory values. */
-static int size_parse(const struct net_arg *v, uint64_t *ret, char *err, size_t err_len)
-{
-        static const char *const sfx[] = { "kb", "mb", "gb", "tb" };
-        struct net_arg num = *v, unit;
-        unsigned shift = 0;
-        uint64_t n;
-
-        while (num.len && (num.ptr[num.len - 1] < '0' || num.ptr[num.len - 1] > '9'))
-                num.len--;
-        unit = (struct net_arg){ v->ptr + num.len, v->len - num.len };
-        for (unsigned i = 0; i < 4 && unit.len; i++)
-                if (net_arg_is(&unit, sfx[i]))
-                        shift = 10 * (i + 1);
-        if (net_tbl_u64(&num, &n) < 0 || (unit.len && !shift))
-                return net_tbl_fail(err, err_len,
-                                    "SPLIT-SIZE must be a number of bytes, optionally with kb, mb, gb "
-                                    "or tb, got '%.*s'", (int)(v->len > 40 ? 40 : v->len), v->ptr);
-        if (shift && n > UINT64_MAX >> shift)
-                return net_tbl_fail(err, err_len, "SPLIT-SIZE %.*s is too large",
-                                    (int)(v->len > 40 ? 40 : v->len), v->ptr);
-        *ret = n << shift;
-        return 0;
-}
-
-static int opt_switch(const struct net_arg *v, int k, bool *ret, char *err, size_t err_len)
-{
-        if (net_arg_is(v, "on"))
-                *ret = true;
-        else if (net_arg_is(v, "off"))
-                *ret = false;
-        else
-                return net_tbl_fail(err, err_len, "%s must be on or off", opt_name[k]);
-        return 0;
-}
-
-/* Sets option k of o to v. */
-static int opt_apply(struct eng_catalog_options *o, int k, const struct net_arg *v, char *err,
-                     size_t err_len)
-{
-        uint64_t n = 0;
-        int r = 0;
-
-        switch ((enum opt)k) {
-        case OPT_AUTO_SPLIT_SIZE:
-                return opt_switch(v, k, &o->split_by_size, err, err_len);
-        case OPT_AUTO_SPLIT_LOAD:
-                return opt_switch(v, k, &o->split_by_load, err, err_len);
-        case OPT_SPLIT_SIZE:
-                return size_parse(v, &o->split_size_bytes, err, err_len);
-        case OPT_SPLIT_LOAD_PERCENT:
-                r = opt_int(v, k, 1, 100, &n, err, err_len);
-                o->split_load_percent = (uint32_t)n;
-                break;
-        case OPT_MIN_TABLETS:
-        case OPT_MAX_TABLETS:
-                r = opt_int(v, k, 1, ENG_CATALOG_MAX_TABLETS, &n, err, err_len);
-                *(k == OPT_MIN_TABLETS ? &o->min_tablets : &o->max_tablets) = (uint32_t)n;
-                break;
-        case OPT_DEFAULT_TTL:
-                r = opt_int(v, k, 0, TTL_MAX_S, &n, err, err_len);
-                o->default_ttl_ms = n * 1000;
-                break;
-        case OPT_COMPACTION:
-                if (!net_arg_is(v, "size-tiered"))
-                        return net_tbl_fail(err, err_len,
-                                            "COMPACTION must be size-tiered (the only strategy so far)");
-                o->compaction = ENG_CATALOG_COMPACTION_SIZE_TIERED;
-                break;
-        case OPT_PARTITION_READS:
-        case OPT_PARTITION_WRITES:
-                r = opt_int(v, k, 0, UINT32_MAX, &n, err, err_len);
-                *(k == OPT_PARTITION_READS ? &o->partition_reads_per_sec
-                                           : &o->partition_writes_per_sec) = (uint32_t)n;
-                break;
-        case OPT_MAX:
-                break;
-        }
-        return r;
-}
 
 /* Option word w at argv[*i] with its value: applied to o, noted in *seen. */
 static int opt_take(struct eng_catalog_options *o, uint32_t *seen, int k,
                     const struct net_arg *argv, size_t argc, size_t *i, char *err, size_t err_len)
 {
         if (*seen & (1u << k))
-                return net_tbl_fail(err, err_len, "option %s is given twice", opt_name[k]);
+                return net_tbl_fail(err, err_len, "option %s is given twice",
+                                    eng_catalog_opt_name((enum eng_catalog_opt)k));
         if (argc - *i < 2)
-                return net_tbl_fail(err, err_len, "option %s needs a value", opt_name[k]);
+                return net_tbl_fail(err, err_len, "option %s needs a value",
+                                    eng_catalog_opt_name((enum eng_catalog_opt)k));
         *seen |= 1u << k;
         *i += 2;
-        return opt_apply(o, k, &argv[*i - 1], err, err_len);
-}
-
-/* The checks across options, then the catalog's. */
-static int opts_check(const struct eng_catalog_options *o, char *err, size_t err_len)
-{
-        if (o->min_tablets > o->max_tablets)
-                return net_tbl_fail(err, err_len, "MIN-TABLETS %u is above MAX-TABLETS %u",
-                                    o->min_tablets, o->max_tablets);
-        return eng_catalog_options_check(o, err, err_len) < 0 ? -EINVAL : 0;
-}
-
-static int unknown_option(const struct net_arg *w, const char *also, char *err, size_t err_len)
-{
-        return net_tbl_fail(err, err_len,
-                            "unknown %soption '%.*s' (options: AUTO-SPLIT-SIZE, AUTO-SPLIT-LOAD, "
-                            "SPLIT-SIZE, SPLIT-LOAD-PERCENT, MIN-TABLETS, MAX-TABLETS, DEFAULT-TTL, "
-                            "COMPACTION, PER-PARTITION-READS, PER-PARTITION-WRITES)", also,
-                            (int)(w->len > 40 ? 40 : w->len), w->ptr);
+        return eng_catalog_opt_set(o, (enum eng_catalog_opt)k, argv[*i - 1].ptr, argv[*i - 1].len,
+                                   err, err_len);
 }
 
 int net_tbl_options_parse(const struct eng_catalog_options *cur, const struct net_arg *argv,
@@ -182,13 +46,13 @@ int net_tbl_options_parse(const struct eng_catalog_options *cur, const struct ne
         if (argc == 0)
                 return net_tbl_fail(err, err_len, "give at least one option and its value");
         for (size_t i = 0; r == 0 && i < argc;) {
-                int k = opt_find(&argv[i]);
+                int k = eng_catalog_opt_find(argv[i].ptr, argv[i].len);
 
-                r = k < 0 ? unknown_option(&argv[i], "", err, err_len)
+                r = k < 0 ? eng_catalog_opt_unknown(argv[i].ptr, argv[i].len, "", err, err_len)
                           : opt_take(&o, &seen, k, argv, argc, &i, err, err_len);
         }
         if (r == 0)
-                r = opts_check(&o, err, err_len);
+                r = eng_catalog_opts_check(&o, err, err_len);
         if (r == 0)
                 *ret = o;
         return r;
@@ -358,7 +222,7 @@ static int create_word(struct create_build *b, const struct net_arg *argv, size_
                 return tablets_parse(b, argv, argc, i, err, err_len);
         if (net_arg_is(w, "split"))
                 return split_parse(b, argv, argc, i, err, err_len);
-        k = opt_find(w);
+        k = eng_catalog_opt_find(w->ptr, w->len);
         if (k < 0)
                 return net_tbl_fail(err, err_len,
                                     "unknown key type or option '%.*s' (types: i64, u64, bytes; then "
@@ -400,13 +264,13 @@ static int create_finish(struct create_build *b, char *err, size_t err_len)
         /* A table pre-split into n tablets keeps at least n (YDB asks for
          * MIN_PARTITIONS_COUNT along with its pre-split; here it is the
          * default): cold tablets do not merge below what was asked for. */
-        if (!(b->seen & (1u << OPT_MIN_TABLETS))) {
+        if (!(b->seen & (1u << ENG_OPT_MIN_TABLETS))) {
                 uint32_t n = s->n_splits ? s->n_splits + 1 : s->n_tablets;
 
                 if (n > s->options.min_tablets)
                         s->options.min_tablets = n < s->options.max_tablets ? n : s->options.max_tablets;
         }
-        return opts_check(&s->options, err, err_len);
+        return eng_catalog_opts_check(&s->options, err, err_len);
 }
 
 int net_tbl_create_parse(const struct net_arg *argv, size_t argc, struct net_tbl_create *ret,
