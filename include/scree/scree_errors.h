@@ -32,7 +32,8 @@ extern "C" {
         X(EFULL, 9005, "queue or ring full, retry later")                         \
         X(EUNSUPPORTED, 9006, "required kernel feature is not available")         \
         X(ERATELIMIT, 9007, "per-partition rate limit exceeded")                  \
-        X(EMOVED, 9010, "the key's tablet is on another shard now")
+        X(EMOVED, 9010, "the key's tablet is on another shard now")               \
+        X(EONSHARD, 9011, "a blocking call from a shard thread (use the asynchronous form)")
 
 enum scree_errno {
 #define SCREE_ERRNO_ENUM(name, value, text) SCREE_##name = value,

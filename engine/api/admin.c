@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Statistics and administration (scree.h): the engines' counters summed
+ * over the shards, flush and compact on every shard.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine/api/api_int.h"
+
+#define STAT(f) { #f, offsetof(struct eng_shard_stats, f) }
+
+static const struct stat_def {
+        const char *name;
+        size_t off;
+} stat_defs[] = {
+        STAT(writes), STAT(entries_written), STAT(user_bytes), STAT(gets),
+        STAT(get_memtable_hits), STAT(get_sst_reads), STAT(stalls), STAT(stall_ns),
+        STAT(flushes), STAT(flush_bytes), STAT(flush_errors), STAT(compactions),
+        STAT(compaction_bytes_in), STAT(compaction_bytes_out), STAT(compaction_errors),
+        STAT(expired_dropped), STAT(tablet_splits), STAT(tablet_merges), STAT(corrupt_blocks),
+        STAT(corrupt_reads), STAT(disk_bytes_written), STAT(log_records), STAT(memtable_bytes),
+        STAT(imm_bytes), STAT(sstables), STAT(sstable_bytes), STAT(log_bytes_written),
+        STAT(log_syncs), STAT(cache_hits), STAT(cache_misses), STAT(cache_bytes),
+        STAT(row_hits), STAT(row_misses),
+};
+
+#define N_STATS (sizeof(stat_defs) / sizeof(stat_defs[0]))
+
+static void stats_run(struct rx_loop *loop, struct rx_alien_req *req)
+{
+        uint64_t *sum = req->ctx;
+        struct eng_shard *eng = api_engine_of(loop);
+        const struct eng_shard_stats *st = eng ? eng_shard_stats(eng) : NULL;
+
+        for (size_t i = 0; st && i < N_STATS; i++)
+                sum[i] += *(const uint64_t *)((const char *)st + stat_defs[i].off);
+        rx_alien_complete(req, 0);
+}
+
+static int stats_sum(scree_db *db, uint64_t *sum)
+{
+        int r = api_off_shard();
+
+        memset(sum, 0, N_STATS * sizeof(*sum));
+        for (unsigned s = 0; r == 0 && s < db->n; s++)
+                r = (int)api_on_shard(db, s, stats_run, sum);
+        return r;
+}
+
+SCREE_API int scree_stat(scree_db *db, const char *name, uint64_t *ret)
+{
+        uint64_t sum[N_STATS];
+        int r;
+
+        api_clear_error();
+        for (size_t i = 0; name && i < N_STATS; i++)
+                if (strcmp(stat_defs[i].name, name) == 0) {
+                        if ((r = stats_sum(db, sum)) < 0)
+                                return r;
+                        *ret = sum[i];
+                        return 0;
+                }
+        return api_fail(-SCREE_ENOTFOUND, "no counter named '%.60s'", name ? name : "(null)");
+}
+
+SCREE_API int scree_stats(scree_db *db, void (*fn)(void *arg, const char *name, uint64_t value),
+                          void *arg)
+{
+        uint64_t sum[N_STATS];
+        int r;
+
+        api_clear_error();
+        if ((r = stats_sum(db, sum)) < 0)
+                return r;
+        for (size_t i = 0; i < N_STATS; i++)
+                fn(arg, stat_defs[i].name, sum[i]);
+        return 0;
+}
+
+static void admin_done(void *arg, int res)
+{
+        rx_alien_complete(arg, res);
+}
+
+static void flush_run(struct rx_loop *loop, struct rx_alien_req *req)
+{
+        struct eng_shard *eng = api_engine_of(loop);
+        int r = eng ? eng_shard_flush(eng, admin_done, req) : -SCREE_ESHUTDOWN;
+
+        if (r < 0)
+                rx_alien_complete(req, r);
+}
+
+static void compact_run(struct rx_loop *loop, struct rx_alien_req *req)
+{
+        struct eng_shard *eng = api_engine_of(loop);
+        int r = eng ? eng_shard_compact(eng, admin_done, req) : -SCREE_ESHUTDOWN;
+
+        if (r < 0)
+                rx_alien_complete(req, r);
+}
+
+static int on_every_shard(scree_db *db, void (*fn)(struct rx_loop *, struct rx_alien_req *),
+                          const char *what)
+{
+        int r = api_off_shard(), first = 0;
+
+        api_clear_error();
+        if (r < 0)
+                return r;
+        for (unsigned s = 0; s < db->n; s++) {
+                r = (int)api_on_shard(db, s, fn, NULL);
+                if (r < 0 && !first)
+                        first = api_fail(r, "%s on shard %u: %s", what, s, scree_strerror(r));
+        }
+        return first;
+}
+
+SCREE_API int scree_flush(scree_db *db)
+{
+        return on_every_shard(db, flush_run, "flush");
+}
+
+SCREE_API int scree_compact(scree_db *db)
+{
+        return on_every_shard(db, compact_run, "compaction");
+}

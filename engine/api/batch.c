@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Atomic write batches (scree.h): the operations are copied into the
+ * batch; scree_write routes them and sends them to their shard as one
+ * eng_shard_write, atomic across a crash.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/api/req.h"
+
+struct batch_op {
+        scree_table *t;
+        enum eng_mut_kind kind;
+        size_t key_off, key_len, val_off, val_len;
+        uint64_t ttl_ms;
+};
+
+struct scree_batch {
+        struct batch_op *ops;
+        size_t n, cap;
+        uint8_t *bytes;
+        size_t len, bytes_cap;
+};
+
+SCREE_API scree_batch *scree_batch_new(void)
+{
+        return calloc(1, sizeof(struct scree_batch));
+}
+
+SCREE_API void scree_batch_free(scree_batch *b)
+{
+        if (!b)
+                return;
+        free(b->ops);
+        free(b->bytes);
+        free(b);
+}
+
+SCREE_API void scree_batch_clear(scree_batch *b)
+{
+        b->n = 0;
+        b->len = 0;
+}
+
+SCREE_API size_t scree_batch_count(const scree_batch *b)
+{
+        return b->n;
+}
+
+/* Room for one more op and len more bytes. */
+static int reserve(scree_batch *b, size_t len)
+{
+        if (b->n == b->cap) {
+                size_t cap = b->cap ? b->cap * 2 : 16;
+                struct batch_op *ops = realloc(b->ops, cap * sizeof(*ops));
+
+                if (!ops)
+                        return -ENOMEM;
+                b->ops = ops;
+                b->cap = cap;
+        }
+        if (b->len + len > b->bytes_cap) {
+                size_t cap = b->bytes_cap ? b->bytes_cap : 4096;
+                uint8_t *p;
+
+                while (cap < b->len + len)
+                        cap *= 2;
+                if (!(p = realloc(b->bytes, cap)))
+                        return -ENOMEM;
+                b->bytes = p;
+                b->bytes_cap = cap;
+        }
+        return 0;
+}
+
+static int add(scree_batch *b, scree_table *t, enum eng_mut_kind kind, const void *key,
+               size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms)
+{
+        struct batch_op *op;
+        int r;
+
+        api_clear_error();
+        if (!b || !t)
+                return api_fail(-EINVAL, "no batch or table");
+        if ((r = api_key_check(t, key, key_len)) < 0)
+                return r;
+        if (value_len > t->db->opts.max_value_bytes || (!value && value_len))
+                return api_fail(-EINVAL, "a value is 0 to %llu bytes",
+                                (unsigned long long)t->db->opts.max_value_bytes);
+        if (reserve(b, key_len + value_len) < 0)
+                return -ENOMEM;
+        op = &b->ops[b->n++];
+        *op = (struct batch_op){ .t = t, .kind = kind, .key_off = b->len, .key_len = key_len,
+                                 .val_off = b->len + key_len, .val_len = value_len,
+                                 .ttl_ms = ttl_ms };
+        memcpy(b->bytes + b->len, key, key_len);
+        if (value_len)
+                memcpy(b->bytes + b->len + key_len, value, value_len);
+        b->len += key_len + value_len;
+        return 0;
+}
+
+SCREE_API int scree_batch_put(scree_batch *b, scree_table *t, const void *key, size_t key_len,
+                              const void *value, size_t value_len, uint64_t ttl_ms)
+{
+        return add(b, t, ENG_MUT_PUT, key, key_len, value, value_len, ttl_ms);
+}
+
+SCREE_API int scree_batch_del(scree_batch *b, scree_table *t, const void *key, size_t key_len)
+{
+        return add(b, t, ENG_MUT_DEL, key, key_len, NULL, 0, 0);
+}
+
+SCREE_API int scree_write(scree_db *db, const scree_batch *b)
+{
+        struct api_req rq = { 0 };
+        struct eng_mutation *m;
+        unsigned shard = 0;
+        int r;
+
+        api_clear_error();
+        if ((r = api_off_shard()) < 0)
+                return r;
+        if (!b || b->n == 0)
+                return api_fail(-EINVAL, "an empty batch");
+        if (b->n > UINT32_MAX)
+                return api_fail(-E2BIG, "too many operations in one batch");
+        m = malloc(b->n * sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n; i++) {
+                const struct batch_op *op = &b->ops[i];
+                unsigned s;
+
+                if (op->t->db != db) {
+                        r = api_fail(-EINVAL, "operation %zu is on a table of another database", i);
+                        goto out;
+                }
+                if ((r = api_route(op->t, b->bytes + op->key_off, op->key_len, &s)) < 0)
+                        goto out;
+                if (i && s != shard) {
+                        r = api_fail(-EXDEV, "the batch's rows lie on shards %u and %u: a batch "
+                                     "across shards is not supported yet", shard, s);
+                        goto out;
+                }
+                shard = s;
+                m[i] = (struct eng_mutation){ .kind = op->kind, .table = op->t->id,
+                                              .key = b->bytes + op->key_off,
+                                              .key_len = (uint32_t)op->key_len,
+                                              .value = b->bytes + op->val_off,
+                                              .value_len = (uint32_t)op->val_len,
+                                              .expiry_ms = api_expiry(op->ttl_ms) };
+        }
+        rq.db = db;
+        rq.op = API_OP_WRITE;
+        rq.m = m[0];
+        rq.muts = m;
+        rq.n_muts = (uint32_t)b->n;
+        r = api_req_call(&rq, shard);
+out:
+        free(m);
+        return r;
+}

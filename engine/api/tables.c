@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Directories and tables (scree.h): changes go through the catalog
+ * service on shard 0 (api_catalog_change); reads use the host's snapshot.
+ * Also the composite-key helpers.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/api/api_int.h"
+#include "engine/catalog_options.h"
+
+/* ---- keys ---- */
+
+SCREE_API int scree_key_encode(const scree_part *parts, size_t n, void *dst, size_t cap,
+                               size_t *ret_len)
+{
+        struct eng_tuple_part p[ENG_CATALOG_MAX_PARTS * 4];
+
+        if (n > sizeof(p) / sizeof(p[0]) || (n && !parts) || !ret_len)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                p[i].type = (enum eng_tuple_type)parts[i].type;
+                if (parts[i].type == SCREE_BYTES) {
+                        if (parts[i].v.bytes.len > UINT32_MAX ||
+                            (!parts[i].v.bytes.p && parts[i].v.bytes.len))
+                                return -EINVAL;
+                        p[i].v.bytes.p = parts[i].v.bytes.p;
+                        p[i].v.bytes.len = (uint32_t)parts[i].v.bytes.len;
+                } else {
+                        p[i].v.u64 = parts[i].v.u64;
+                }
+        }
+        return eng_tuple_encode(p, n, dst, cap, ret_len);
+}
+
+SCREE_API int scree_key_decode(const void *key, size_t len, scree_part *parts, size_t max,
+                               void *scratch, size_t scratch_cap)
+{
+        struct eng_tuple_part p[ENG_CATALOG_MAX_PARTS * 4];
+        size_t m = max < sizeof(p) / sizeof(p[0]) ? max : sizeof(p) / sizeof(p[0]);
+        int n = eng_tuple_decode(key, len, p, m, scratch, scratch_cap);
+
+        for (int i = 0; i < n; i++) {
+                parts[i].type = (scree_type)p[i].type;
+                if (p[i].type == ENG_TUPLE_BYTES) {
+                        parts[i].v.bytes.p = p[i].v.bytes.p;
+                        parts[i].v.bytes.len = p[i].v.bytes.len;
+                } else {
+                        parts[i].v.u64 = p[i].v.u64;
+                }
+        }
+        return n;
+}
+
+SCREE_API size_t scree_key_prefix_end(const void *prefix, size_t len, void *dst, size_t cap)
+{
+        return eng_tuple_prefix_end(prefix, len, dst, cap);
+}
+
+/* ---- changes ---- */
+
+struct table_change {
+        const char *path;
+        int kind;                       /* 0 mkdir, 1 rmdir, 2 create, 3 drop */
+        const struct eng_catalog_table_spec *spec;
+};
+
+static int change_fn(struct eng_cat_change *ch, const struct eng_catalog *cur,
+                     struct eng_catalog **ret)
+{
+        struct table_change *tc = ch->ctx;
+
+        switch (tc->kind) {
+        case 0:
+                return eng_catalog_mkdir(cur, tc->path, ret, ch->err, sizeof(ch->err));
+        case 1:
+                return eng_catalog_rmdir(cur, tc->path, ret, ch->err, sizeof(ch->err));
+        case 2:
+                return eng_catalog_create_table(cur, tc->spec, ret, NULL, ch->err, sizeof(ch->err));
+        default:
+                return eng_catalog_drop_table(cur, tc->path, ret, ch->err, sizeof(ch->err));
+        }
+}
+
+static int change(scree_db *db, int kind, const char *path, const struct eng_catalog_table_spec *s)
+{
+        struct table_change tc = { .path = path, .kind = kind, .spec = s };
+
+        api_clear_error();
+        if (!path)
+                return api_fail(-EINVAL, "no path");
+        return api_catalog_change(db, change_fn, &tc);
+}
+
+SCREE_API int scree_mkdir(scree_db *db, const char *path)
+{
+        return change(db, 0, path, NULL);
+}
+
+SCREE_API int scree_rmdir(scree_db *db, const char *path)
+{
+        return change(db, 1, path, NULL);
+}
+
+SCREE_API int scree_table_drop(scree_db *db, const char *path)
+{
+        return change(db, 3, path, NULL);
+}
+
+/* spec's options text ("NAME value ...") onto o. */
+static int options_parse(const char *text, struct eng_catalog_options *o)
+{
+        char err[256] = "";
+        const char *p = text;
+
+        while (p && *p) {
+                const char *w, *v;
+                size_t wl, vl;
+                int k;
+
+                p += strspn(p, " \t");
+                if (!*p)
+                        break;
+                w = p;
+                wl = strcspn(w, " \t");
+                v = w + wl + strspn(w + wl, " \t");
+                vl = strcspn(v, " \t");
+                if ((k = eng_catalog_opt_find(w, wl)) < 0) {
+                        eng_catalog_opt_unknown(w, wl, "", err, sizeof(err));
+                        return api_fail(-EINVAL, "%s", err);
+                }
+                if (vl == 0)
+                        return api_fail(-EINVAL, "option %s needs a value",
+                                        eng_catalog_opt_name((enum eng_catalog_opt)k));
+                if (eng_catalog_opt_set(o, (enum eng_catalog_opt)k, v, vl, err, sizeof(err)) < 0)
+                        return api_fail(-EINVAL, "%s", err);
+                p = v + vl;
+        }
+        if (eng_catalog_opts_check(o, err, sizeof(err)) < 0)
+                return api_fail(-EINVAL, "%s", err);
+        return 0;
+}
+
+SCREE_API int scree_table_create(scree_db *db, const scree_table_spec *spec)
+{
+        enum eng_tuple_type parts[ENG_CATALOG_MAX_PARTS];
+        struct eng_catalog_table_spec s;
+        int r;
+
+        api_clear_error();
+        if (!spec || !spec->path)
+                return api_fail(-EINVAL, "no table spec or path");
+        if (spec->n_parts > ENG_CATALOG_MAX_PARTS || (spec->n_parts && !spec->parts))
+                return api_fail(-EINVAL, "a key has 0 to %u parts", ENG_CATALOG_MAX_PARTS);
+        if (spec->hash_parts > (spec->n_parts ? spec->n_parts : 1))
+                return api_fail(-EINVAL, "hash_parts %zu is more than the key's parts",
+                                spec->hash_parts);
+        for (size_t i = 0; i < spec->n_parts; i++) {
+                if (spec->parts[i] != SCREE_I64 && spec->parts[i] != SCREE_U64 &&
+                    spec->parts[i] != SCREE_BYTES)
+                        return api_fail(-EINVAL, "part %zu: a part is SCREE_I64, SCREE_U64 or "
+                                        "SCREE_BYTES", i + 1);
+                parts[i] = (enum eng_tuple_type)spec->parts[i];
+        }
+        s = (struct eng_catalog_table_spec){
+                .path = spec->path,
+                .key_format = spec->n_parts ? ENG_CATALOG_KEYS_TUPLE : ENG_CATALOG_KEYS_RAW,
+                .mode = spec->hash_parts ? ENG_CATALOG_HASHED : ENG_CATALOG_ORDERED,
+                .n_parts = spec->n_parts ? (uint32_t)spec->n_parts : 1,
+                .parts = parts,
+                .hash_parts = (uint32_t)spec->hash_parts,
+                .options = eng_catalog_options_default(),
+                .n_tablets = spec->tablets,
+        };
+        if (!spec->n_parts)
+                parts[0] = ENG_TUPLE_BYTES;
+        if ((r = options_parse(spec->options, &s.options)) < 0)
+                return r;
+        if (s.n_tablets > s.options.min_tablets)
+                s.options.min_tablets = s.n_tablets < s.options.max_tablets ? s.n_tablets
+                                                                            : s.options.max_tablets;
+        return change(db, 2, spec->path, &s);
+}
+
+/* ---- reads ---- */
+
+SCREE_API int scree_list(scree_db *db, const char *path,
+                         int (*fn)(void *arg, const scree_entry *entry), void *arg)
+{
+        struct eng_catalog *c;
+        struct eng_catalog_entry *e;
+        char err[256] = "";
+        long n;
+        int r = 0;
+
+        api_clear_error();
+        if (!path || !fn)
+                return api_fail(-EINVAL, "no path or callback");
+        /* fn may call in and refresh this thread's snapshot: keep ours. */
+        c = eng_catalog_ref(api_catalog(db));
+        n = eng_catalog_list(c, path, NULL, 0, err, sizeof(err));
+        e = n < 0 ? NULL : calloc(n ? (size_t)n : 1, sizeof(*e));
+        if (n < 0)
+                r = api_fail((int)n, "%s", err);
+        else if (!e)
+                r = -ENOMEM;
+        else
+                n = eng_catalog_list(c, path, e, (size_t)n, err, sizeof(err));
+        for (long i = 0; e && r == 0 && i < n; i++) {
+                scree_entry se = { .name = e[i].name, .is_table = e[i].is_table };
+
+                r = fn(arg, &se);
+        }
+        free(e);
+        eng_catalog_unref(c);
+        return r;
+}
+
+static int table_find(scree_db *db, const char *path, const struct eng_catalog_table **ret)
+{
+        int r;
+
+        if (!path)
+                return api_fail(-EINVAL, "no path");
+        r = eng_catalog_lookup(api_catalog(db), path, ret);
+        if (r < 0)
+                return api_fail(r, "no table %s", path);
+        return 0;
+}
+
+struct describe {
+        uint32_t table;
+        uint64_t bytes, rows;
+};
+
+static void describe_run(struct rx_loop *loop, struct rx_alien_req *req)
+{
+        struct describe *d = req->ctx;
+        struct eng_shard *eng = api_engine_of(loop);
+        struct eng_tablet_stats *st;
+        uint32_t n = eng ? eng_shard_table_stats(eng, d->table, NULL, 0) : 0;
+        int res = 0;
+
+        st = calloc(n ? n : 1, sizeof(*st));
+        if (!st) {
+                rx_alien_complete(req, -ENOMEM);
+                return;
+        }
+        n = eng ? eng_shard_table_stats(eng, d->table, st, n) : 0;
+        for (uint32_t i = 0; i < n; i++) {
+                d->bytes += st[i].bytes;
+                d->rows += st[i].rows;
+        }
+        free(st);
+        rx_alien_complete(req, res);
+}
+
+SCREE_API int scree_table_describe(scree_db *db, const char *path, scree_table_info *ret)
+{
+        const struct eng_catalog_table *t;
+        int r;
+
+        api_clear_error();
+        if ((r = api_off_shard()) < 0 || (r = table_find(db, path, &t)) < 0)
+                return r;
+        memset(ret, 0, sizeof(*ret));
+        ret->id = t->id;
+        ret->n_parts = t->key_format == ENG_CATALOG_KEYS_RAW ? 0 : t->n_parts;
+        for (uint32_t i = 0; i < ret->n_parts; i++)
+                ret->parts[i] = (scree_type)t->parts[i];
+        ret->hash_parts = t->mode == ENG_CATALOG_HASHED ? t->hash_parts : 0;
+        ret->tablets = t->n_tablets;
+        for (uint32_t i = 0; i < t->n_tablets; i++)
+                if (t->tablets[i].shard < 256)
+                        ret->shard_tablets[t->tablets[i].shard]++;
+        for (unsigned s = 0; s < db->n; s++) {
+                struct describe d = { .table = t->id };
+
+                r = (int)api_on_shard(db, s, describe_run, &d);
+                if (r < 0)
+                        return r;
+                ret->bytes += d.bytes;
+                ret->rows += d.rows;
+        }
+        return 0;
+}
+
+SCREE_API int scree_table_open(scree_db *db, const char *path, scree_table **ret)
+{
+        const struct eng_catalog_table *t;
+        scree_table *h;
+        int r;
+
+        api_clear_error();
+        if ((r = table_find(db, path, &t)) < 0)
+                return r;
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        *h = (scree_table){ .db = db, .id = t->id, .raw = t->key_format == ENG_CATALOG_KEYS_RAW,
+                            .hashed = t->mode == ENG_CATALOG_HASHED,
+                            .hash_parts = t->hash_parts };
+        *ret = h;
+        return 0;
+}
+
+SCREE_API void scree_table_close(scree_table *t)
+{
+        free(t);
+}

@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libscree: the scree storage engine as a C library (docs/embedding.md).
+ *
+ * A database is a directory. scree_open starts the engine's shard threads
+ * (one per CPU by default, each pinned, each owning a share of every
+ * table's tablets) and returns a handle; the program's own threads call
+ * in (each call blocks its thread until the owning shard answered), and
+ * scree_close stops the shards.
+ * Data lives in tables named by paths ("/app/events"), sorted by key;
+ * a key is a tuple of typed parts (scree_key_encode) or, in a table
+ * created with no parts, any byte string.
+ *
+ * Threads. A scree_db, a scree_table and a scree_options being read are
+ * safe to use from any number of threads at once. A scree_batch and a
+ * scree_value belong to one thread at a time (hand one over, never share it). Every call blocks its
+ * thread until the shard that owns the key answered; none may be called
+ * from a shard thread -- that is, from inside a scree_update_fn -- and
+ * such a call fails with -SCREE_EONSHARD instead of deadlocking.
+ *
+ * Errors. Every call that can fail returns an int: 0 (or a documented
+ * count), or a negative error: -errno, or -SCREE_E* (scree_errors.h).
+ * scree_strerror names either. -SCREE_ENOTFOUND is an answer (no such
+ * key), not a failure. A failed call may leave a message for its thread
+ * in scree_last_error(). Bad input never aborts the program; a full disk
+ * gives -ENOSPC and loses nothing acknowledged.
+ *
+ * Memory. Arguments are borrowed for the call, unless a function says
+ * otherwise. What the library returns is owned as each function states: a
+ * scree_value is the caller's to free with scree_value_free; pointers
+ * into it are valid until then.
+ *
+ * Durability. With commitlog-sync batch (the default) a write is
+ * acknowledged -- its call returns 0 -- once
+ * its commit-log record is on disk: it survives kill -9 and power loss.
+ * With periodic, at once; a crash may lose the last period's writes.
+ *
+ * The API follows semantic versioning: SCREE_API_VERSION_MAJOR changes
+ * only when a function's meaning or a type's layout changes; a new
+ * function raises SCREE_API_VERSION_MINOR. Only scree_* symbols are
+ * exported.
+ */
+#ifndef SCREE_H
+#define SCREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <scree/scree_errors.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SCREE_API_VERSION_MAJOR 1
+#define SCREE_API_VERSION_MINOR 0
+#define SCREE_API_VERSION (SCREE_API_VERSION_MAJOR * 100 + SCREE_API_VERSION_MINOR)
+
+/* The API version the library implements (SCREE_API_VERSION's form). */
+SCREE_API int scree_api_version(void);
+/* The library's release, e.g. "0.1.0". Static. */
+SCREE_API const char *scree_version(void);
+
+/* The message the last failed call of this thread left (naming the
+ * option, part, path or limit), or "" if it left none. Valid until the
+ * thread's next scree call. Any thread. */
+SCREE_API const char *scree_last_error(void);
+
+typedef struct scree_options scree_options;
+typedef struct scree_db scree_db;
+typedef struct scree_table scree_table;
+typedef struct scree_batch scree_batch;
+typedef struct scree_value scree_value;
+
+/* ---- options ----
+ *
+ * Named as the server's settings (docs/server.md), values as strings:
+ *   smp                  shards (threads); default: one per CPU the
+ *                        process may run on; at most 256
+ *   memory               the engine's memory budget, split as the
+ *                        server's (half memtables, a quarter block cache,
+ *                        over the shards); sizes take k/m/g/t (or kb,
+ *                        kib, ...) suffixes; default 1GiB, at least 16MiB
+ *   cache-size           the block cache over all shards; default: a
+ *                        quarter of memory
+ *   commitlog-sync       batch (default) or periodic
+ *   commitlog-sync-period-ms   periodic's period, 1..60000; default 10
+ *   max-key-bytes        default 65536 (the engine's limit)
+ *   max-value-bytes      default 8MiB, at most 16MiB
+ *   pin                  yes (default): pin each shard thread to a CPU
+ *   prefault             yes/no (default no): fault the memtables'
+ *                        and cache's memory in at open
+ *   salvage              yes/no (default no): skip damaged commit-log
+ *                        records at open instead of refusing to open
+ *   idle-poll-us         how long an idle shard polls before it sleeps;
+ *                        default 50
+ * Not thread-safe while being changed.
+ */
+
+/* A new set of defaults. NULL on out of memory. */
+SCREE_API scree_options *scree_options_new(void);
+/* Accepts NULL. */
+SCREE_API void scree_options_free(scree_options *o);
+/* Sets option name to value (both borrowed). 0, or -EINVAL for an
+ * unknown name or a bad value (scree_last_error says which). */
+SCREE_API int scree_options_set(scree_options *o, const char *name, const char *value);
+/* Writes option name's value as text into buf (cap bytes, NUL-terminated).
+ * Returns its length, or -EINVAL (unknown name), -ENOSPC (buf too small). */
+SCREE_API int scree_options_get(const scree_options *o, const char *name, char *buf, size_t cap);
+
+/* ---- opening and closing ---- */
+
+/*
+ * Opens the database in directory dir (created if missing; borrowed),
+ * with options o (NULL: defaults; borrowed for the call), starting its
+ * shard threads; replays the commit logs. Returns 0 and *ret, or:
+ * -EWOULDBLOCK (another process -- or another scree_open in this one --
+ * has dir open: scree_last_error names its PID), -EINVAL (a bad option;
+ * dir made with another smp), -SCREE_ECORRUPT (damaged data: see the
+ * message), -ENOMEM, -errno. Any thread but a shard's.
+ */
+SCREE_API int scree_open(const char *dir, const scree_options *o, scree_db **ret);
+
+/*
+ * Waits for the operations in flight to finish, flushes nothing it need
+ * not (the commit log holds every acknowledged write), stops the shard
+ * threads and frees db. Table handles must be closed first, and no call
+ * may be in flight.
+ * Returns 0, or the first error a shard met closing (the data written is
+ * still safe in its commit log). Accepts NULL. Not from a shard thread.
+ */
+SCREE_API int scree_close(scree_db *db);
+
+/* Number of shards (threads). Any thread. */
+SCREE_API unsigned scree_shards(const scree_db *db);
+
+/* ---- composite keys ----
+ *
+ * A tuple key's parts are signed or unsigned 64-bit integers, byte
+ * strings, or NULL, encoded so that encodings compare as bytes (memcmp,
+ * shorter first) the way the tuples compare part by part: NULL first,
+ * integers by value, byte strings as unsigned bytes, a tuple before its
+ * extensions. So every key that starts with the parts of a prefix lies in
+ * [encode(prefix), scree_key_prefix_end(encode(prefix))).
+ * Byte layout: docs/format/tuple.md. Pure; any thread.
+ */
+typedef enum scree_type {
+        SCREE_NULL = 0,
+        SCREE_I64 = 1,
+        SCREE_U64 = 2,
+        SCREE_BYTES = 3,
+} scree_type;
+
+typedef struct scree_part {
+        scree_type type;
+        union {
+                int64_t i64;
+                uint64_t u64;
+                struct {
+                        const void *p;          /* borrowed */
+                        size_t len;
+                } bytes;
+        } v;
+} scree_part;
+
+/* Encodes parts[0..n) into dst (cap bytes). 0 and *ret_len; -ENOSPC when
+ * cap is too small (*ret_len is then the size needed; dst may be NULL
+ * with cap 0); -EINVAL for an unknown type. */
+SCREE_API int scree_key_encode(const scree_part *parts, size_t n, void *dst, size_t cap,
+                               size_t *ret_len);
+
+/* Decodes a key (len bytes) into at most max parts; a byte-string part's
+ * bytes are unescaped into scratch (scratch_cap >= len is always enough)
+ * and point there. Returns the number of parts, or -EINVAL (not a whole
+ * encoding, or more than max parts). */
+SCREE_API int scree_key_decode(const void *key, size_t len, scree_part *parts, size_t max,
+                               void *scratch, size_t scratch_cap);
+
+/* Writes the smallest key after every key that starts with prefix (len
+ * bytes, whole parts) into dst (cap >= len + 1): an exclusive end for a
+ * prefix's range. Returns len + 1, or 0 when cap is too small. */
+SCREE_API size_t scree_key_prefix_end(const void *prefix, size_t len, void *dst, size_t cap);
+
+/* ---- directories and tables ----
+ *
+ * Paths: "/" then names of 1..255 bytes of [A-Za-z0-9_.-] joined by
+ * "/", at most 1024 bytes. /redis and /scree hold the server's own
+ * tables (its Redis keyspace): the library may read them, but a program
+ * should keep its tables elsewhere.
+ * Changes are durable and visible on every shard when they return.
+ */
+
+/* Creates directory path (its parent must exist). 0, -EEXIST,
+ * -SCREE_ENOTFOUND (no parent), -EINVAL (a bad path). */
+SCREE_API int scree_mkdir(scree_db *db, const char *path);
+/* Removes an empty directory. 0, -SCREE_ENOTFOUND, -ENOTEMPTY, -EINVAL. */
+SCREE_API int scree_rmdir(scree_db *db, const char *path);
+
+typedef struct scree_table_spec {
+        const char *path;
+        /* The key's parts, each SCREE_I64, SCREE_U64 or SCREE_BYTES
+         * (n_parts 1..16). n_parts 0: keys are plain byte strings (no
+         * tuple encoding), sorted as memcmp sorts them. */
+        size_t n_parts;
+        const scree_type *parts;
+        /* 0: ordered -- rows sorted by key, a range read is one walk.
+         * k (1..n_parts): hashed on the first k parts -- rows spread over
+         * the shards by the hash of those parts (no hot tablet for
+         * sequential keys), sorted by key within equal hash parts; a
+         * range read then stays within one value of those parts. */
+        size_t hash_parts;
+        /* Tablets to start with (0 or 1: one), spread over the shards
+         * (the library does not split or move tablets by itself yet). */
+        uint32_t tablets;
+        /* Options as the server's TABLE.CREATE takes them
+         * (docs/tables.md), space-separated name value pairs, e.g.
+         * "split-size 128mb default-ttl 60000 split-by-load on"; NULL or
+         * "": the defaults. */
+        const char *options;
+} scree_table_spec;
+
+/* Creates a table. 0, -EEXIST, -SCREE_ENOTFOUND (no parent directory),
+ * -EINVAL (a bad path, part or option: scree_last_error says which). */
+SCREE_API int scree_table_create(scree_db *db, const scree_table_spec *spec);
+/* Drops a table: its rows are gone at once (its files are deleted in the
+ * background). 0, -SCREE_ENOTFOUND, -EINVAL (path is a directory). */
+SCREE_API int scree_table_drop(scree_db *db, const char *path);
+
+/* One entry of a directory (borrowed for the callback). */
+typedef struct scree_entry {
+        const char *name;
+        bool is_table;
+} scree_entry;
+
+/* Calls fn(arg, entry) for each entry of directory path, in name order;
+ * fn returns 0 to go on, anything else to stop (returned). 0, or
+ * -SCREE_ENOTFOUND, -ENOTDIR. */
+SCREE_API int scree_list(scree_db *db, const char *path,
+                         int (*fn)(void *arg, const scree_entry *entry), void *arg);
+
+typedef struct scree_table_info {
+        uint32_t id;
+        size_t n_parts;                 /* 0: byte-string keys */
+        scree_type parts[16];
+        size_t hash_parts;              /* 0: ordered */
+        uint32_t tablets;
+        /* Estimates over the tablets: bytes on disk and in memtables, and
+         * entries (every version not yet compacted away counts). */
+        uint64_t bytes, rows;
+        uint32_t shard_tablets[256];    /* tablets on each shard (scree_shards of them) */
+} scree_table_info;
+
+/* Describes table path into *ret. 0, -SCREE_ENOTFOUND, -EINVAL. */
+SCREE_API int scree_table_describe(scree_db *db, const char *path, scree_table_info *ret);
+
+/*
+ * A handle on table path, for the row operations: resolves the name once.
+ * 0 and *ret (free with scree_table_close, before scree_close), or
+ * -SCREE_ENOTFOUND, -EINVAL. The handle names the table it found: should
+ * that table be dropped, operations through it fail with -SCREE_ENOTFOUND
+ * (even if a table of the same name is created again). Any thread.
+ */
+SCREE_API int scree_table_open(scree_db *db, const char *path, scree_table **ret);
+/* Accepts NULL. No operation through t may be in flight. */
+SCREE_API void scree_table_close(scree_table *t);
+
+/* ---- rows: synchronous ----
+ *
+ * Keys are encoded tuples of the table's parts (or byte strings for a
+ * table of no parts), 1..max-key-bytes bytes; values 0..max-value-bytes.
+ * Common errors: -EINVAL (a key that is not of the table's schema, too
+ * long, or a value too long), -SCREE_ENOTFOUND from a write (the table
+ * was dropped), -SCREE_ERATELIMIT (the key's partition is over its
+ * table's per-partition limit: nothing done), -ENOSPC (disk full:
+ * nothing acknowledged), -SCREE_EONSHARD, -SCREE_ESHUTDOWN (scree_close
+ * began).
+ */
+
+/* Writes (key, value), replacing any earlier value; ttl_ms > 0: the row
+ * expires that many milliseconds from now (0: never). */
+SCREE_API int scree_put(scree_table *t, const void *key, size_t key_len, const void *value,
+                        size_t value_len, uint64_t ttl_ms);
+
+/* Deletes key (0 whether or not it existed). */
+SCREE_API int scree_del(scree_table *t, const void *key, size_t key_len);
+
+/*
+ * Reads key's value into buf (cap bytes): 0 with *ret_len its length;
+ * -SCREE_ENOTFOUND (absent or expired); -ENOBUFS when cap < the value's
+ * length (nothing copied; *ret_len is the length needed: call again with
+ * room). The value is copied once, by the shard, straight into buf.
+ */
+SCREE_API int scree_get(scree_table *t, const void *key, size_t key_len, void *buf, size_t cap,
+                        size_t *ret_len);
+
+/* Reads key's value into a new scree_value (one copy, made by the shard):
+ * 0 and *ret, -SCREE_ENOTFOUND. */
+SCREE_API int scree_get_value(scree_table *t, const void *key, size_t key_len,
+                              scree_value **ret);
+
+/* A value's bytes and length; valid until scree_value_free. */
+SCREE_API const void *scree_value_data(const scree_value *v);
+SCREE_API size_t scree_value_len(const scree_value *v);
+/* Its expiry (wall-clock ms since the epoch), or 0 for none. */
+SCREE_API uint64_t scree_value_expiry_ms(const scree_value *v);
+/* Accepts NULL. Any thread. */
+SCREE_API void scree_value_free(scree_value *v);
+
+/*
+ * A read-modify-write, run on the shard that owns the key, with no other
+ * operation on the key in between (counters, appends, compare-and-set).
+ * cur is the key's value (NULL, cur_len 0 when absent or expired),
+ * borrowed for the call. The function decides by its return value:
+ *   SCREE_UPDATE_NONE     write nothing;
+ *   SCREE_UPDATE_PUT      write out->value (out->value_len bytes, memory
+ *                         the function's -- e.g. in arg -- valid until
+ *                         scree_update returns) with out->ttl_ms (0: none);
+ *   SCREE_UPDATE_DEL      delete the key;
+ *   < 0                   fail the update with that error.
+ * It runs on a shard thread: it must be quick, must not block and must
+ * not call the library's synchronous functions.
+ */
+#define SCREE_UPDATE_NONE 0
+#define SCREE_UPDATE_PUT 1
+#define SCREE_UPDATE_DEL 2
+
+typedef struct scree_update_out {
+        const void *value;
+        size_t value_len;
+        uint64_t ttl_ms;
+} scree_update_out;
+
+typedef int (*scree_update_fn)(void *arg, const void *cur, size_t cur_len,
+                               scree_update_out *out);
+
+/* Runs fn on key as above. Returns what fn returned (SCREE_UPDATE_*) once
+ * its write, if any, is acknowledged, or an error (fn's, or the read's or
+ * write's). */
+SCREE_API int scree_update(scree_table *t, const void *key, size_t key_len, scree_update_fn fn,
+                           void *arg);
+
+/* ---- atomic write batches ----
+ *
+ * A batch of puts and deletes, possibly over several tables, applied all
+ * or nothing: a crash leaves every one of them or none. The rows of a
+ * batch must lie on one shard for now (-EXDEV otherwise, nothing
+ * written): keys of a hashed table that share its hash parts do, as do
+ * the rows of one tablet.
+ */
+
+/* A new empty batch. NULL on out of memory. */
+SCREE_API scree_batch *scree_batch_new(void);
+/* Accepts NULL. */
+SCREE_API void scree_batch_free(scree_batch *b);
+/* Empties b for reuse. */
+SCREE_API void scree_batch_clear(scree_batch *b);
+/* Adds a put (key and value copied into b). 0, -EINVAL (too long),
+ * -ENOMEM. t must stay open until the batch is written. */
+SCREE_API int scree_batch_put(scree_batch *b, scree_table *t, const void *key, size_t key_len,
+                              const void *value, size_t value_len, uint64_t ttl_ms);
+/* Adds a delete. 0, -EINVAL, -ENOMEM. */
+SCREE_API int scree_batch_del(scree_batch *b, scree_table *t, const void *key, size_t key_len);
+/* Operations in b. */
+SCREE_API size_t scree_batch_count(const scree_batch *b);
+
+/* Writes b atomically. 0 once acknowledged; errors as the row writes'
+ * (nothing written), -EINVAL for an empty batch, -EXDEV for rows on
+ * several shards. b is unchanged (free or clear it). */
+SCREE_API int scree_write(scree_db *db, const scree_batch *b);
+
+/* ---- statistics and administration ---- */
+
+/*
+ * The engine's counters summed over the shards (names as the server's
+ * INFO and metrics: writes, gets, flushes, compactions, cache_hits,
+ * memtable_bytes, ...). scree_stat: 0 and *ret, or -SCREE_ENOTFOUND (no
+ * such counter). scree_stats: fn(arg, name, value) for each, in a fixed
+ * order. Not from a shard thread.
+ */
+SCREE_API int scree_stat(scree_db *db, const char *name, uint64_t *ret);
+SCREE_API int scree_stats(scree_db *db, void (*fn)(void *arg, const char *name, uint64_t value),
+                          void *arg);
+
+/* Writes every memtable to SSTables (the commit log can then be
+ * recycled). 0 or the first shard's error. */
+SCREE_API int scree_flush(scree_db *db);
+/* A major compaction of every tablet: tombstones and expired rows are
+ * dropped for good. 0 or the first error. */
+SCREE_API int scree_compact(scree_db *db);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
