@@ -37,13 +37,15 @@
 
 #define API_ERR_BYTES 512
 
-/* What a request does. */
+/* What a request does: the public operation it serves. */
 enum api_op {
-        API_OP_PUT = 1,
-        API_OP_DEL,
-        API_OP_GET,
-        API_OP_UPDATE,
-        API_OP_WRITE,
+        API_OP_PUT = SCREE_OP_PUT,
+        API_OP_DEL = SCREE_OP_DEL,
+        API_OP_GET = SCREE_OP_GET,
+        API_OP_UPDATE = SCREE_OP_UPDATE,
+        API_OP_WRITE = SCREE_OP_WRITE,
+        API_OP_SCAN = SCREE_OP_SCAN,
+        API_OP_DELETE_RANGE = SCREE_OP_DELETE_RANGE,
 };
 
 /* The settings scree_options holds, parsed. */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/api/req.h"
+#include "engine/api/xbatch.h"
 
 struct batch_op {
         scree_table *t;
@@ -86,9 +86,8 @@ static int add(scree_batch *b, scree_table *t, enum eng_mut_kind kind, const voi
                 return api_fail(-EINVAL, "no batch or table");
         if ((r = api_key_check(t, key, key_len)) < 0)
                 return r;
-        if (value_len > t->db->opts.max_value_bytes || (!value && value_len))
-                return api_fail(-EINVAL, "a value is 0 to %llu bytes",
-                                (unsigned long long)t->db->opts.max_value_bytes);
+        if ((r = api_value_check(t->db, value, value_len)) < 0)
+                return r;
         if (reserve(b, key_len + value_len) < 0)
                 return -ENOMEM;
         op = &b->ops[b->n++];
@@ -113,39 +112,33 @@ SCREE_API int scree_batch_del(scree_batch *b, scree_table *t, const void *key, s
         return add(b, t, ENG_MUT_DEL, key, key_len, NULL, 0, 0);
 }
 
-SCREE_API int scree_write(scree_db *db, const scree_batch *b)
+/* b's mutations and their shards (m and owner: b->n each, the caller
+ * frees them); keys and values point into b. */
+static int batch_route(scree_db *db, const scree_batch *b, struct eng_mutation **ret_m,
+                       unsigned **ret_owner)
 {
-        struct api_req rq = { 0 };
         struct eng_mutation *m;
-        unsigned shard = 0;
-        int r;
+        unsigned *owner;
+        int r = 0;
 
-        api_clear_error();
-        if ((r = api_off_shard()) < 0)
-                return r;
         if (!b || b->n == 0)
                 return api_fail(-EINVAL, "an empty batch");
         if (b->n > UINT32_MAX)
                 return api_fail(-E2BIG, "too many operations in one batch");
         m = malloc(b->n * sizeof(*m));
-        if (!m)
+        owner = malloc(b->n * sizeof(*owner));
+        if (!m || !owner) {
+                free(m);
+                free(owner);
                 return -ENOMEM;
-        for (size_t i = 0; i < b->n; i++) {
+        }
+        for (size_t i = 0; r == 0 && i < b->n; i++) {
                 const struct batch_op *op = &b->ops[i];
-                unsigned s;
 
-                if (op->t->db != db) {
+                if (op->t->db != db)
                         r = api_fail(-EINVAL, "operation %zu is on a table of another database", i);
-                        goto out;
-                }
-                if ((r = api_route(op->t, b->bytes + op->key_off, op->key_len, &s)) < 0)
-                        goto out;
-                if (i && s != shard) {
-                        r = api_fail(-EXDEV, "the batch's rows lie on shards %u and %u: a batch "
-                                     "across shards is not supported yet", shard, s);
-                        goto out;
-                }
-                shard = s;
+                else
+                        r = api_route(op->t, b->bytes + op->key_off, op->key_len, &owner[i]);
                 m[i] = (struct eng_mutation){ .kind = op->kind, .table = op->t->id,
                                               .key = b->bytes + op->key_off,
                                               .key_len = (uint32_t)op->key_len,
@@ -153,13 +146,92 @@ SCREE_API int scree_write(scree_db *db, const scree_batch *b)
                                               .value_len = (uint32_t)op->val_len,
                                               .expiry_ms = api_expiry(op->ttl_ms) };
         }
+        if (r < 0) {
+                free(m);
+                free(owner);
+                return r;
+        }
+        *ret_m = m;
+        *ret_owner = owner;
+        return 0;
+}
+
+static bool one_shard(const unsigned *owner, size_t n)
+{
+        for (size_t i = 1; i < n; i++)
+                if (owner[i] != owner[0])
+                        return false;
+        return true;
+}
+
+SCREE_API int scree_write(scree_db *db, const scree_batch *b)
+{
+        struct api_req rq = { 0 };
+        struct api_xbatch *x = NULL;
+        struct eng_mutation *m;
+        unsigned *owner;
+        int r;
+
+        api_clear_error();
+        if ((r = api_off_shard()) < 0 || (r = batch_route(db, b, &m, &owner)) < 0)
+                return r;
         rq.db = db;
         rq.op = API_OP_WRITE;
-        rq.m = m[0];
-        rq.muts = m;
-        rq.n_muts = (uint32_t)b->n;
-        r = api_req_call(&rq, shard);
-out:
+        if (one_shard(owner, b->n)) {
+                /* the fast path: one request, the batch borrowed */
+                rq.m = m[0];
+                rq.muts = m;
+                rq.n_muts = (uint32_t)b->n;
+                r = api_req_call(&rq, owner[0]);
+        } else if ((r = api_xbatch_new(m, owner, (uint32_t)b->n, &x)) == 0) {
+                struct rx_alien_req waiter = { 0 };     /* a one-shot event */
+
+                r = api_xbatch_start(&rq, x, &waiter);
+                if (r == 0)
+                        r = (int)rx_alien_wait(&waiter);
+                api_xbatch_free(x);
+        }
         free(m);
+        free(owner);
         return r;
+}
+
+static void write_finish(struct api_req *rq, scree_completion *c)
+{
+        api_xbatch_free(rq->state);
+}
+
+SCREE_API int scree_write_async(scree_cq *q, const scree_batch *b, void *tag)
+{
+        struct api_xbatch *x = NULL;
+        struct eng_mutation *m;
+        struct api_req *rq;
+        unsigned *owner;
+        int r;
+
+        api_clear_error();
+        if (!q)
+                return api_fail(-EINVAL, "no completion queue");
+        if ((r = batch_route(q->db, b, &m, &owner)) < 0)
+                return r;
+        r = api_xbatch_new(m, owner, (uint32_t)b->n, &x);
+        free(m);
+        free(owner);
+        if (r < 0)
+                return r;
+        rq = calloc(1, sizeof(*rq));
+        if (!rq) {
+                api_xbatch_free(x);
+                return -ENOMEM;
+        }
+        *rq = (struct api_req){ .db = q->db, .op = API_OP_WRITE, .cq = q, .tag = tag,
+                                .finish = write_finish };
+        r = api_xbatch_start(rq, x, NULL);
+        if (r < 0) {
+                api_xbatch_free(x);
+                free(rq);
+                return r;
+        }
+        api_cq_submitted(q);
+        return 0;
 }

@@ -15,12 +15,27 @@ struct scree_value {
         uint8_t data[];
 };
 
+/* A completion queue (cq.c). */
+struct scree_cq {
+        struct rx_mpsc done;            /* answered requests (shards push) */
+        _Atomic bool armed;             /* the thread waits: the next push writes efd */
+        int efd;
+        scree_db *db;
+        /* the queue's thread's */
+        bool host_armed;                /* it armed the queue and has not seen efd since */
+        uint64_t pending;               /* submitted, not polled */
+        struct rx_mpsc_node *backlog;   /* taken, not yet handed out (oldest first) */
+};
+
 struct api_req {
         struct rx_alien_req ar;
         struct scree_db *db;
         struct rx_loop *loop;           /* where it runs */
         enum api_op op;
         int moved_to;                   /* -SCREE_EMOVED: the owner, or -1 */
+        uint32_t hops;                  /* moved-key hops so far (asynchronous) */
+        /* what runs on the shard: api_req_run when NULL */
+        void (*run)(struct rx_loop *loop, struct rx_alien_req *ar);
         struct eng_mutation m;          /* its key (and a put's value) */
         const struct eng_mutation *muts;        /* a batch's part, else NULL */
         uint32_t n_muts;
@@ -37,12 +52,43 @@ struct api_req {
                 struct eng_get g;
                 struct eng_write w;
                 struct eng_rmw r;
+                struct eng_scan sc;
         } u;
+        /* asynchronous (cq.c): heap-allocated, answered into cq */
+        scree_cq *cq;
+        void *tag;
+        struct rx_mpsc_node cq_node;
+        int res;
+        /* A multi-step operation's next step (scan.c, xbatch.c): runs
+         * with each hop's result, on the shard that answered it (or the
+         * thread that failed it at a close), instead of the delivery. */
+        void (*step)(struct api_req *rq, int res);
+        void *state;                    /* the multi-step operation's */
+        /* Optional: fills a completion's results from state and frees
+         * state (the queue's thread, at poll). */
+        void (*finish)(struct api_req *rq, scree_completion *c);
 };
 
 /* Sends rq to shard and waits for its result, following a moved key to
  * its owner. Host thread. */
 int api_req_call(struct api_req *rq, unsigned shard);
+
+/* Sends a heap rq (rq->cq or rq->step set) to shard without waiting: its
+ * result goes to rq->step, or into rq->cq. 0, or -SCREE_ESHUTDOWN (rq
+ * not sent). Any thread. */
+int api_req_send(struct api_req *rq, unsigned shard);
+
+/* Hands rq's result to its queue (rq is the queue's from then on). Any
+ * thread. */
+void api_cq_deliver(struct api_req *rq, int res);
+
+/* A queue's bookkeeping for an operation submitted (host: the queue's
+ * thread) -- pending counts it until polled. */
+void api_cq_submitted(scree_cq *q);
+
+/* The shards' request runner (rows.c): get, put/delete/batch part,
+ * update, by rq->op. */
+void api_req_run(struct rx_loop *loop, struct rx_alien_req *ar);
 
 /* Ends rq with res on its shard. */
 void api_req_end(struct api_req *rq, int res);
@@ -52,6 +98,15 @@ int api_route(struct scree_table *t, const void *key, size_t len, unsigned *ret_
 
 /* Checks a key's length and encoding for t. 0 or -EINVAL. */
 int api_key_check(const struct scree_table *t, const void *key, size_t len);
+
+/* Checks and routes (t, key) for op into rq (db, op, table, key):
+ * 0 and *shard, or an error with its message. Blocking calls (no
+ * rq->cq) are refused on a shard thread. */
+int api_req_prep(struct api_req *rq, scree_table *t, enum api_op op, const void *key,
+                 size_t key_len, unsigned *shard);
+
+/* Checks a value's length. 0 or -EINVAL. */
+int api_value_check(const struct scree_db *db, const void *value, size_t len);
 
 /* The wall-clock expiry of a ttl (0: none). */
 uint64_t api_expiry(uint64_t ttl_ms);

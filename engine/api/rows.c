@@ -72,12 +72,12 @@ int api_key_check(const struct scree_table *t, const void *key, size_t len)
 /* Ends rq with res: notes the owner when the key moved. */
 void api_req_end(struct api_req *rq, int res)
 {
-        if (res == -SCREE_EMOVED) {
+        rq->moved_to = -1;
+        if (res == -SCREE_EMOVED && !rq->step && rq->m.key_len) {
                 struct eng_shard *eng = api_engine_of(rq->loop);
                 const struct eng_catalog_table *ct;
                 uint32_t i = 0;
 
-                rq->moved_to = -1;
                 if (eng && eng_catalog_table_by_id(eng_shard_catalog(eng), rq->m.table, &ct) == 0 &&
                     eng_catalog_route_key(ct, rq->m.key, rq->m.key_len, &i) == 0)
                         rq->moved_to = (int)ct->tablets[i].shard;
@@ -155,7 +155,7 @@ static void rmw_cb(struct eng_rmw *r, int res)
         api_req_end(rq, res < 0 ? res : rq->fn_res);
 }
 
-static void req_run(struct rx_loop *loop, struct rx_alien_req *ar)
+void api_req_run(struct rx_loop *loop, struct rx_alien_req *ar)
 {
         struct api_req *rq = container_of(ar, struct api_req, ar);
         struct eng_shard *eng = api_engine_of(loop);
@@ -207,7 +207,7 @@ int api_req_call(struct api_req *rq, unsigned shard)
         for (;;) {
                 int64_t res;
 
-                rq->ar = (struct rx_alien_req){ .run = req_run };
+                rq->ar = (struct rx_alien_req){ .run = rq->run ? rq->run : api_req_run };
                 if (rx_smp_alien_submit(rq->db->smp, shard, &rq->ar) < 0)
                         return -SCREE_ESHUTDOWN;
                 res = rx_alien_wait(&rq->ar);
@@ -226,14 +226,44 @@ int api_req_call(struct api_req *rq, unsigned shard)
         }
 }
 
+/* Times an asynchronous request follows a key that keeps moving. */
+#define MOVED_HOPS 100000
+
+static void req_completed(struct rx_alien_req *ar)
+{
+        struct api_req *rq = container_of(ar, struct api_req, ar);
+        int res = (int)ar->result;
+
+        if (res == -SCREE_EMOVED && rq->moved_to >= 0 && ++rq->hops < MOVED_HOPS) {
+                if (api_req_send(rq, (unsigned)rq->moved_to) == 0)
+                        return;
+                res = -SCREE_ESHUTDOWN;
+        }
+        if (rq->step)
+                rq->step(rq, res);
+        else
+                api_cq_deliver(rq, res);
+}
+
+int api_req_send(struct api_req *rq, unsigned shard)
+{
+        rq->ar = (struct rx_alien_req){ .run = rq->run ? rq->run : api_req_run,
+                                        .complete = req_completed };
+        if (rx_smp_alien_submit(rq->db->smp, shard, &rq->ar) < 0)
+                return -SCREE_ESHUTDOWN;
+        return 0;
+}
+
 /* Prepares rq for (t, key): checks, routes. */
-static int req_key(struct api_req *rq, scree_table *t, enum api_op op, const void *key,
-                   size_t key_len, unsigned *shard)
+int api_req_prep(struct api_req *rq, scree_table *t, enum api_op op, const void *key,
+                 size_t key_len, unsigned *shard)
 {
         int r;
 
         api_clear_error();
-        if ((r = api_off_shard()) < 0 || (r = api_key_check(t, key, key_len)) < 0)
+        if (!rq->cq && (r = api_off_shard()) < 0)
+                return r;
+        if ((r = api_key_check(t, key, key_len)) < 0)
                 return r;
         rq->db = t->db;
         rq->op = op;
@@ -241,6 +271,14 @@ static int req_key(struct api_req *rq, scree_table *t, enum api_op op, const voi
         rq->m.key = key;
         rq->m.key_len = (uint32_t)key_len;
         return api_route(t, key, key_len, shard);
+}
+
+int api_value_check(const struct scree_db *db, const void *value, size_t len)
+{
+        if (len > db->opts.max_value_bytes || (!value && len))
+                return api_fail(-EINVAL, "a value is 0 to %llu bytes",
+                                (unsigned long long)db->opts.max_value_bytes);
+        return 0;
 }
 
 uint64_t api_expiry(uint64_t ttl_ms)
@@ -253,13 +291,12 @@ SCREE_API int scree_put(scree_table *t, const void *key, size_t key_len, const v
 {
         struct api_req rq = { 0 };
         unsigned shard;
-        int r = req_key(&rq, t, API_OP_PUT, key, key_len, &shard);
+        int r = api_req_prep(&rq, t, API_OP_PUT, key, key_len, &shard);
 
         if (r < 0)
                 return r;
-        if (value_len > t->db->opts.max_value_bytes || (!value && value_len))
-                return api_fail(-EINVAL, "a value is 0 to %llu bytes",
-                                (unsigned long long)t->db->opts.max_value_bytes);
+        if ((r = api_value_check(t->db, value, value_len)) < 0)
+                return r;
         rq.m.kind = ENG_MUT_PUT;
         rq.m.value = value;
         rq.m.value_len = (uint32_t)value_len;
@@ -271,7 +308,7 @@ SCREE_API int scree_del(scree_table *t, const void *key, size_t key_len)
 {
         struct api_req rq = { 0 };
         unsigned shard;
-        int r = req_key(&rq, t, API_OP_DEL, key, key_len, &shard);
+        int r = api_req_prep(&rq, t, API_OP_DEL, key, key_len, &shard);
 
         if (r < 0)
                 return r;
@@ -284,7 +321,7 @@ SCREE_API int scree_get(scree_table *t, const void *key, size_t key_len, void *b
 {
         struct api_req rq = { 0 };
         unsigned shard;
-        int r = req_key(&rq, t, API_OP_GET, key, key_len, &shard);
+        int r = api_req_prep(&rq, t, API_OP_GET, key, key_len, &shard);
 
         if (r < 0)
                 return r;
@@ -302,7 +339,7 @@ SCREE_API int scree_get_value(scree_table *t, const void *key, size_t key_len, s
 {
         struct api_req rq = { 0 };
         unsigned shard;
-        int r = req_key(&rq, t, API_OP_GET, key, key_len, &shard);
+        int r = api_req_prep(&rq, t, API_OP_GET, key, key_len, &shard);
 
         if (r < 0)
                 return r;
@@ -318,7 +355,7 @@ SCREE_API int scree_update(scree_table *t, const void *key, size_t key_len, scre
 {
         struct api_req rq = { 0 };
         unsigned shard;
-        int r = req_key(&rq, t, API_OP_UPDATE, key, key_len, &shard);
+        int r = api_req_prep(&rq, t, API_OP_UPDATE, key, key_len, &shard);
 
         if (r < 0)
                 return r;

@@ -5,18 +5,22 @@
  * A database is a directory. scree_open starts the engine's shard threads
  * (one per CPU by default, each pinned, each owning a share of every
  * table's tablets) and returns a handle; the program's own threads call
- * in (each call blocks its thread until the owning shard answered), and
- * scree_close stops the shards.
+ * in, synchronously or asynchronously, and scree_close stops the shards.
  * Data lives in tables named by paths ("/app/events"), sorted by key;
  * a key is a tuple of typed parts (scree_key_encode) or, in a table
  * created with no parts, any byte string.
  *
  * Threads. A scree_db, a scree_table and a scree_options being read are
- * safe to use from any number of threads at once. A scree_batch and a
- * scree_value belong to one thread at a time (hand one over, never share it). Every call blocks its
- * thread until the shard that owns the key answered; none may be called
- * from a shard thread -- that is, from inside a scree_update_fn -- and
- * such a call fails with -SCREE_EONSHARD instead of deadlocking.
+ * safe to use from any number of threads at once. A scree_batch, a
+ * scree_iter, a scree_rows, a scree_value and a scree_cq belong to one
+ * thread at a time (hand one over, never share it). Every synchronous
+ * call blocks its thread until the shard that owns the key answered; none
+ * may be called from a shard thread -- that is, from inside a
+ * scree_update_fn -- and such a call fails with -SCREE_EONSHARD instead of
+ * deadlocking. The asynchronous forms (*_async) never block: the result
+ * comes back as a scree_completion in a completion queue (scree_cq) the
+ * caller polls, whose file descriptor becomes readable when completions
+ * wait, for the caller's epoll, libuv or libevent loop.
  *
  * Errors. Every call that can fail returns an int: 0 (or a documented
  * count), or a negative error: -errno, or -SCREE_E* (scree_errors.h).
@@ -25,13 +29,15 @@
  * in scree_last_error(). Bad input never aborts the program; a full disk
  * gives -ENOSPC and loses nothing acknowledged.
  *
- * Memory. Arguments are borrowed for the call, unless a function says
- * otherwise. What the library returns is owned as each function states: a
- * scree_value is the caller's to free with scree_value_free; pointers
- * into it are valid until then.
+ * Memory. Arguments are borrowed for the call (synchronous) or copied
+ * before the call returns (asynchronous: keys, values, bounds, batches),
+ * unless a function says otherwise. What the library returns is owned as
+ * each function states: a scree_value, a scree_rows and a completion's
+ * results are the caller's to free, with their own free function;
+ * pointers into them are valid until that free.
  *
  * Durability. With commitlog-sync batch (the default) a write is
- * acknowledged -- its call returns 0 -- once
+ * acknowledged -- its call returns 0, or its completion arrives -- once
  * its commit-log record is on disk: it survives kill -9 and power loss.
  * With periodic, at once; a crash may lose the last period's writes.
  *
@@ -72,6 +78,9 @@ typedef struct scree_db scree_db;
 typedef struct scree_table scree_table;
 typedef struct scree_batch scree_batch;
 typedef struct scree_value scree_value;
+typedef struct scree_rows scree_rows;
+typedef struct scree_iter scree_iter;
+typedef struct scree_cq scree_cq;
 
 /* ---- options ----
  *
@@ -125,8 +134,8 @@ SCREE_API int scree_open(const char *dir, const scree_options *o, scree_db **ret
 /*
  * Waits for the operations in flight to finish, flushes nothing it need
  * not (the commit log holds every acknowledged write), stops the shard
- * threads and frees db. Table handles must be closed first, and no call
- * may be in flight.
+ * threads and frees db. Table handles, iterators and completion queues
+ * must be freed first, and no call may be in flight.
  * Returns 0, or the first error a shard met closing (the data written is
  * still safe in its commit log). Accepts NULL. Not from a shard thread.
  */
@@ -315,7 +324,8 @@ SCREE_API void scree_value_free(scree_value *v);
  *   SCREE_UPDATE_NONE     write nothing;
  *   SCREE_UPDATE_PUT      write out->value (out->value_len bytes, memory
  *                         the function's -- e.g. in arg -- valid until
- *                         scree_update returns) with out->ttl_ms (0: none);
+ *                         scree_update returns or its completion
+ *                         arrives) with out->ttl_ms (0: none);
  *   SCREE_UPDATE_DEL      delete the key;
  *   < 0                   fail the update with that error.
  * It runs on a shard thread: it must be quick, must not block and must
@@ -343,10 +353,13 @@ SCREE_API int scree_update(scree_table *t, const void *key, size_t key_len, scre
 /* ---- atomic write batches ----
  *
  * A batch of puts and deletes, possibly over several tables, applied all
- * or nothing: a crash leaves every one of them or none. The rows of a
- * batch must lie on one shard for now (-EXDEV otherwise, nothing
- * written): keys of a hashed table that share its hash parts do, as do
- * the rows of one tablet.
+ * or nothing: a crash leaves every one of them or none. A batch whose
+ * rows lie on one shard (keys of a hashed table that share its hash
+ * parts; the rows of one tablet) is one commit-log record there; one
+ * whose rows lie on several shards commits with a two-phase commit over
+ * their commit logs (docs/transactions.md), which costs a durable record
+ * more on each of them, and is resolved at the next open if a crash
+ * comes in between.
  */
 
 /* A new empty batch. NULL on out of memory. */
@@ -365,9 +378,147 @@ SCREE_API int scree_batch_del(scree_batch *b, scree_table *t, const void *key, s
 SCREE_API size_t scree_batch_count(const scree_batch *b);
 
 /* Writes b atomically. 0 once acknowledged; errors as the row writes'
- * (nothing written), -EINVAL for an empty batch, -EXDEV for rows on
- * several shards. b is unchanged (free or clear it). */
+ * (nothing written), or -EINVAL for an empty batch. b is unchanged (free
+ * or clear it). */
 SCREE_API int scree_write(scree_db *db, const scree_batch *b);
+
+/* ---- range reads ----
+ *
+ * A range of a table: keys in [start, end) -- start NULL: the table's
+ * first key; end NULL: past its last -- in ascending order, or descending
+ * with reverse. In a hashed table a range lies within one value of the
+ * hash parts: start and end (both given) must begin with the same hash
+ * parts; with both NULL the whole table is walked, in hash order.
+ * Rows written while a range is read may or may not be seen; no row
+ * written before the call is missed.
+ */
+typedef struct scree_range {
+        const void *start;
+        size_t start_len;
+        const void *end;
+        size_t end_len;
+        bool reverse;
+} scree_range;
+
+/*
+ * Reads one page: at most limit (1..) rows of range r from its start (or
+ * from cursor, a position a previous page returned; NULL: the range's
+ * start). Returns 0 and *ret, a scree_rows the caller frees (possibly
+ * with no rows). -EINVAL (bounds not of the schema, limit 0),
+ * -SCREE_ENOTFOUND (the table was dropped).
+ */
+SCREE_API int scree_scan(scree_table *t, const scree_range *r, const void *cursor,
+                         size_t cursor_len, uint32_t limit, scree_rows **ret);
+
+/* Rows of a page; row i (0..count) key and value, valid until
+ * scree_rows_free. */
+SCREE_API size_t scree_rows_count(const scree_rows *rows);
+SCREE_API const void *scree_rows_key(const scree_rows *rows, size_t i, size_t *ret_len);
+SCREE_API const void *scree_rows_value(const scree_rows *rows, size_t i, size_t *ret_len);
+/* Expiry of row i (wall-clock ms), 0 for none. */
+SCREE_API uint64_t scree_rows_expiry_ms(const scree_rows *rows, size_t i);
+/* The cursor of the next page (pass it to scree_scan with the same
+ * range), or NULL when the range is done. Valid until scree_rows_free. */
+SCREE_API const void *scree_rows_cursor(const scree_rows *rows, size_t *ret_len);
+/* Accepts NULL. Any thread. */
+SCREE_API void scree_rows_free(scree_rows *rows);
+
+/*
+ * An iterator over range r (bounds copied), reading pages of rows ahead
+ * as it goes. 0 and *ret, or an error as scree_scan's. It holds no
+ * engine resources between pages: keep it as long as you like.
+ */
+SCREE_API int scree_iter_new(scree_table *t, const scree_range *r, scree_iter **ret);
+/* Moves to the next row (the first on the first call): 1 (a row), 0 (the
+ * end), or an error (the iterator is then at its end). */
+SCREE_API int scree_iter_next(scree_iter *it);
+/* The current row's key and value, valid until the next scree_iter_next
+ * or scree_iter_free. */
+SCREE_API const void *scree_iter_key(const scree_iter *it, size_t *ret_len);
+SCREE_API const void *scree_iter_value(const scree_iter *it, size_t *ret_len);
+/* Accepts NULL. */
+SCREE_API void scree_iter_free(scree_iter *it);
+
+/* Deletes every row of range r (reverse ignored). Returns 0 and
+ * *ret_deleted (may be NULL): the rows deleted; errors as scree_scan's
+ * and the writes'. Not atomic: a failure leaves a prefix deleted. */
+SCREE_API int scree_delete_range(scree_table *t, const scree_range *r, uint64_t *ret_deleted);
+
+/* ---- asynchronous calls and completion queues ----
+ *
+ * Each *_async call copies its arguments, queues the operation and
+ * returns 0 at once (or an error, and then no completion comes). Its
+ * completion -- the same result the synchronous form would return, and
+ * the caller's tag -- arrives in the queue later, in any order. A queue
+ * is for one thread at a time; operations of several threads need a
+ * queue each (as many queues as you like). The asynchronous forms may be
+ * called from any thread, shard threads included.
+ */
+enum scree_op {
+        SCREE_OP_PUT = 1,
+        SCREE_OP_DEL,
+        SCREE_OP_GET,
+        SCREE_OP_UPDATE,
+        SCREE_OP_WRITE,
+        SCREE_OP_SCAN,
+        SCREE_OP_DELETE_RANGE,
+};
+
+typedef struct scree_completion {
+        void *tag;                      /* the caller's, as passed */
+        enum scree_op op;
+        int res;                        /* the synchronous form's return value */
+        /* SCREE_OP_GET with res 0: the value (the caller frees it). */
+        scree_value *value;
+        /* SCREE_OP_SCAN with res 0: the page (the caller frees it). */
+        scree_rows *rows;
+        /* SCREE_OP_DELETE_RANGE: rows deleted. */
+        uint64_t count;
+} scree_completion;
+
+/* A new queue. 0 and *ret, -ENOMEM, -EMFILE (no descriptor for its
+ * eventfd). */
+SCREE_API int scree_cq_new(scree_db *db, scree_cq **ret);
+/*
+ * Frees q. Operations still in flight are waited for and their results
+ * dropped (values and pages freed). Accepts NULL. Not from a shard thread
+ * while operations are in flight.
+ */
+SCREE_API void scree_cq_free(scree_cq *q);
+
+/* A descriptor that polls readable while completions wait (an eventfd).
+ * Once it is readable, call scree_cq_poll until it returns fewer than
+ * max: the queue then rearms it. Valid until scree_cq_free. */
+SCREE_API int scree_cq_fd(const scree_cq *q);
+
+/* Moves up to max waiting completions into out; returns how many (0:
+ * none waits). Never blocks. */
+SCREE_API int scree_cq_poll(scree_cq *q, scree_completion *out, int max);
+
+/* As scree_cq_poll, but waits up to timeout_ms (-1: forever) for at least
+ * one; returns 0 at once when no operation is in flight. Not from a
+ * shard thread. */
+SCREE_API int scree_cq_wait(scree_cq *q, scree_completion *out, int max, int timeout_ms);
+
+/* Operations queued on q whose completion was not yet polled. */
+SCREE_API uint64_t scree_cq_pending(const scree_cq *q);
+
+SCREE_API int scree_put_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,
+                              const void *value, size_t value_len, uint64_t ttl_ms, void *tag);
+SCREE_API int scree_del_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,
+                              void *tag);
+SCREE_API int scree_get_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,
+                              void *tag);
+/* fn and arg as scree_update's; arg (and what fn points out->value at)
+ * must stay valid until the completion. */
+SCREE_API int scree_update_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,
+                                 scree_update_fn fn, void *arg, void *tag);
+/* b is copied: reuse it at once. */
+SCREE_API int scree_write_async(scree_cq *q, const scree_batch *b, void *tag);
+SCREE_API int scree_scan_async(scree_cq *q, scree_table *t, const scree_range *r,
+                               const void *cursor, size_t cursor_len, uint32_t limit, void *tag);
+SCREE_API int scree_delete_range_async(scree_cq *q, scree_table *t, const scree_range *r,
+                                       void *tag);
 
 /* ---- statistics and administration ---- */
 

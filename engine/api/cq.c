@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Completion queues and the asynchronous row operations (scree.h).
+ *
+ * A queue is an MPSC inbox (reactor/msgq.h) of finished requests: the
+ * shard that answers one pushes it (lock-free) and, if the queue's thread
+ * armed the queue when it last found it empty, writes the eventfd once.
+ * The queue's thread takes them all with one exchange. So a busy queue
+ * costs no system call per completion; an idle one costs one write and
+ * one read per wake-up.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "base/time.h"
+#include "engine/api/req.h"
+
+
+SCREE_API int scree_cq_new(scree_db *db, scree_cq **ret)
+{
+        scree_cq *q = calloc(1, sizeof(*q));
+
+        if (!q)
+                return -ENOMEM;
+        q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (q->efd < 0) {
+                int r = -errno;
+
+                free(q);
+                return api_fail(r, "no eventfd for a completion queue: %s", scree_strerror(r));
+        }
+        rx_mpsc_init(&q->done);
+        q->db = db;
+        *ret = q;
+        return 0;
+}
+
+SCREE_API int scree_cq_fd(const scree_cq *q)
+{
+        return q->efd;
+}
+
+SCREE_API uint64_t scree_cq_pending(const scree_cq *q)
+{
+        return q->pending;
+}
+
+void api_cq_submitted(scree_cq *q)
+{
+        q->pending++;
+}
+
+static void wake(scree_cq *q)
+{
+        uint64_t one = 1;
+
+        (void)!write(q->efd, &one, sizeof(one));
+}
+
+void api_cq_deliver(struct api_req *rq, int res)
+{
+        scree_cq *q = rq->cq;
+
+        rq->res = res;
+        rx_mpsc_push(&q->done, &rq->cq_node);
+        /* Dekker with the arming in scree_cq_poll: either it sees this
+         * push, or this sees it armed. */
+        atomic_thread_fence(memory_order_seq_cst);
+        if (atomic_load_explicit(&q->armed, memory_order_seq_cst) &&
+            atomic_exchange_explicit(&q->armed, false, memory_order_acq_rel))
+                wake(q);
+}
+
+/* Moves rq's result into c and frees rq. */
+static void complete_into(struct api_req *rq, scree_completion *c)
+{
+        *c = (scree_completion){ .tag = rq->tag, .op = (enum scree_op)rq->op, .res = rq->res };
+        if (rq->op == API_OP_GET && rq->res == 0)
+                c->value = rq->value;
+        if (rq->finish)
+                rq->finish(rq, c);
+        free(rq);
+}
+
+SCREE_API int scree_cq_poll(scree_cq *q, scree_completion *out, int max)
+{
+        int n = 0;
+
+        if (q->host_armed && !atomic_load_explicit(&q->armed, memory_order_acquire)) {
+                uint64_t v;
+
+                (void)!read(q->efd, &v, sizeof(v));     /* a push fired it: clear */
+                q->host_armed = false;
+        }
+        if (!q->backlog)
+                q->backlog = rx_mpsc_take_all(&q->done);
+        while (n < max && q->backlog) {
+                struct rx_mpsc_node *node = q->backlog;
+
+                q->backlog = node->next;
+                complete_into(container_of(node, struct api_req, cq_node), &out[n++]);
+                q->pending--;
+        }
+        if (q->backlog) {
+                wake(q);        /* more wait: keep the descriptor readable */
+                q->host_armed = true;
+                atomic_store(&q->armed, false);
+        } else if (n < max && !q->host_armed) {
+                atomic_store_explicit(&q->armed, true, memory_order_seq_cst);
+                atomic_thread_fence(memory_order_seq_cst);
+                q->host_armed = true;
+                /* A push between the take and the arming wrote no event. */
+                if (!rx_mpsc_is_empty(&q->done) &&
+                    atomic_exchange_explicit(&q->armed, false, memory_order_acq_rel))
+                        wake(q);
+        }
+        return n;
+}
+
+SCREE_API int scree_cq_wait(scree_cq *q, scree_completion *out, int max, int timeout_ms)
+{
+        uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
+                                           : time_now_ns() + (uint64_t)timeout_ms * NS_PER_MS;
+
+        for (;;) {
+                int n = scree_cq_poll(q, out, max);
+                struct pollfd p = { .fd = q->efd, .events = POLLIN };
+                uint64_t now;
+                int wait_ms;
+
+                if (n > 0 || q->pending == 0)
+                        return n;
+                now = time_now_ns();
+                if (now >= deadline)
+                        return 0;
+                wait_ms = deadline == UINT64_MAX ? -1 : (int)((deadline - now) / NS_PER_MS + 1);
+                if (poll(&p, 1, wait_ms) < 0 && errno != EINTR)
+                        return -errno;
+        }
+}
+
+SCREE_API void scree_cq_free(scree_cq *q)
+{
+        scree_completion c[64];
+
+        if (!q)
+                return;
+        while (q->pending) {
+                int n = scree_cq_wait(q, c, 64, -1);
+
+                for (int i = 0; i < n; i++) {
+                        scree_value_free(c[i].value);
+                        scree_rows_free(c[i].rows);
+                }
+                if (n < 0)
+                        break;
+        }
+        close(q->efd);
+        free(q);
+}
+
+/* ---- the simple operations ---- */
+
+/* A heap request for q with room for extra bytes (key, value). */
+static struct api_req *areq_new(scree_cq *q, void *tag, size_t extra)
+{
+        struct api_req *rq;
+
+        if (!q)
+                return NULL;
+        rq = calloc(1, sizeof(*rq) + extra);
+        if (!rq)
+                return NULL;
+        rq->cq = q;
+        rq->tag = tag;
+        return rq;
+}
+
+/* Copies key (and value) into rq, checks, routes and sends it. */
+static int areq_start(struct api_req *rq, scree_table *t, enum api_op op, const void *key,
+                      size_t key_len, const void *value, size_t value_len)
+{
+        uint8_t *copy = (uint8_t *)(rq + 1);
+        unsigned shard;
+        int r;
+
+        if (!rq)
+                return -ENOMEM;
+        if (key_len && key)
+                memcpy(copy, key, key_len);
+        if (value_len)
+                memcpy(copy + key_len, value, value_len);
+        r = api_req_prep(rq, t, op, key ? copy : NULL, key_len, &shard);
+        if (r == 0 && op == API_OP_PUT)
+                r = api_value_check(t->db, value, value_len);
+        rq->m.value = copy + key_len;
+        rq->m.value_len = (uint32_t)value_len;
+        if (r == 0)
+                r = api_req_send(rq, shard);
+        if (r < 0) {
+                free(rq);
+                return r;
+        }
+        api_cq_submitted(rq->cq);
+        return 0;
+}
+
+static size_t extra_bytes(size_t key_len, size_t value_len)
+{
+        return key_len + value_len;
+}
+
+SCREE_API int scree_put_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,
+                              const void *value, size_t value_len, uint64_t ttl_ms, void *tag)
+{
+        struct api_req *rq;
+
+        if (key_len > t->db->opts.max_key_bytes || value_len > t->db->opts.max_value_bytes)
+                return api_fail(-EINVAL, "a key is 1 to %llu bytes, a value 0 to %llu",
+                                (unsigned long long)t->db->opts.max_key_bytes,
+                                (unsigned long long)t->db->opts.max_value_bytes);
+        rq = areq_new(q, tag, extra_bytes(key_len, value_len));
+        if (rq) {
+                rq->m.kind = ENG_MUT_PUT;
+                rq->m.expiry_ms = api_expiry(ttl_ms);
+        }
+        return areq_start(rq, t, API_OP_PUT, key, key_len, value, value_len);
+}
+
+SCREE_API int scree_del_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,
+                              void *tag)
+{
+        struct api_req *rq;
+
+        if (key_len > t->db->opts.max_key_bytes)
+                return api_fail(-EINVAL, "a key is 1 to %llu bytes",
+                                (unsigned long long)t->db->opts.max_key_bytes);
+        rq = areq_new(q, tag, key_len);
+        if (rq)
+                rq->m.kind = ENG_MUT_DEL;
+        return areq_start(rq, t, API_OP_DEL, key, key_len, NULL, 0);
+}
+
+SCREE_API int scree_get_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,
+                              void *tag)
+{
+        struct api_req *rq;
+
+        if (key_len > t->db->opts.max_key_bytes)
+                return api_fail(-EINVAL, "a key is 1 to %llu bytes",
+                                (unsigned long long)t->db->opts.max_key_bytes);
+        rq = areq_new(q, tag, key_len);
+        if (rq)
+                rq->want_value = true;
+        return areq_start(rq, t, API_OP_GET, key, key_len, NULL, 0);
+}
+
+SCREE_API int scree_update_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,
+                                 scree_update_fn fn, void *arg, void *tag)
+{
+        struct api_req *rq;
+
+        if (key_len > t->db->opts.max_key_bytes || !fn)
+                return api_fail(-EINVAL, "a key is 1 to %llu bytes, and an update needs its "
+                                "function", (unsigned long long)t->db->opts.max_key_bytes);
+        rq = areq_new(q, tag, key_len);
+        if (rq) {
+                rq->fn = fn;
+                rq->fn_arg = arg;
+        }
+        return areq_start(rq, t, API_OP_UPDATE, key, key_len, NULL, 0);
+}
