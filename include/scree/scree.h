@@ -49,6 +49,7 @@
 #ifndef SCREE_H
 #define SCREE_H
 
+#include <errno.h>       /* the -errno values the calls return */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
