@@ -6,7 +6,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "engine/api/api_int.h"
+#include "engine/api/req.h"
+#include <stdlib.h>
 
 #define STAT(f) { #f, offsetof(struct eng_shard_stats, f) }
 
@@ -125,4 +126,70 @@ SCREE_API int scree_flush(scree_db *db)
 SCREE_API int scree_compact(scree_db *db)
 {
         return on_every_shard(db, compact_run, "compaction");
+}
+
+/* ---- asynchronous: one request per shard, the last answer delivers ---- */
+
+struct fanout {
+        struct api_req *parent;         /* answered into its queue */
+        _Atomic unsigned left;
+        _Atomic int first_err;
+        struct rx_alien_req *children;  /* [n shards] */
+};
+
+static void child_done(struct rx_alien_req *req)
+{
+        struct fanout *f = req->ctx;
+        int res = (int)req->result, none = 0;
+
+        if (res < 0)
+                atomic_compare_exchange_strong(&f->first_err, &none, res);
+        if (atomic_fetch_sub(&f->left, 1) == 1)
+                api_cq_deliver(f->parent, atomic_load(&f->first_err));
+}
+
+static void fanout_finish(struct api_req *rq, scree_completion *c)
+{
+        struct fanout *f = rq->state;
+
+        free(f->children);
+        free(f);
+}
+
+static int on_every_shard_async(scree_cq *q, enum api_op op,
+                                void (*fn)(struct rx_loop *, struct rx_alien_req *), void *tag)
+{
+        unsigned n = q ? q->db->n : 0;
+        struct fanout *f = calloc(1, sizeof(*f));
+        struct api_req *rq = calloc(1, sizeof(*rq));
+
+        api_clear_error();
+        if (!q || !f || !rq || !(f->children = calloc(n, sizeof(*f->children)))) {
+                free(f);
+                free(rq);
+                return q ? -ENOMEM : -EINVAL;
+        }
+        *rq = (struct api_req){ .db = q->db, .cq = q, .op = op, .tag = tag, .state = f,
+                                .finish = fanout_finish };
+        f->parent = rq;
+        atomic_init(&f->left, n);
+        atomic_init(&f->first_err, 0);
+        api_cq_submitted(q);
+        for (unsigned s = 0; s < n; s++) {
+                f->children[s] = (struct rx_alien_req){ .run = fn, .complete = child_done,
+                                                        .ctx = f };
+                if (rx_smp_alien_submit(q->db->smp, s, &f->children[s]) < 0)
+                        rx_alien_complete(&f->children[s], -SCREE_ESHUTDOWN);
+        }
+        return 0;
+}
+
+SCREE_API int scree_flush_async(scree_cq *q, void *tag)
+{
+        return on_every_shard_async(q, API_OP_FLUSH, flush_run, tag);
+}
+
+SCREE_API int scree_compact_async(scree_cq *q, void *tag)
+{
+        return on_every_shard_async(q, API_OP_COMPACT, compact_run, tag);
 }

@@ -46,6 +46,12 @@ enum api_op {
         API_OP_WRITE = SCREE_OP_WRITE,
         API_OP_SCAN = SCREE_OP_SCAN,
         API_OP_DELETE_RANGE = SCREE_OP_DELETE_RANGE,
+        API_OP_MKDIR = SCREE_OP_MKDIR,
+        API_OP_RMDIR = SCREE_OP_RMDIR,
+        API_OP_TABLE_CREATE = SCREE_OP_TABLE_CREATE,
+        API_OP_TABLE_DROP = SCREE_OP_TABLE_DROP,
+        API_OP_FLUSH = SCREE_OP_FLUSH,
+        API_OP_COMPACT = SCREE_OP_COMPACT,
 };
 
 /* The settings scree_options holds, parsed. */
@@ -138,5 +144,11 @@ int64_t api_on_shard(struct scree_db *db, unsigned i,
  * for: fn makes the next snapshot from cur. 0 or the change's error
  * (message in scree_last_error). Host thread. */
 int api_catalog_change(struct scree_db *db, eng_cat_change_fn fn, void *ctx);
+
+/* The same, answered into q (op and tag for the completion); ctx is
+ * freed with ctx_free (may be NULL) once the change is over, also on
+ * failure to start. 0 or <0. Any thread. */
+int api_catalog_change_async(scree_cq *q, enum api_op op, eng_cat_change_fn fn, void *ctx,
+                             void (*ctx_free)(void *ctx), void *tag);
 
 #endif

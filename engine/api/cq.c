@@ -75,14 +75,42 @@ void api_cq_deliver(struct api_req *rq, int res)
                 wake(q);
 }
 
+/* Keeps a completion's message until the next poll. */
+static const char *message_keep(scree_cq *q, char *m)
+{
+        if (!m)
+                return "";
+        if (q->n_messages == q->messages_cap) {
+                size_t cap = q->messages_cap ? q->messages_cap * 2 : 8;
+                char **p = realloc(q->messages, cap * sizeof(*p));
+
+                if (!p) {
+                        free(m);
+                        return "out of memory";
+                }
+                q->messages = p;
+                q->messages_cap = cap;
+        }
+        q->messages[q->n_messages++] = m;
+        return m;
+}
+
+static void messages_free(scree_cq *q)
+{
+        for (size_t i = 0; i < q->n_messages; i++)
+                free(q->messages[i]);
+        q->n_messages = 0;
+}
+
 /* Moves rq's result into c and frees rq. */
-static void complete_into(struct api_req *rq, scree_completion *c)
+static void complete_into(scree_cq *q, struct api_req *rq, scree_completion *c)
 {
         *c = (scree_completion){ .tag = rq->tag, .op = (enum scree_op)rq->op, .res = rq->res };
         if (rq->op == API_OP_GET && rq->res == 0)
                 c->value = rq->value;
         if (rq->finish)
                 rq->finish(rq, c);
+        c->message = message_keep(q, rq->message);
         free(rq);
 }
 
@@ -90,6 +118,7 @@ SCREE_API int scree_cq_poll(scree_cq *q, scree_completion *out, int max)
 {
         int n = 0;
 
+        messages_free(q);
         if (q->host_armed && !atomic_load_explicit(&q->armed, memory_order_acquire)) {
                 uint64_t v;
 
@@ -102,7 +131,7 @@ SCREE_API int scree_cq_poll(scree_cq *q, scree_completion *out, int max)
                 struct rx_mpsc_node *node = q->backlog;
 
                 q->backlog = node->next;
-                complete_into(container_of(node, struct api_req, cq_node), &out[n++]);
+                complete_into(q, container_of(node, struct api_req, cq_node), &out[n++]);
                 q->pending--;
         }
         if (q->backlog) {
@@ -159,6 +188,8 @@ SCREE_API void scree_cq_free(scree_cq *q)
                 if (n < 0)
                         break;
         }
+        messages_free(q);
+        free(q->messages);
         close(q->efd);
         free(q);
 }

@@ -15,7 +15,7 @@
 
 #include "base/log.h"
 #include "base/time.h"
-#include "engine/api/api_int.h"
+#include "engine/api/req.h"
 #include "engine/fs.h"
 #include "engine/xtxn_resolve.h"
 
@@ -128,6 +128,9 @@ struct eng_shard *api_engine_of(struct rx_loop *loop)
 struct change {
         struct eng_cat_change ch;
         struct rx_alien_req *req;
+        bool keep_message;              /* asynchronous: copy the error for the completion */
+        char *message;
+        void (*ctx_free)(void *ctx);
 };
 
 static void change_done(struct eng_cat_change *ch)
@@ -137,6 +140,8 @@ static void change_done(struct eng_cat_change *ch)
 
         if (ch->res == 0)
                 api_catalog_publish(sh0->db, ch->svc->head);
+        else if (c->keep_message)
+                c->message = strdup(ch->err[0] ? ch->err : scree_strerror(ch->res));
         rx_alien_complete(c->req, ch->res);
 }
 
@@ -159,6 +164,52 @@ int api_catalog_change(struct scree_db *db, eng_cat_change_fn fn, void *ctx)
         r = (int)api_on_shard(db, 0, change_run, &c);
         if (r < 0)
                 return api_fail(r, "%s", c.ch.err[0] ? c.ch.err : scree_strerror(r));
+        return 0;
+}
+
+static void change_run_async(struct rx_loop *loop, struct rx_alien_req *ar)
+{
+        struct api_req *rq = container_of(ar, struct api_req, ar);
+
+        ar->ctx = rq->state;
+        change_run(loop, ar);
+}
+
+static void change_finish(struct api_req *rq, scree_completion *comp)
+{
+        struct change *c = rq->state;
+
+        rq->message = c->message;
+        if (c->ctx_free)
+                c->ctx_free(c->ch.ctx);
+        free(c);
+}
+
+int api_catalog_change_async(scree_cq *q, enum api_op op, eng_cat_change_fn fn, void *ctx,
+                             void (*ctx_free)(void *ctx), void *tag)
+{
+        struct api_req *rq = calloc(1, sizeof(*rq));
+        struct change *c = calloc(1, sizeof(*c));
+        int r;
+
+        if (!rq || !c) {
+                free(rq);
+                free(c);
+                if (ctx_free)
+                        ctx_free(ctx);
+                return -ENOMEM;
+        }
+        *c = (struct change){ .ch = { .fn = fn, .done = change_done, .ctx = ctx },
+                              .keep_message = true, .ctx_free = ctx_free };
+        *rq = (struct api_req){ .db = q->db, .cq = q, .op = op, .tag = tag, .state = c,
+                                .run = change_run_async, .finish = change_finish };
+        r = api_req_send(rq, 0);
+        if (r < 0) {
+                change_finish(rq, NULL);
+                free(rq);
+                return r;
+        }
+        api_cq_submitted(q);
         return 0;
 }
 

@@ -25,6 +25,8 @@ struct scree_cq {
         bool host_armed;                /* it armed the queue and has not seen efd since */
         uint64_t pending;               /* submitted, not polled */
         struct rx_mpsc_node *backlog;   /* taken, not yet handed out (oldest first) */
+        char **messages;                /* handed out by the last poll; freed by the next */
+        size_t n_messages, messages_cap;
 };
 
 struct api_req {
@@ -67,6 +69,7 @@ struct api_req {
         /* Optional: fills a completion's results from state and frees
          * state (the queue's thread, at poll). */
         void (*finish)(struct api_req *rq, scree_completion *c);
+        char *message;                  /* set by finish: the completion's (heap) */
 };
 
 /* Sends rq to shard and waits for its result, following a moved key to

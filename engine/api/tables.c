@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/api/api_int.h"
+#include "engine/api/req.h"
 #include "engine/catalog_options.h"
 
 /* ---- keys ---- */
@@ -61,10 +61,14 @@ SCREE_API size_t scree_key_prefix_end(const void *prefix, size_t len, void *dst,
 
 /* ---- changes ---- */
 
+/* A catalog change; a synchronous call's borrows path, an asynchronous
+ * one's owns a copy (tc_copy). */
 struct table_change {
-        const char *path;
         int kind;                       /* 0 mkdir, 1 rmdir, 2 create, 3 drop */
-        const struct eng_catalog_table_spec *spec;
+        const char *path;
+        struct eng_catalog_table_spec spec;     /* create */
+        enum eng_tuple_type parts[ENG_CATALOG_MAX_PARTS];
+        char *owned_path;
 };
 
 static int change_fn(struct eng_cat_change *ch, const struct eng_catalog *cur,
@@ -78,35 +82,95 @@ static int change_fn(struct eng_cat_change *ch, const struct eng_catalog *cur,
         case 1:
                 return eng_catalog_rmdir(cur, tc->path, ret, ch->err, sizeof(ch->err));
         case 2:
-                return eng_catalog_create_table(cur, tc->spec, ret, NULL, ch->err, sizeof(ch->err));
+                return eng_catalog_create_table(cur, &tc->spec, ret, NULL, ch->err,
+                                                sizeof(ch->err));
         default:
                 return eng_catalog_drop_table(cur, tc->path, ret, ch->err, sizeof(ch->err));
         }
 }
 
-static int change(scree_db *db, int kind, const char *path, const struct eng_catalog_table_spec *s)
+static void tc_free(void *arg)
 {
-        struct table_change tc = { .path = path, .kind = kind, .spec = s };
+        struct table_change *tc = arg;
+
+        free(tc->owned_path);
+        free(tc);
+}
+
+/* A heap copy of tc that owns its path; NULL on out of memory. */
+static struct table_change *tc_copy(const struct table_change *tc)
+{
+        struct table_change *c = malloc(sizeof(*c));
+
+        if (!c)
+                return NULL;
+        *c = *tc;
+        c->owned_path = strdup(tc->path);
+        if (!c->owned_path) {
+                free(c);
+                return NULL;
+        }
+        c->path = c->owned_path;
+        c->spec.path = c->owned_path;
+        c->spec.parts = c->parts;
+        return c;
+}
+
+static const enum api_op change_op[] = { API_OP_MKDIR, API_OP_RMDIR, API_OP_TABLE_CREATE,
+                                         API_OP_TABLE_DROP };
+
+/* Makes change tc: waited for (q NULL) or answered into q. */
+static int change(scree_db *db, scree_cq *q, struct table_change *tc, void *tag)
+{
+        struct table_change *c;
+
+        if (!tc->path)
+                return api_fail(-EINVAL, "no path");
+        if (!q)
+                return api_catalog_change(db, change_fn, tc);
+        if (!(c = tc_copy(tc)))
+                return -ENOMEM;
+        return api_catalog_change_async(q, change_op[tc->kind], change_fn, c, tc_free, tag);
+}
+
+static int path_change(scree_db *db, scree_cq *q, int kind, const char *path, void *tag)
+{
+        struct table_change tc = { .kind = kind, .path = path };
 
         api_clear_error();
-        if (!path)
-                return api_fail(-EINVAL, "no path");
-        return api_catalog_change(db, change_fn, &tc);
+        if (q && !db)
+                db = q->db;
+        return change(db, q, &tc, tag);
 }
 
 SCREE_API int scree_mkdir(scree_db *db, const char *path)
 {
-        return change(db, 0, path, NULL);
+        return path_change(db, NULL, 0, path, NULL);
 }
 
 SCREE_API int scree_rmdir(scree_db *db, const char *path)
 {
-        return change(db, 1, path, NULL);
+        return path_change(db, NULL, 1, path, NULL);
 }
 
 SCREE_API int scree_table_drop(scree_db *db, const char *path)
 {
-        return change(db, 3, path, NULL);
+        return path_change(db, NULL, 3, path, NULL);
+}
+
+SCREE_API int scree_mkdir_async(scree_cq *q, const char *path, void *tag)
+{
+        return q ? path_change(NULL, q, 0, path, tag) : -EINVAL;
+}
+
+SCREE_API int scree_rmdir_async(scree_cq *q, const char *path, void *tag)
+{
+        return q ? path_change(NULL, q, 1, path, tag) : -EINVAL;
+}
+
+SCREE_API int scree_table_drop_async(scree_cq *q, const char *path, void *tag)
+{
+        return q ? path_change(NULL, q, 3, path, tag) : -EINVAL;
 }
 
 /* spec's options text ("NAME value ...") onto o. */
@@ -143,13 +207,12 @@ static int options_parse(const char *text, struct eng_catalog_options *o)
         return 0;
 }
 
-SCREE_API int scree_table_create(scree_db *db, const scree_table_spec *spec)
+/* The catalog's spec for spec, into tc. 0 or -EINVAL with a message. */
+static int spec_build(const scree_table_spec *spec, struct table_change *tc)
 {
-        enum eng_tuple_type parts[ENG_CATALOG_MAX_PARTS];
-        struct eng_catalog_table_spec s;
+        struct eng_catalog_table_spec *s = &tc->spec;
         int r;
 
-        api_clear_error();
         if (!spec || !spec->path)
                 return api_fail(-EINVAL, "no table spec or path");
         if (spec->n_parts > ENG_CATALOG_MAX_PARTS || (spec->n_parts && !spec->parts))
@@ -162,26 +225,53 @@ SCREE_API int scree_table_create(scree_db *db, const scree_table_spec *spec)
                     spec->parts[i] != SCREE_BYTES)
                         return api_fail(-EINVAL, "part %zu: a part is SCREE_I64, SCREE_U64 or "
                                         "SCREE_BYTES", i + 1);
-                parts[i] = (enum eng_tuple_type)spec->parts[i];
+                tc->parts[i] = (enum eng_tuple_type)spec->parts[i];
         }
-        s = (struct eng_catalog_table_spec){
+        if (!spec->n_parts)
+                tc->parts[0] = ENG_TUPLE_BYTES;
+        tc->kind = 2;
+        tc->path = spec->path;
+        *s = (struct eng_catalog_table_spec){
                 .path = spec->path,
                 .key_format = spec->n_parts ? ENG_CATALOG_KEYS_TUPLE : ENG_CATALOG_KEYS_RAW,
                 .mode = spec->hash_parts ? ENG_CATALOG_HASHED : ENG_CATALOG_ORDERED,
                 .n_parts = spec->n_parts ? (uint32_t)spec->n_parts : 1,
-                .parts = parts,
+                .parts = tc->parts,
                 .hash_parts = (uint32_t)spec->hash_parts,
                 .options = eng_catalog_options_default(),
                 .n_tablets = spec->tablets,
         };
-        if (!spec->n_parts)
-                parts[0] = ENG_TUPLE_BYTES;
-        if ((r = options_parse(spec->options, &s.options)) < 0)
+        if ((r = options_parse(spec->options, &s->options)) < 0)
                 return r;
-        if (s.n_tablets > s.options.min_tablets)
-                s.options.min_tablets = s.n_tablets < s.options.max_tablets ? s.n_tablets
-                                                                            : s.options.max_tablets;
-        return change(db, 2, spec->path, &s);
+        /* A table pre-split into n tablets keeps at least n (as TABLE.CREATE). */
+        if (s->n_tablets > s->options.min_tablets)
+                s->options.min_tablets = s->n_tablets < s->options.max_tablets
+                                                 ? s->n_tablets : s->options.max_tablets;
+        return 0;
+}
+
+SCREE_API int scree_table_create(scree_db *db, const scree_table_spec *spec)
+{
+        struct table_change tc;
+        int r;
+
+        api_clear_error();
+        if ((r = spec_build(spec, &tc)) < 0)
+                return r;
+        return change(db, NULL, &tc, NULL);
+}
+
+SCREE_API int scree_table_create_async(scree_cq *q, const scree_table_spec *spec, void *tag)
+{
+        struct table_change tc;
+        int r;
+
+        api_clear_error();
+        if (!q)
+                return api_fail(-EINVAL, "no completion queue");
+        if ((r = spec_build(spec, &tc)) < 0)
+                return r;
+        return change(q->db, q, &tc, tag);
 }
 
 /* ---- reads ---- */

@@ -453,7 +453,11 @@ SCREE_API int scree_delete_range(scree_table *t, const scree_range *r, uint64_t 
  * the caller's tag -- arrives in the queue later, in any order. A queue
  * is for one thread at a time; operations of several threads need a
  * queue each (as many queues as you like). The asynchronous forms may be
- * called from any thread, shard threads included.
+ * called from any thread, shard threads included. Every operation that
+ * waits for the shards has one; scree_list and scree_table_open read the
+ * caller's catalog snapshot and never wait; scree_table_describe and the
+ * counters (scree_stat, scree_stats) ask every shard and are synchronous
+ * only.
  */
 enum scree_op {
         SCREE_OP_PUT = 1,
@@ -463,6 +467,12 @@ enum scree_op {
         SCREE_OP_WRITE,
         SCREE_OP_SCAN,
         SCREE_OP_DELETE_RANGE,
+        SCREE_OP_MKDIR,
+        SCREE_OP_RMDIR,
+        SCREE_OP_TABLE_CREATE,
+        SCREE_OP_TABLE_DROP,
+        SCREE_OP_FLUSH,
+        SCREE_OP_COMPACT,
 };
 
 typedef struct scree_completion {
@@ -475,6 +485,9 @@ typedef struct scree_completion {
         scree_rows *rows;
         /* SCREE_OP_DELETE_RANGE: rows deleted. */
         uint64_t count;
+        /* res < 0: what scree_last_error would have said, or ""; owned by
+         * the queue, valid until its next poll or wait. */
+        const char *message;
 } scree_completion;
 
 /* A new queue. 0 and *ret, -ENOMEM, -EMFILE (no descriptor for its
@@ -520,6 +533,14 @@ SCREE_API int scree_scan_async(scree_cq *q, scree_table *t, const scree_range *r
                                const void *cursor, size_t cursor_len, uint32_t limit, void *tag);
 SCREE_API int scree_delete_range_async(scree_cq *q, scree_table *t, const scree_range *r,
                                        void *tag);
+/* The catalog changes and the maintenance, as their synchronous forms
+ * (path and spec copied). */
+SCREE_API int scree_mkdir_async(scree_cq *q, const char *path, void *tag);
+SCREE_API int scree_rmdir_async(scree_cq *q, const char *path, void *tag);
+SCREE_API int scree_table_create_async(scree_cq *q, const scree_table_spec *spec, void *tag);
+SCREE_API int scree_table_drop_async(scree_cq *q, const char *path, void *tag);
+SCREE_API int scree_flush_async(scree_cq *q, void *tag);
+SCREE_API int scree_compact_async(scree_cq *q, void *tag);
 
 /* ---- statistics and administration ---- */
 

@@ -341,3 +341,44 @@ Test(api_range, a_queue_freed_with_operations_in_flight_drops_their_results)
         scree_cq_free(q);       /* waits for the 500 and frees their values */
         scree_table_close(t);
 }
+
+Test(api_range, catalog_changes_and_maintenance_complete_through_a_queue)
+{
+        static const scree_type parts[] = { SCREE_U64 };
+        scree_table_spec spec = { .path = "/q/t", .n_parts = 1, .parts = parts, .tablets = 4 };
+        scree_completion c[8];
+        scree_cq *q;
+        scree_table *t;
+        uint8_t k[16];
+
+        cr_assert(eq(int, scree_cq_new(db, &q), 0));
+        cr_assert(eq(int, scree_mkdir_async(q, "/q", (void *)(uintptr_t)0), 0));
+        collect(q, c, 1);
+        cr_expect(eq(int, c[0].res, 0));
+        cr_expect(eq(int, c[0].op, SCREE_OP_MKDIR));
+        cr_assert(eq(int, scree_table_create_async(q, &spec, (void *)(uintptr_t)0), 0));
+        spec.path = "/nodir/t";
+        cr_assert(eq(int, scree_table_create_async(q, &spec, (void *)(uintptr_t)1), 0));
+        collect(q, c, 2);
+        cr_expect(eq(int, c[0].res, 0));
+        cr_expect(eq(int, c[1].res, -SCREE_ENOTFOUND));
+        cr_expect(strstr(c[1].message, "nodir") != NULL, "%s", c[1].message);
+        cr_assert(eq(int, scree_table_open(db, "/q/t", &t), 0));
+        for (uint64_t i = 0; i < 100; i++)
+                cr_assert(eq(int, scree_put(t, k, key_u64(k, i), "v", 1, 0), 0));
+        cr_assert(eq(int, scree_flush_async(q, (void *)(uintptr_t)0), 0));
+        cr_assert(eq(int, scree_compact_async(q, (void *)(uintptr_t)1), 0));
+        collect(q, c, 2);
+        cr_expect(eq(int, c[0].res, 0));
+        cr_expect(eq(int, c[0].op, SCREE_OP_FLUSH));
+        cr_expect(eq(int, c[1].res, 0));
+        cr_expect(eq(int, c[1].op, SCREE_OP_COMPACT));
+        scree_table_close(t);
+        cr_assert(eq(int, scree_table_drop_async(q, "/q/t", (void *)(uintptr_t)0), 0));
+        cr_assert(eq(int, scree_rmdir_async(q, "/q", (void *)(uintptr_t)1), 0));
+        collect(q, c, 2);
+        cr_expect(eq(int, c[0].res, 0));
+        cr_expect(eq(int, c[1].res, 0));
+        cr_expect(eq(int, scree_table_open(db, "/q/t", &t), -SCREE_ENOTFOUND));
+        scree_cq_free(q);
+}
