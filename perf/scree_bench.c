@@ -8,16 +8,18 @@
  *
  * --engine scree (the default): one pinned thread per shard, each with
  * its own loop and shard in --dir/shard-N (perf/bench_shard.h);
- * --engine rocksdb (when built with RocksDB): the same workloads with the
- * same measurement through RocksDB's C API, one thread per "shard" on one
- * database (perf/bench_rocksdb.h). Either way every worker works only on
- * the keys it owns (perf/bench_gen.h), so nothing crosses workers.
+ * --engine rocksdb, leveldb or lmdb (when built with the library): the
+ * same workloads with the same measurement through the library's C API,
+ * one thread per "shard" on one database (perf/bench_rocksdb.h,
+ * perf/bench_leveldb.h, perf/bench_lmdb.h). Either way every worker works
+ * only on the keys it owns (perf/bench_gen.h), so nothing crosses workers.
  *
  * The main thread runs the workloads one after another, every worker at
  * once, shows a progress line on a terminal, and prints a row per workload
  * (perf/bench_report.h for what each figure means): a table, --json (one
- * object per workload; perf/engine_vs_rocksdb and perf/durable_vs_fio
- * read it) or --csv; --timeseries FILE adds one CSV line per second.
+ * object per workload; perf/engine_vs_rocksdb, perf/engine_vs_embedded
+ * and perf/durable_vs_fio read it) or --csv; --timeseries FILE adds one
+ * CSV line per second.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,9 +32,12 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/compiler.h"
 #include "base/time.h"
 #include "engine/shard.h"
 #include "perf/args.h"
+#include "perf/bench_leveldb.h"
+#include "perf/bench_lmdb.h"
 #include "perf/bench_report.h"
 #include "perf/bench_rocksdb.h"
 #include "perf/bench_shard.h"
@@ -49,7 +54,7 @@ struct cli {
         enum bench_workload w[MAX_WORKLOADS];
         unsigned n_w;
         enum bench_format fmt;
-        const char *engine;
+        const struct engine_kind *engine;
         const char *timeseries;
         FILE *ts;
         bool progress;
@@ -63,7 +68,8 @@ static void usage(FILE *f)
                 "                      readmissing,seekrandom,deleterandom (the default, in that order),\n"
                 "                      readwhilewriting, ycsba..ycsbf (YCSB's core mixes A-F), or\n"
                 "                      'ycsb' for all six\n"
-                "  --engine scree|rocksdb  (default scree; rocksdb when built with it)\n"
+                "  --engine scree|rocksdb|leveldb|lmdb  (default scree; the others when built\n"
+                "                      with their library)\n"
                 "  --num N             keys (default %u)      --reads N   ops of read workloads (default num)\n"
                 "  --duration S        run each workload S seconds instead of a count\n"
                 "  --key-size N        bytes (default 16)      --value-size N  bytes (default 100)\n"
@@ -71,10 +77,11 @@ static void usage(FILE *f)
                 "                      workloads draw (default uniform; the YCSB mixes their own)\n"
                 "  --zipf-theta X      zipfian and latest exponent, 0 < X < 1 (default 0.99)\n"
                 "  --scan-length N     YCSB E: scans of 1..N entries (default 100)\n"
-                "  --shards N          shards (rocksdb: threads), one pinned thread each (default 1)\n"
+                "  --shards N          shards (the other engines: threads), one pinned thread each\n"
+                "                      (default 1)\n"
                 "  --sync batch|periodic   ack after the log sync, or at once with a timed sync\n"
                 "                      (default periodic: db_bench's sync=0)  --sync-period-ms N (10)\n"
-                "  --inflight N        ops in flight per shard (default 1; rocksdb: always 1)\n"
+                "  --inflight N        ops in flight per shard (default 1; the other engines: always 1)\n"
                 "  --rate N            open loop: N ops/s over all shards, latency from the due time\n"
                 "  --write-rate N      readwhilewriting: the writers' ops/s over all (default flat out);\n"
                 "                      the due writes go together, and a writer with none due waits 1 ms\n"
@@ -215,6 +222,29 @@ static int parse_dist(const char *arg, enum keydist_kind *ret)
         return *ret == KEYDIST_INVALID ? -EINVAL : 0;
 }
 
+/* The engines --engine names, with what to install for each that
+ * scree-bench can be built without. */
+static const struct engine_kind {
+        const char *name, *library, *package;
+        int (*make)(const struct bench_opts *o, struct bench_engine **ret);
+} engine_kinds[] = {
+        { "scree", NULL, NULL, NULL },
+        { "rocksdb", "RocksDB", "librocksdb-dev", bench_rocksdb_new },
+        { "leveldb", "LevelDB", "libleveldb-dev", bench_leveldb_new },
+        { "lmdb", "LMDB", "liblmdb-dev", bench_lmdb_new },
+};
+
+static int parse_engine(struct cli *c, const char *arg)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(engine_kinds); i++) {
+                if (strcmp(arg, engine_kinds[i].name) == 0) {
+                        c->engine = &engine_kinds[i];
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
 /* The flags that take no value, and those that pick among words. */
 static int parse_word_opt(struct cli *c, int ch, const char *arg)
 {
@@ -242,10 +272,7 @@ static int parse_word_opt(struct cli *c, int ch, const char *arg)
                 r = parse_choice(arg, "off", "on", &v);
                 o->prefault = v;
                 return r;
-        case 'E':
-                r = parse_choice(arg, "scree", "rocksdb", &v);
-                c->engine = arg;
-                return r;
+        case 'E': return parse_engine(c, arg);
         case 'D': return parse_dist(arg, &o->k.dist);
         case 'Z': return parse_theta(arg, &o->k.theta);
         case 'd': o->dir = arg; return 0;
@@ -296,7 +323,7 @@ static void defaults(struct cli *c)
 {
         memset(c, 0, sizeof(*c));
         c->idle_poll_us = 50;
-        c->engine = "scree";
+        c->engine = &engine_kinds[0];
         c->o = (struct bench_opts){
                 .k = { .num = DEFAULT_NUM, .key_size = 16, .value_size = 100, .workers = 1,
                        .table = ENG_TABLE_ORDERED, .seek_nexts = 10, .scan_max = 100,
@@ -522,8 +549,8 @@ static int bench_all(struct cli *c, struct bench_engine *e)
 
 static int engine_new(const struct cli *c, struct bench_engine **ret)
 {
-        if (strcmp(c->engine, "rocksdb") == 0)
-                return bench_rocksdb_new(&c->o, ret);
+        if (c->engine->make)
+                return c->engine->make(&c->o, ret);
         return bench_scree_new(&c->o, c->idle_poll_us * NS_PER_US, ret);
 }
 
@@ -547,11 +574,11 @@ int main(int argc, char **argv)
                 bench_timeseries_header(c.ts);
         }
         r = engine_new(&c, &e);
-        if (r == -ENOTSUP)
-                fprintf(stderr, "scree-bench: built without RocksDB (meson -Drocksdb=enabled, "
-                                "apt-get install librocksdb-dev)\n");
+        if (r == -ENOTSUP && c.engine->library)
+                fprintf(stderr, "scree-bench: built without %s (meson -D%s=enabled, apt-get install %s)\n",
+                        c.engine->library, c.engine->name, c.engine->package);
         else if (r < 0)
-                fprintf(stderr, "scree-bench: starting %s: %s\n", c.engine, scree_strerror(r));
+                fprintf(stderr, "scree-bench: starting %s: %s\n", c.engine->name, scree_strerror(r));
         else
                 r = bench_all(&c, e);
         if (e)
