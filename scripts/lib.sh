@@ -3,12 +3,13 @@
 # Idempotent: with everything present it installs nothing and ninja rebuilds
 # only what changed.
 
-BUILD_PACKAGES="gcc pkg-config meson ninja-build liburing-dev libjemalloc-dev libxxhash-dev"
+BUILD_PACKAGES="gcc pkg-config meson ninja-build liburing-dev libjemalloc-dev libxxhash-dev libhttp-parser-dev"
 # librocksdb-dev, libleveldb-dev, liblmdb-dev: scree-bench --engine rocksdb|leveldb|lmdb
 # (meson options rocksdb, leveldb, lmdb, auto) and their smoke tests, perf/engine_vs_embedded;
 # redis-server and gnuplot-nox: perf/compare's smoke test (tests/perf/test_compare.py);
-# prometheus-redis-exporter: tests/integration/test_info.py scrapes scree through it
-TEST_PACKAGES="libcriterion-dev python3 python3-pytest python3-redis redis-tools librocksdb-dev libleveldb-dev liblmdb-dev redis-server gnuplot-nox prometheus-redis-exporter"
+# prometheus-redis-exporter: tests/integration/test_info.py scrapes scree through it;
+# curl: proxy/tests drive scree-proxy with it
+TEST_PACKAGES="curl libcriterion-dev python3 python3-pytest python3-redis redis-tools librocksdb-dev libleveldb-dev liblmdb-dev redis-server gnuplot-nox prometheus-redis-exporter"
 
 as_root() {
         if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

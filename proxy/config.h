@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * scree-proxy's settings: the command line (docs/proxy.md, "Running
+ * it"), parsed into a struct px_config that the main thread fills once
+ * and the workers then only read.
+ */
+#ifndef SCREE_PROXY_CONFIG_H
+#define SCREE_PROXY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PX_MAX_ORIGINS 64
+#define PX_HOST_BYTES 256
+
+/* Who may PURGE. */
+enum px_purge_from {
+        PX_PURGE_LOCAL = 0,     /* loopback peers only (the default) */
+        PX_PURGE_ANY,
+        PX_PURGE_NONE,
+};
+
+struct px_hostport {
+        char host[PX_HOST_BYTES];       /* as given, without [] around IPv6 */
+        uint16_t port;
+};
+
+struct px_config {
+        struct px_hostport listen;
+        struct px_hostport origins[PX_MAX_ORIGINS];
+        unsigned n_origins;
+        const char *dir;
+        unsigned threads;               /* 0: one per CPU */
+        unsigned shards;                /* 0: as the directory was made, else half the CPUs */
+        const char *memory;             /* NULL: the library's default */
+        uint64_t default_ttl_s;
+        uint64_t max_object_bytes;
+        bool metrics;
+        struct px_hostport metrics_at;
+        bool sync_batch;
+        uint64_t max_header_bytes, max_body_bytes;
+        uint64_t header_timeout_ns, idle_timeout_ns, origin_timeout_ns;
+        enum px_purge_from purge_from;
+};
+
+/* The largest --max-object: the library's value limit less room for the
+ * stored head (object.h). */
+#define PX_MAX_OBJECT_LIMIT ((uint64_t)16 * 1024 * 1024 - 256 * 1024)
+
+/*
+ * Parses argv into *cfg (strings point into argv). Returns 0; 1 when
+ * --help or --version printed its text to stdout (exit 0); or -EINVAL
+ * with a one-line message in err (err_len bytes) for bad arguments
+ * (exit 2).
+ */
+int px_config_parse(int argc, char **argv, struct px_config *cfg, char *err, size_t err_len);
+
+/* Parses "host:port", "[v6]:port" or ":port"/"port" (host 127.0.0.1)
+ * into *ret. 0 or -EINVAL. */
+int px_hostport_parse(const char *s, struct px_hostport *ret);
+
+#endif

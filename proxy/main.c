@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * scree-proxy: an HTTP/1.1 caching reverse proxy on libscree
+ * (docs/proxy.md). The main thread parses the command line (bad
+ * arguments: a message and exit status 2), resolves the origins, binds
+ * one SO_REUSEPORT listening socket per worker (and the metrics one),
+ * opens the cache's scree database and its table (/proxy/objects:
+ * byte-string keys, ordered), starts the workers (worker.h), prints the
+ * line "scree-proxy: listening on HOST:PORT ...", and waits for SIGINT or
+ * SIGTERM; then it stops the workers (each closes its connections and
+ * waits for its scree operations), closes the table and the database
+ * (every acknowledged store is in its commit log) and exits 0. A failure
+ * to start exits 1 with a line naming the cause.
+ *
+ * The shard count of a scree database is fixed when it is made; the
+ * proxy records it in DIR/scree-proxy.shards and opens with it later.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <scree/scree.h>
+
+#include "proxy/config.h"
+#include "proxy/flight.h"
+#include "proxy/origin.h"
+#include "proxy/proxy_int.h"
+#include "proxy/worker.h"
+
+#define TABLE_DIR "/proxy"
+#define TABLE_PATH "/proxy/objects"
+#define SHARDS_FILE "scree-proxy.shards"
+
+static unsigned cpu_count(void)
+{
+        cpu_set_t set;
+
+        if (sched_getaffinity(0, sizeof(set), &set) < 0 || CPU_COUNT(&set) < 1)
+                return 1;
+        return (unsigned)CPU_COUNT(&set);
+}
+
+/* A listening socket on hp (port instead of hp's when nonzero). */
+static int listen_on(const struct px_hostport *hp, uint16_t port, uint16_t *ret_port)
+{
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        char service[8];
+        int fd, one = 1, r;
+
+        snprintf(service, sizeof(service), "%u", port ? port : hp->port);
+        r = getaddrinfo(hp->host, service, &hints, &ai);
+        if (r != 0) {
+                fprintf(stderr, "scree-proxy: cannot listen on %s:%u: %s\n", hp->host, hp->port,
+                        gai_strerror(r));
+                return -EINVAL;
+        }
+        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+            bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 4096) < 0 ||
+            getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+                r = -errno;
+                fprintf(stderr, "scree-proxy: cannot listen on %s:%u: %s\n", hp->host,
+                        port ? port : hp->port, strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+                freeaddrinfo(ai);
+                return r;
+        }
+        freeaddrinfo(ai);
+        *ret_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                   : ((struct sockaddr_in *)&ss)->sin_port);
+        return fd;
+}
+
+/* The shard count DIR was made with (0: none recorded). */
+static unsigned shards_recorded(const char *dir)
+{
+        char path[4200], buf[16] = "";
+        unsigned n = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, SHARDS_FILE);
+        f = fopen(path, "r");
+        if (!f)
+                return 0;
+        if (fgets(buf, sizeof(buf), f))
+                n = (unsigned)strtoul(buf, NULL, 10);
+        fclose(f);
+        return n <= 256 ? n : 0;
+}
+
+static void shards_record(const char *dir, unsigned n)
+{
+        char path[4200];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, SHARDS_FILE);
+        f = fopen(path, "w");
+        if (f) {
+                fprintf(f, "%u\n", n);
+                fclose(f);
+        }
+}
+
+static int db_open(const struct px_config *cfg, unsigned shards, scree_db **ret)
+{
+        scree_options *o = scree_options_new();
+        char v[32];
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        snprintf(v, sizeof(v), "%u", shards);
+        r = scree_options_set(o, "smp", v);
+        if (r == 0 && cfg->memory)
+                r = scree_options_set(o, "memory", cfg->memory);
+        if (r == 0)
+                r = scree_options_set(o, "commitlog-sync", cfg->sync_batch ? "batch" : "periodic");
+        snprintf(v, sizeof(v), "%llu", (unsigned long long)(cfg->max_object_bytes + 256 * 1024));
+        if (r == 0)
+                r = scree_options_set(o, "max-value-bytes", v);
+        if (r == 0)
+                r = scree_open(cfg->dir, o, ret);
+        scree_options_free(o);
+        return r;
+}
+
+/* Creates the cache's table if missing and opens it. */
+static int table_open(scree_db *db, unsigned shards, scree_table **ret)
+{
+        scree_table_spec spec = { .path = TABLE_PATH, .n_parts = 0, .tablets = shards };
+        scree_table_info info;
+        int r;
+
+        r = scree_mkdir(db, TABLE_DIR);
+        if (r < 0 && r != -EEXIST)
+                return r;
+        r = scree_table_create(db, &spec);
+        if (r < 0 && r != -EEXIST)
+                return r;
+        r = scree_table_describe(db, TABLE_PATH, &info);
+        if (r == 0 && (info.n_parts != 0 || info.hash_parts != 0)) {
+                fprintf(stderr, "scree-proxy: %s is not the proxy's table (byte-string keys)\n",
+                        TABLE_PATH);
+                return -EINVAL;
+        }
+        return r < 0 ? r : scree_table_open(db, TABLE_PATH, ret);
+}
+
+struct proxy {
+        struct px_config cfg;
+        struct px_shared sh;
+        struct px_origin *origins;
+        int *lfds, mfd;
+        uint16_t port, metrics_port;
+        unsigned shards;
+};
+
+static int listeners_open(struct proxy *p)
+{
+        unsigned n = p->sh.n_workers;
+
+        p->lfds = calloc(n, sizeof(*p->lfds));
+        if (!p->lfds)
+                return -ENOMEM;
+        for (unsigned i = 0; i < n; i++)
+                p->lfds[i] = -1;
+        for (unsigned i = 0; i < n; i++) {
+                p->lfds[i] = listen_on(&p->cfg.listen, p->port, &p->port);
+                if (p->lfds[i] < 0)
+                        return p->lfds[i];
+        }
+        p->mfd = -1;
+        if (p->cfg.metrics) {
+                p->mfd = listen_on(&p->cfg.metrics_at, 0, &p->metrics_port);
+                if (p->mfd < 0)
+                        return p->mfd;
+        }
+        return 0;
+}
+
+/* Opens the database and its table; 0 or an error (reported). */
+static int cache_open(struct proxy *p)
+{
+        const struct px_config *cfg = &p->cfg;
+        unsigned have = shards_recorded(cfg->dir);
+        unsigned half = cpu_count() / 2;
+        int r;
+
+        if (have && cfg->shards && cfg->shards != have) {
+                fprintf(stderr, "scree-proxy: %s was made with --shards %u (the count is fixed "
+                        "when the cache is made)\n", cfg->dir, have);
+                return -EINVAL;
+        }
+        p->shards = have ? have : cfg->shards ? cfg->shards : half ? half : 1;
+        r = db_open(cfg, p->shards, &p->sh.db);
+        if (r < 0) {
+                fprintf(stderr, "scree-proxy: cannot open the cache in %s: %s\n", cfg->dir,
+                        *scree_last_error() ? scree_last_error() : scree_strerror(r));
+                return r;
+        }
+        if (!have)
+                shards_record(cfg->dir, p->shards);
+        r = table_open(p->sh.db, p->shards, &p->sh.table);
+        if (r < 0)
+                fprintf(stderr, "scree-proxy: cannot open table %s: %s\n", TABLE_PATH,
+                        *scree_last_error() ? scree_last_error() : scree_strerror(r));
+        return r;
+}
+
+static int workers_start(struct proxy *p)
+{
+        struct px_shared *sh = &p->sh;
+        int r;
+
+        sh->workers = calloc(sh->n_workers, sizeof(*sh->workers));
+        sh->flights = px_flights_new();
+        if (!sh->workers || !sh->flights)
+                return -ENOMEM;
+        for (unsigned i = 0; i < sh->n_workers; i++) {
+                r = px_worker_new(sh, i, p->lfds[i], i == 0 ? p->mfd : -1, &sh->workers[i]);
+                p->lfds[i] = -1;
+                if (i == 0)
+                        p->mfd = -1;
+                if (r < 0) {
+                        fprintf(stderr, "scree-proxy: cannot make worker %u: %s\n", i,
+                                scree_strerror(r));
+                        return r;
+                }
+        }
+        for (unsigned i = 0; i < sh->n_workers; i++) {
+                r = px_worker_start(sh->workers[i]);
+                if (r < 0) {
+                        fprintf(stderr, "scree-proxy: cannot start a thread: %s\n", strerror(-r));
+                        sh->n_workers = i;
+                        return r;
+                }
+        }
+        return 0;
+}
+
+static void stop(struct proxy *p, bool started)
+{
+        struct px_shared *sh = &p->sh;
+
+        atomic_store(&sh->stop, true);
+        for (unsigned i = 0; started && sh->workers && i < sh->n_workers; i++)
+                px_worker_wake(sh->workers[i]);
+        for (unsigned i = 0; started && sh->workers && i < sh->n_workers; i++)
+                px_worker_join(sh->workers[i]);
+        for (unsigned i = 0; sh->workers && i < sh->n_workers; i++)
+                px_worker_free(sh->workers[i]);
+        free(sh->workers);
+        px_flights_free(sh->flights);
+        for (unsigned i = 0; p->lfds && i < sh->n_workers; i++)
+                if (p->lfds[i] >= 0)
+                        close(p->lfds[i]);
+        if (p->mfd >= 0)
+                close(p->mfd);
+        free(p->lfds);
+        scree_table_close(sh->table);
+        if (sh->db && scree_close(sh->db) < 0)
+                fprintf(stderr, "scree-proxy: closing the cache: %s\n", scree_last_error());
+        free(p->origins);
+}
+
+static void announce(const struct proxy *p)
+{
+        fprintf(stderr, "scree-proxy: listening on %s:%u (%u threads), ", p->cfg.listen.host,
+                p->port, p->sh.n_workers);
+        if (p->cfg.metrics)
+                fprintf(stderr, "metrics on %s:%u, ", p->cfg.metrics_at.host, p->metrics_port);
+        fprintf(stderr, "cache in %s (%u shards, %s sync), %u origin%s\n", p->cfg.dir, p->shards,
+                p->cfg.sync_batch ? "batch" : "periodic", p->sh.n_origins,
+                p->sh.n_origins > 1 ? "s" : "");
+}
+
+int main(int argc, char **argv)
+{
+        static struct proxy p = { .mfd = -1 };
+        char err[512];
+        sigset_t sigs;
+        int r, sig;
+
+        r = px_config_parse(argc, argv, &p.cfg, err, sizeof(err));
+        if (r != 0) {
+                if (r < 0)
+                        fprintf(stderr, "scree-proxy: %s\n", err);
+                return r < 0 ? 2 : 0;
+        }
+        if (px_origins_resolve(&p.cfg, &p.origins) < 0)
+                return 2;
+        signal(SIGPIPE, SIG_IGN);
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGINT);
+        sigaddset(&sigs, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL);        /* the threads inherit it */
+        p.sh = (struct px_shared){ .cfg = &p.cfg, .origins = p.origins,
+                                   .n_origins = p.cfg.n_origins,
+                                   .n_workers = p.cfg.threads ? p.cfg.threads : cpu_count() };
+        if (listeners_open(&p) < 0 || cache_open(&p) < 0 || workers_start(&p) < 0) {
+                stop(&p, true);
+                return 1;
+        }
+        announce(&p);
+        do
+                r = sigwait(&sigs, &sig);
+        while (r == EINTR);
+        fprintf(stderr, "scree-proxy: stopping (signal %d)\n", sig);
+        stop(&p, true);
+        return 0;
+}
