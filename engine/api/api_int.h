@@ -86,6 +86,7 @@ struct api_shard {
         struct eng_shard *eng;
         _Atomic int state;              /* enum api_shard_state */
         int open_err;
+        int start_err;                  /* shard 0: the catalog store's start failed */
         bool made_dir;
         bool wrote;                     /* its engine took a write (set at close) */
         struct rx_timer tick;

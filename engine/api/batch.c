@@ -189,6 +189,8 @@ SCREE_API int scree_write(scree_db *db, const scree_batch *b)
                 r = api_xbatch_start(&rq, x, &waiter);
                 if (r == 0)
                         r = (int)rx_alien_wait(&waiter);
+                if (r == -EIO)
+                        api_fail(r, "%s", API_DECIDED_MSG);
                 api_xbatch_free(x);
         }
         free(m);

@@ -8,9 +8,23 @@
  * The queue's thread takes them all with one exchange. So a busy queue
  * costs no system call per completion; an idle one costs one write and
  * one read per wake-up.
+ *
+ * The protocol: the queue starts armed. Whoever is to write an event
+ * counts it in `woken` first; a poll reads the eventfd only when `woken`
+ * is ahead of what it read (`drained`) -- so a busy queue makes no system
+ * call, and a write that lands after a poll's read is read by the next
+ * poll: one spurious wake-up at most, never a descriptor that stays
+ * readable with nothing queued. It then takes what was pushed; when it
+ * handed everything out it arms the queue again and looks once more (a
+ * push between its take and its arming wrote no event: Dekker, with a
+ * full fence on both sides); when some remain it writes an event itself
+ * so that the descriptor stays readable.
+ * A shard counts itself in `delivering` from its push to its write, and
+ * scree_cq_free waits for none to be left before it closes the eventfd.
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -34,6 +48,7 @@ SCREE_API int scree_cq_new(scree_db *db, scree_cq **ret)
                 return api_fail(r, "no eventfd for a completion queue: %s", scree_strerror(r));
         }
         rx_mpsc_init(&q->done);
+        atomic_init(&q->armed, true);   /* nothing waits yet: the first push wakes */
         q->db = db;
         *ret = q;
         return 0;
@@ -58,6 +73,7 @@ static void wake(scree_cq *q)
 {
         uint64_t one = 1;
 
+        atomic_fetch_add_explicit(&q->woken, 1, memory_order_release);
         (void)!write(q->efd, &one, sizeof(one));
 }
 
@@ -66,13 +82,15 @@ void api_cq_deliver(struct api_req *rq, int res)
         scree_cq *q = rq->cq;
 
         rq->res = res;
-        rx_mpsc_push(&q->done, &rq->cq_node);
+        atomic_fetch_add_explicit(&q->delivering, 1, memory_order_relaxed);
+        rx_mpsc_push(&q->done, &rq->cq_node);   /* rq is the queue's from here */
         /* Dekker with the arming in scree_cq_poll: either it sees this
          * push, or this sees it armed. */
         atomic_thread_fence(memory_order_seq_cst);
-        if (atomic_load_explicit(&q->armed, memory_order_seq_cst) &&
+        if (atomic_load_explicit(&q->armed, memory_order_relaxed) &&
             atomic_exchange_explicit(&q->armed, false, memory_order_acq_rel))
                 wake(q);
+        atomic_fetch_sub_explicit(&q->delivering, 1, memory_order_release);
 }
 
 /* Keeps a completion's message until the next poll. */
@@ -118,12 +136,14 @@ SCREE_API int scree_cq_poll(scree_cq *q, scree_completion *out, int max)
 {
         int n = 0;
 
+        if (!q || !out || max <= 0)
+                return -EINVAL;
         messages_free(q);
-        if (q->host_armed && !atomic_load_explicit(&q->armed, memory_order_acquire)) {
+        if (atomic_load_explicit(&q->woken, memory_order_acquire) != q->drained) {
                 uint64_t v;
 
-                (void)!read(q->efd, &v, sizeof(v));     /* a push fired it: clear */
-                q->host_armed = false;
+                if (read(q->efd, &v, sizeof(v)) == sizeof(v))  /* clears it */
+                        q->drained += v;
         }
         if (!q->backlog)
                 q->backlog = rx_mpsc_take_all(&q->done);
@@ -136,12 +156,9 @@ SCREE_API int scree_cq_poll(scree_cq *q, scree_completion *out, int max)
         }
         if (q->backlog) {
                 wake(q);        /* more wait: keep the descriptor readable */
-                q->host_armed = true;
-                atomic_store(&q->armed, false);
-        } else if (n < max && !q->host_armed) {
-                atomic_store_explicit(&q->armed, true, memory_order_seq_cst);
+        } else {
+                atomic_store_explicit(&q->armed, true, memory_order_relaxed);
                 atomic_thread_fence(memory_order_seq_cst);
-                q->host_armed = true;
                 /* A push between the take and the arming wrote no event. */
                 if (!rx_mpsc_is_empty(&q->done) &&
                     atomic_exchange_explicit(&q->armed, false, memory_order_acq_rel))
@@ -155,13 +172,15 @@ SCREE_API int scree_cq_wait(scree_cq *q, scree_completion *out, int max, int tim
         uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
                                            : time_now_ns() + (uint64_t)timeout_ms * NS_PER_MS;
 
+        if (api_off_shard() < 0)
+                return -SCREE_EONSHARD;
         for (;;) {
                 int n = scree_cq_poll(q, out, max);
                 struct pollfd p = { .fd = q->efd, .events = POLLIN };
                 uint64_t now;
                 int wait_ms;
 
-                if (n > 0 || q->pending == 0)
+                if (n != 0 || q->pending == 0)
                         return n;
                 now = time_now_ns();
                 if (now >= deadline)
@@ -188,6 +207,10 @@ SCREE_API void scree_cq_free(scree_cq *q)
                 if (n < 0)
                         break;
         }
+        /* The last shards to deliver may still be between their push and
+         * their write to efd. */
+        while (atomic_load_explicit(&q->delivering, memory_order_acquire))
+                sched_yield();
         messages_free(q);
         free(q->messages);
         close(q->efd);
@@ -245,15 +268,29 @@ static size_t extra_bytes(size_t key_len, size_t value_len)
         return key_len + value_len;
 }
 
+/* The arguments every asynchronous row operation checks before it
+ * copies anything. 0 or -EINVAL with a message. */
+static int async_check(const scree_cq *q, const scree_table *t, const void *key, size_t key_len,
+                       const void *value, size_t value_len)
+{
+        if (!q || !t || (t->db != q->db))
+                return api_fail(-EINVAL, "an asynchronous call needs a queue and a table of its "
+                                "database");
+        if (!key || key_len == 0 || key_len > t->db->opts.max_key_bytes)
+                return api_fail(-EINVAL, "a key is 1 to %llu bytes",
+                                (unsigned long long)t->db->opts.max_key_bytes);
+        return api_value_check(t->db, value, value_len);
+}
+
 SCREE_API int scree_put_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,
                               const void *value, size_t value_len, uint64_t ttl_ms, void *tag)
 {
         struct api_req *rq;
+        int r;
 
-        if (key_len > t->db->opts.max_key_bytes || value_len > t->db->opts.max_value_bytes)
-                return api_fail(-EINVAL, "a key is 1 to %llu bytes, a value 0 to %llu",
-                                (unsigned long long)t->db->opts.max_key_bytes,
-                                (unsigned long long)t->db->opts.max_value_bytes);
+        api_clear_error();
+        if ((r = async_check(q, t, key, key_len, value, value_len)) < 0)
+                return r;
         rq = areq_new(q, tag, extra_bytes(key_len, value_len));
         if (rq) {
                 rq->m.kind = ENG_MUT_PUT;
@@ -266,10 +303,11 @@ SCREE_API int scree_del_async(scree_cq *q, scree_table *t, const void *key, size
                               void *tag)
 {
         struct api_req *rq;
+        int r;
 
-        if (key_len > t->db->opts.max_key_bytes)
-                return api_fail(-EINVAL, "a key is 1 to %llu bytes",
-                                (unsigned long long)t->db->opts.max_key_bytes);
+        api_clear_error();
+        if ((r = async_check(q, t, key, key_len, NULL, 0)) < 0)
+                return r;
         rq = areq_new(q, tag, key_len);
         if (rq)
                 rq->m.kind = ENG_MUT_DEL;
@@ -280,10 +318,11 @@ SCREE_API int scree_get_async(scree_cq *q, scree_table *t, const void *key, size
                               void *tag)
 {
         struct api_req *rq;
+        int r;
 
-        if (key_len > t->db->opts.max_key_bytes)
-                return api_fail(-EINVAL, "a key is 1 to %llu bytes",
-                                (unsigned long long)t->db->opts.max_key_bytes);
+        api_clear_error();
+        if ((r = async_check(q, t, key, key_len, NULL, 0)) < 0)
+                return r;
         rq = areq_new(q, tag, key_len);
         if (rq)
                 rq->want_value = true;
@@ -294,10 +333,13 @@ SCREE_API int scree_update_async(scree_cq *q, scree_table *t, const void *key, s
                                  scree_update_fn fn, void *arg, void *tag)
 {
         struct api_req *rq;
+        int r;
 
-        if (key_len > t->db->opts.max_key_bytes || !fn)
-                return api_fail(-EINVAL, "a key is 1 to %llu bytes, and an update needs its "
-                                "function", (unsigned long long)t->db->opts.max_key_bytes);
+        api_clear_error();
+        if ((r = async_check(q, t, key, key_len, NULL, 0)) < 0)
+                return r;
+        if (!fn)
+                return api_fail(-EINVAL, "an update needs its function");
         rq = areq_new(q, tag, key_len);
         if (rq) {
                 rq->fn = fn;

@@ -236,8 +236,10 @@ static void engine_opened(void *arg, int res, struct eng_shard *s)
         struct api_shard *sh = arg;
         struct rx_alien_req *w = sh->waiter;
 
-        sh->open_err = res;
         sh->eng = res == 0 ? s : NULL;
+        if (res == 0 && sh->start_err < 0)
+                res = sh->start_err;    /* the catalog store: the engine closes at stop */
+        sh->open_err = res;
         atomic_store(&sh->state, res == 0 ? API_SHARD_READY : API_SHARD_FAILED);
         sh->waiter = NULL;
         if (w)
@@ -271,12 +273,15 @@ static void shard_start(struct rx_loop *loop, void *arg)
         rx_timer_arm_after(loop, &sh->tick, TICK_NS);
         sh->fs = eng_fs_direct_new(loop);
         r = sh->fs ? eng_shard_open(loop, sh->fs, &eo, engine_opened, sh) : -ENOMEM;
-        if (r == 0 && sh->id == 0)
-                r = eng_catsvc_start(&db->cat, loop, sh->fs, db->dir);
         if (r < 0) {
                 sh->open_err = r;
                 atomic_store(&sh->state, API_SHARD_FAILED);
+                return;
         }
+        /* The engine's open is under way: a failure here waits for it
+         * (engine_opened), which the close then tears down. */
+        if (sh->id == 0)
+                sh->start_err = eng_catsvc_start(&db->cat, loop, sh->fs, db->dir);
 }
 
 /* Waits (alien) for the shard's engine to open. */
@@ -322,11 +327,12 @@ static void engine_closed(void *arg, int res)
 
 static void close_engine(struct api_shard *sh)
 {
-        if (atomic_load(&sh->state) != API_SHARD_READY) {
+        if (!sh->eng) {
                 engine_closed(sh, 0);
                 return;
         }
         sh->wrote = eng_shard_stats(sh->eng)->writes > 0;
+        atomic_store(&sh->state, API_SHARD_CLOSED);
         if (eng_shard_close(sh->eng, engine_closed, sh) < 0)
                 engine_closed(sh, -EIO);
 }

@@ -19,10 +19,12 @@ struct scree_value {
 struct scree_cq {
         struct rx_mpsc done;            /* answered requests (shards push) */
         _Atomic bool armed;             /* the thread waits: the next push writes efd */
+        _Atomic uint32_t delivering;    /* shards between their push and their wake-up */
+        _Atomic uint64_t woken;         /* events written to efd (or about to be), ever */
         int efd;
         scree_db *db;
         /* the queue's thread's */
-        bool host_armed;                /* it armed the queue and has not seen efd since */
+        uint64_t drained;               /* events read from efd, ever */
         uint64_t pending;               /* submitted, not polled */
         struct rx_mpsc_node *backlog;   /* taken, not yet handed out (oldest first) */
         char **messages;                /* handed out by the last poll; freed by the next */

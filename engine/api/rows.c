@@ -261,6 +261,8 @@ int api_req_prep(struct api_req *rq, scree_table *t, enum api_op op, const void 
         int r;
 
         api_clear_error();
+        if (!t)
+                return api_fail(-EINVAL, "no table");
         if (!rq->cq && (r = api_off_shard()) < 0)
                 return r;
         if ((r = api_key_check(t, key, key_len)) < 0)

@@ -180,21 +180,22 @@ static void clear(uint8_t **p, uint32_t *len)
 
 /* ---- planning a hop ---- */
 
-/* The tablet index of position pos (len bytes) in t. */
-static uint32_t route_pos(const struct eng_catalog_table *t, const uint8_t *pos, uint32_t len)
+/* The tablet index of position pos (len bytes) in t: 0 and *ret, or
+ * -ENOMEM. */
+static int route_pos(const struct eng_catalog_table *t, const uint8_t *pos, uint32_t len,
+                     uint32_t *ret)
 {
         uint8_t small[256], *ik = small;
         size_t n = ENG_TABLE_ID_BYTES + len;
-        uint32_t i;
 
         if (n > sizeof(small) && !(ik = malloc(n)))
-                return 0;       /* a lost hop is re-planned by stop_at_foreign */
+                return -ENOMEM;
         be32_put(ik, t->id);
         memcpy(ik + ENG_TABLE_ID_BYTES, pos, len);
-        i = eng_catalog_route_ikey(t, ik, n);
+        *ret = eng_catalog_route_ikey(t, ik, n);
         if (ik != small)
                 free(ik);
-        return i;
+        return 0;
 }
 
 static const uint8_t *tablet_pos(const struct eng_catalog_table *t, uint32_t i, uint32_t *len)
@@ -213,9 +214,11 @@ static int pos_cmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
  * first tablet of another shard or the range's end. */
 static int plan_fwd(struct scan_op *op, const struct eng_catalog_table *t, unsigned *shard)
 {
-        uint32_t i = op->pos ? route_pos(t, op->pos, op->pos_len) : 0, j, hl;
+        uint32_t i = 0, j, hl;
         const uint8_t *h;
 
+        if (op->pos && route_pos(t, op->pos, op->pos_len, &i) < 0)
+                return -ENOMEM;
         *shard = t->tablets[i].shard;
         for (j = i + 1; j < t->n_tablets && t->tablets[j].shard == *shard; j++)
                 ;
@@ -246,7 +249,8 @@ static int plan_rev(struct scan_op *op, const struct eng_catalog_table *t, unsig
         const uint8_t *h;
 
         if (op->pos) {
-                i = route_pos(t, op->pos, op->pos_len);
+                if (route_pos(t, op->pos, op->pos_len, &i) < 0)
+                        return -ENOMEM;
                 h = tablet_pos(t, i, &hl);
                 if (i > 0 && pos_cmp(op->pos, op->pos_len, h, hl) <= 0)
                         i--;

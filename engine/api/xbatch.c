@@ -18,8 +18,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/time.h"
 #include "engine/api/xbatch.h"
 #include "engine/shard_xtxn.h"
+#include "reactor/timer.h"
+
+/* A commit that finds its shard out of space, or its part still busy, is
+ * tried again this often, this many times (10 s), as the server's
+ * ROW.WRITE does, before the batch is reported as decided but not yet
+ * applied. */
+#define XB_RETRY_NS (100 * NS_PER_MS)
+#define XB_RETRIES 100u
 
 enum xb_phase {
         XB_WRITE,                       /* one part: a plain write */
@@ -45,6 +54,9 @@ struct api_xbatch {
         uint32_t prepared;              /* parts prepared (abort them on failure) */
         uint64_t txn;
         int res;                        /* the batch's outcome once decided against */
+        uint32_t retries;               /* of the commit in flight */
+        struct rx_timer retry;
+        struct api_req *rq;             /* the timer's */
         struct eng_xtxn_op xop;
         struct rx_alien_req *waiter;    /* the synchronous caller's */
 };
@@ -187,6 +199,8 @@ static void xb_end(struct api_req *rq, int res)
 {
         struct api_xbatch *x = rq->state;
 
+        if (res == -EIO && !x->waiter)
+                rq->message = strdup(API_DECIDED_MSG);
         if (x->waiter)
                 rx_alien_complete(x->waiter, res);
         else
@@ -217,6 +231,25 @@ static void abort_next(struct api_req *rq)
         xb_send(rq, XB_ABORT, --x->prepared);
 }
 
+static void retry_fire(struct rx_loop *loop, struct rx_timer *t)
+{
+        struct api_xbatch *x = container_of(t, struct api_xbatch, retry);
+
+        xb_send(x->rq, XB_COMMIT, x->at);
+}
+
+/* Tries the commit of part x->at again after XB_RETRY_NS, from the shard
+ * it failed on. */
+static int commit_retry_arm(struct api_req *rq)
+{
+        struct api_xbatch *x = rq->state;
+
+        x->retries++;
+        x->rq = rq;
+        rx_timer_init(&x->retry, retry_fire, "api:batch commit retry");
+        return rx_timer_arm_after(rq->loop, &x->retry, XB_RETRY_NS);
+}
+
 static void xb_step(struct api_req *rq, int res)
 {
         struct api_xbatch *x = rq->state;
@@ -245,6 +278,10 @@ static void xb_step(struct api_req *rq, int res)
                 return;
         case XB_COMMIT:
                 /* Decided: every part commits, now or at the next open. */
+                if ((res == -ENOSPC || res == -EBUSY) && x->retries < XB_RETRIES && rq->loop &&
+                    commit_retry_arm(rq) == 0)
+                        return;
+                x->retries = 0;
                 if (res < 0 && x->res == 0)
                         x->res = res;
                 if (x->at + 1 < x->n_parts)
@@ -252,7 +289,7 @@ static void xb_step(struct api_req *rq, int res)
                 else if (x->res == 0)
                         xb_send(rq, XB_FORGET, 0);
                 else
-                        xb_end(rq, x->res);
+                        xb_end(rq, x->res == -SCREE_ESHUTDOWN ? x->res : -EIO);
                 return;
         case XB_ABORT:
                 abort_next(rq);

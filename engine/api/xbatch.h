@@ -10,6 +10,10 @@
 
 struct api_xbatch;
 
+/* What -EIO from a batch across shards means. */
+#define API_DECIDED_MSG "the batch is decided but a shard could not apply its part for 10 s " \
+        "(a full disk?): it is applied once the database is next opened, and its rows wait"
+
 /* A batch of n mutations (owner[i]: the shard of m[i]); everything is
  * copied. 0 and *ret, or -ENOMEM. Any thread. */
 int api_xbatch_new(const struct eng_mutation *m, const unsigned *owner, uint32_t n,

@@ -379,8 +379,11 @@ SCREE_API int scree_batch_del(scree_batch *b, scree_table *t, const void *key, s
 SCREE_API size_t scree_batch_count(const scree_batch *b);
 
 /* Writes b atomically. 0 once acknowledged; errors as the row writes'
- * (nothing written), or -EINVAL for an empty batch. b is unchanged (free
- * or clear it). */
+ * (nothing written), or -EINVAL for an empty batch; one error means
+ * something was: -EIO from a batch across shards that was decided but
+ * whose part a shard could not apply for 10 s (a full disk): it is
+ * applied once the database is next opened, and its rows wait until then.
+ * b is unchanged (free or clear it). */
 SCREE_API int scree_write(scree_db *db, const scree_batch *b);
 
 /* ---- range reads ----
@@ -405,8 +408,10 @@ typedef struct scree_range {
  * Reads one page: at most limit (1..) rows of range r from its start (or
  * from cursor, a position a previous page returned; NULL: the range's
  * start). Returns 0 and *ret, a scree_rows the caller frees (possibly
- * with no rows). -EINVAL (bounds not of the schema, limit 0),
- * -SCREE_ENOTFOUND (the table was dropped).
+ * with no rows). -EINVAL (limit 0, a bound too long, a hashed table's
+ * bounds not beginning with the same hash parts), -SCREE_ENOTFOUND (the
+ * table was dropped). Bounds are any bytes: whole tuples, or prefixes
+ * and their scree_key_prefix_end.
  */
 SCREE_API int scree_scan(scree_table *t, const scree_range *r, const void *cursor,
                          size_t cursor_len, uint32_t limit, scree_rows **ret);

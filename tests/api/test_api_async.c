@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -381,4 +382,83 @@ Test(api_range, catalog_changes_and_maintenance_complete_through_a_queue)
         cr_expect(eq(int, c[1].res, 0));
         cr_expect(eq(int, scree_table_open(db, "/q/t", &t), -SCREE_ENOTFOUND));
         scree_cq_free(q);
+}
+
+/* Regression: a new queue's descriptor must wake an epoll loop that never
+ * polled it yet. */
+Test(api_range, a_new_queue_wakes_its_loop_before_any_poll)
+{
+        scree_table *t = ordered_rows();
+        int ep = epoll_create1(0);
+        struct epoll_event ev = { .events = EPOLLIN };
+        scree_completion c[4];
+        scree_cq *q;
+        uint8_t k[16];
+
+        cr_assert(eq(int, scree_cq_new(db, &q), 0));
+        cr_assert(eq(int, epoll_ctl(ep, EPOLL_CTL_ADD, scree_cq_fd(q), &ev), 0));
+        cr_assert(eq(int, scree_get_async(q, t, k, key_u64(k, 3), NULL), 0));
+        cr_expect(eq(int, epoll_wait(ep, &ev, 1, 60000), 1));
+        cr_expect(eq(int, scree_cq_poll(q, c, 4), 1));
+        scree_value_free(c[0].value);
+        close(ep);
+        scree_cq_free(q);
+        scree_table_close(t);
+}
+
+static bool fd_readable(int fd)
+{
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+
+        return poll(&p, 1, 0) == 1;
+}
+
+/* Regression: queues made, used and freed in a tight loop (a shard's
+ * wake-up racing the free: ASan's use-after-free), and a descriptor that
+ * never stays readable once everything was handed out. */
+Test(api_range, queues_come_and_go_and_their_descriptor_clears)
+{
+        scree_table *t = ordered_rows();
+        scree_completion c[4];
+        uint8_t k[16];
+
+        for (int round = 0; round < 2000; round++) {
+                scree_cq *q;
+                int tries = 0, n = 0;
+
+                cr_assert(eq(int, scree_cq_new(db, &q), 0));
+                if (round & 1)
+                        cr_assert(eq(int, scree_cq_poll(q, c, 4), 0));
+                cr_assert(eq(int, scree_put_async(q, t, k, key_u64(k, 7), "x", 1, 0, NULL), 0));
+                while (n < 1)
+                        n += scree_cq_wait(q, c, 4, 60000);
+                /* Every event written is read by a later poll. */
+                while (fd_readable(scree_cq_fd(q)) && tries++ < 10000)
+                        cr_assert(eq(int, scree_cq_poll(q, c, 4), 0));
+                cr_assert(lt(int, tries, 10000), "the descriptor stays readable (round %d)", round);
+                scree_cq_free(q);
+        }
+        scree_table_close(t);
+}
+
+Test(api_range, asynchronous_calls_refuse_bad_arguments)
+{
+        scree_table *t = ordered_rows();
+        scree_completion c[1];
+        scree_cq *q;
+        uint8_t k[16];
+        size_t kl = key_u64(k, 1);
+
+        cr_assert(eq(int, scree_cq_new(db, &q), 0));
+        cr_expect(eq(int, scree_put_async(q, t, k, kl, NULL, 5, 0, NULL), -EINVAL));
+        cr_expect(eq(int, scree_put_async(q, NULL, k, kl, "v", 1, 0, NULL), -EINVAL));
+        cr_expect(eq(int, scree_get_async(NULL, t, k, kl, NULL), -EINVAL));
+        cr_expect(eq(int, scree_del_async(q, t, NULL, 0, NULL), -EINVAL));
+        cr_expect(eq(int, scree_update_async(q, t, k, kl, NULL, NULL, NULL), -EINVAL));
+        cr_expect(eq(int, scree_cq_poll(q, c, 0), -EINVAL));
+        cr_expect(eq(int, scree_cq_wait(q, c, 0, 0), -EINVAL));
+        cr_expect(eq(int, scree_put(NULL, k, kl, "v", 1, 0), -EINVAL));
+        cr_expect(eq(u64, scree_cq_pending(q), 0));
+        scree_cq_free(q);
+        scree_table_close(t);
 }
