@@ -290,7 +290,9 @@ static void conn_read(struct px_conn *c)
                 if (n > 0) {
                         size_t used;
 
-                        if ((size_t)n < PX_SCRATCH_BYTES)
+                        /* Short: the socket is empty, unless the close came
+                         * with the data (no new edge will say so). */
+                        if ((size_t)n < PX_SCRATCH_BYTES && !c->rdhup)
                                 c->readable = false;
                         used = feed(c, w->scratch, (size_t)n);
                         if (used < (size_t)n && !c->closed)
@@ -524,6 +526,7 @@ void px_conn_on_event(struct px_conn *c, uint32_t events)
         }
         if (events & (EPOLLIN | EPOLLRDHUP)) {
                 c->readable = true;
+                c->rdhup |= (events & EPOLLRDHUP) != 0;
                 conn_read(c);
         }
 }

@@ -351,7 +351,9 @@ static void read_response(struct px_fetch *f)
                         f->got_any = true;
                         px_timer_arm(w, &w->t_origin, &f->uc->timer);
                         feed(f, w->scratch, (size_t)n);
-                        if ((size_t)n < PX_SCRATCH_BYTES)
+                        /* A short read emptied the socket: more data raises a
+                         * new edge. A close seen with the data raises none. */
+                        if ((size_t)n < PX_SCRATCH_BYTES && !f->ended && !f->uc->rdhup)
                                 return;
                 } else if (n < 0 && errno == EINTR) {
                         continue;
@@ -387,6 +389,8 @@ void px_fetch_on_io(struct px_fetch *f, uint32_t events)
                 if (f->ended || f->uc != uc)
                         return;
         }
+        if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                uc->rdhup = true;
         if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
                 read_response(f);
 }

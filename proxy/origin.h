@@ -30,6 +30,7 @@ struct px_upconn {
         bool connecting;                /* connect() not finished */
         bool reused;                    /* it served a request before */
         bool closed;
+        bool rdhup;                     /* the origin shut its side: read to the end */
 };
 
 /* Makes w's pools (one per origin). 0 or -ENOMEM. */

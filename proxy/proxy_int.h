@@ -189,6 +189,7 @@ struct px_conn {
         char *pending;                  /* input not parsed yet (parser paused) */
         size_t pending_off, pending_len;
         bool readable, writable;        /* edge-triggered readiness not yet used up */
+        bool rdhup;                     /* the client shut its side: read to the end */
         bool eof, stop_read, lingering, closed, metrics, purge_ok, parsing;
         unsigned err_status;            /* set by a parser callback that stops it */
         enum px_conn_wait timer_why;    /* what its timer bounds */

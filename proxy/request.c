@@ -195,7 +195,7 @@ static int on_headers_complete(http_parser *p)
                 c->err_status = 501;    /* CONNECT, or Upgrade: not a proxy for those */
                 return -1;
         }
-        status = analyze(r);
+        status = r->major == 1 ? analyze(r) : 505;
         if (status == 0 && (p->flags & F_CONTENTLENGTH) &&
             p->content_length > c->w->sh->cfg->max_body_bytes)
                 status = 413;
