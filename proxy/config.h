@@ -31,7 +31,7 @@ struct px_config {
         struct px_hostport origins[PX_MAX_ORIGINS];
         unsigned n_origins;
         const char *dir;
-        unsigned threads;               /* 0: one per CPU */
+        unsigned threads;               /* 0: the CPUs the shards leave, at least 1 */
         unsigned shards;                /* 0: as the directory was made, else half the CPUs */
         const char *memory;             /* NULL: the library's default */
         uint64_t default_ttl_s;

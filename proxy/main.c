@@ -165,7 +165,7 @@ struct proxy {
         struct px_origin *origins;
         int *lfds, mfd;
         uint16_t port, metrics_port;
-        unsigned shards;
+        unsigned shards, shards_made;
 };
 
 static int listeners_open(struct proxy *p)
@@ -191,27 +191,36 @@ static int listeners_open(struct proxy *p)
         return 0;
 }
 
+/* The shard count: as DIR was made, else --shards, else half the CPUs.
+ * 0, or -EINVAL (reported) when --shards contradicts DIR. */
+static int shards_pick(struct proxy *p)
+{
+        const struct px_config *cfg = &p->cfg;
+        unsigned half = cpu_count() / 2;
+
+        p->shards_made = shards_recorded(cfg->dir);
+        if (p->shards_made && cfg->shards && cfg->shards != p->shards_made) {
+                fprintf(stderr, "scree-proxy: %s was made with --shards %u (the count is fixed "
+                        "when the cache is made)\n", cfg->dir, p->shards_made);
+                return -EINVAL;
+        }
+        p->shards = p->shards_made ? p->shards_made : cfg->shards ? cfg->shards : half ? half : 1;
+        return 0;
+}
+
 /* Opens the database and its table; 0 or an error (reported). */
 static int cache_open(struct proxy *p)
 {
         const struct px_config *cfg = &p->cfg;
-        unsigned have = shards_recorded(cfg->dir);
-        unsigned half = cpu_count() / 2;
         int r;
 
-        if (have && cfg->shards && cfg->shards != have) {
-                fprintf(stderr, "scree-proxy: %s was made with --shards %u (the count is fixed "
-                        "when the cache is made)\n", cfg->dir, have);
-                return -EINVAL;
-        }
-        p->shards = have ? have : cfg->shards ? cfg->shards : half ? half : 1;
         r = db_open(cfg, p->shards, &p->sh.db);
         if (r < 0) {
                 fprintf(stderr, "scree-proxy: cannot open the cache in %s: %s\n", cfg->dir,
                         *scree_last_error() ? scree_last_error() : scree_strerror(r));
                 return r;
         }
-        if (!have)
+        if (!p->shards_made)
                 shards_record(cfg->dir, p->shards);
         r = table_open(p->sh.db, p->shards, &p->sh.table);
         if (r < 0)
@@ -307,9 +316,14 @@ int main(int argc, char **argv)
         sigaddset(&sigs, SIGINT);
         sigaddset(&sigs, SIGTERM);
         pthread_sigmask(SIG_BLOCK, &sigs, NULL);        /* the threads inherit it */
+        if (shards_pick(&p) < 0)
+                return 2;
+        /* By default the workers and the shards share the CPUs. */
         p.sh = (struct px_shared){ .cfg = &p.cfg, .origins = p.origins,
                                    .n_origins = p.cfg.n_origins,
-                                   .n_workers = p.cfg.threads ? p.cfg.threads : cpu_count() };
+                                   .n_workers = p.cfg.threads ? p.cfg.threads
+                                              : cpu_count() > p.shards ? cpu_count() - p.shards
+                                                                       : 1 };
         if (listeners_open(&p) < 0 || cache_open(&p) < 0 || workers_start(&p) < 0) {
                 stop(&p, true);
                 return 1;
