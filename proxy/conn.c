@@ -331,6 +331,16 @@ void px_conn_body_progress(struct px_conn *c)
         timer_set(c, PX_WAIT_HEADER, true);
 }
 
+/* Whether a queued request holds a body: parsing waits for it to be
+ * answered (bodies are buffered whole: at most one per connection). */
+static bool body_queued(const struct px_conn *c)
+{
+        for (const struct px_txn *t = c->head; t; t = t->next)
+                if (t->req.body.len)
+                        return true;
+        return false;
+}
+
 int px_conn_request_end(struct px_conn *c)
 {
         struct px_txn *t = c->cur;
@@ -344,7 +354,7 @@ int px_conn_request_end(struct px_conn *c)
         }
         queue_push(c, t);
         px_txn_start(t);
-        if (c->stop_read || c->n_txn >= PX_PIPELINE_MAX)
+        if (c->stop_read || c->n_txn >= PX_PIPELINE_MAX || t->req.body.len)
                 http_parser_pause(&c->parser, 1);
         return 0;
 }
@@ -435,7 +445,7 @@ static void flush(struct px_conn *c)
                 size_t total = 0;
                 ssize_t wr;
 
-                if (n == 0)
+                if (n <= 0)
                         break;
                 for (int i = 0; i < n; i++)
                         total += iov[i].iov_len;
@@ -493,7 +503,8 @@ void px_conn_advance(struct px_conn *c)
                 px_txn_fetch(c->head);
         if (c->closed)
                 return;
-        if (!c->parsing && !c->stop_read && is_paused(c) && c->n_txn < PX_PIPELINE_MAX) {
+        if (!c->parsing && !c->stop_read && is_paused(c) && c->n_txn < PX_PIPELINE_MAX &&
+            !body_queued(c)) {
                 http_parser_pause(&c->parser, 0);
                 feed_pending(c);
                 conn_read(c);

@@ -206,7 +206,9 @@ struct px_worker {
         scree_cq *cq;
         _Atomic(struct px_wait *) inbox;
         uint64_t now_ns;
-        struct px_tlist t_header, t_idle, t_linger, t_origin, t_pool;
+        struct px_tlist t_header, t_idle, t_linger, t_origin, t_pool, t_accept;
+        struct px_timer accept_timer;   /* accepts paused: out of descriptors */
+        bool accept_paused;
         struct px_list conns, flushq, dead;
         struct px_list fetches, dead_fetches, dead_up;
         struct px_pool *pools;          /* [n_origins] idle origin connections */

@@ -59,7 +59,7 @@ void px_timer_stop(struct px_timer *t)
 static struct px_tlist *tlists(struct px_worker *w, unsigned i)
 {
         struct px_tlist *all[] = { &w->t_header, &w->t_idle, &w->t_linger, &w->t_origin,
-                                   &w->t_pool };
+                                   &w->t_pool, &w->t_accept };
 
         return i < sizeof(all) / sizeof(all[0]) ? all[i] : NULL;
 }
@@ -133,6 +133,27 @@ void px_worker_notify(struct px_worker *self, struct px_worker *to, struct px_wa
                 px_worker_wake(to);
 }
 
+/* Out of descriptors: stop accepting for a second (the listening socket
+ * would otherwise wake every pass). */
+static void accept_pause(struct px_worker *w, int lfd)
+{
+        if (!w->accept_paused) {
+                epoll_ctl(w->epfd, EPOLL_CTL_DEL, lfd, NULL);
+                w->accept_paused = true;
+                px_timer_arm(w, &w->t_accept, &w->accept_timer);
+        }
+}
+
+static void accept_resume(struct px_timer *t)
+{
+        struct px_worker *w = px_container_of(t, struct px_worker, accept_timer);
+
+        w->accept_paused = false;
+        (void)watch_level(w, w->lfd, &w->listen_ev);
+        if (w->mfd >= 0)
+                (void)watch_level(w, w->mfd, &w->metrics_ev);
+}
+
 static void accept_all(struct px_worker *w, int lfd, bool metrics)
 {
         for (int i = 0; i < 64; i++) {
@@ -144,8 +165,14 @@ static void accept_all(struct px_worker *w, int lfd, bool metrics)
                 if (fd < 0) {
                         if (errno == EINTR || errno == ECONNABORTED)
                                 continue;
-                        if (errno == EMFILE || errno == ENFILE)
-                                fprintf(stderr, "scree-proxy: accept: %s\n", strerror(errno));
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOMEM ||
+                            errno == ENOBUFS) {
+                                fprintf(stderr, "scree-proxy: accept: %s (pausing accepts "
+                                        "for a second)\n", strerror(errno));
+                                accept_pause(w, w->lfd);
+                                if (w->mfd >= 0)
+                                        epoll_ctl(w->epfd, EPOLL_CTL_DEL, w->mfd, NULL);
+                        }
                         return;
                 }
                 setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -310,6 +337,9 @@ int px_worker_new(struct px_shared *sh, unsigned id, int lfd, int mfd, struct px
         tlist_init(&w->t_linger, PX_LINGER_NS);
         tlist_init(&w->t_origin, cfg->origin_timeout_ns);
         tlist_init(&w->t_pool, PX_POOL_IDLE_NS);
+        tlist_init(&w->t_accept, 1000000000u);
+        px_list_init(&w->accept_timer.node);
+        w->accept_timer.fire = accept_resume;
         px_list_init(&w->conns);
         px_list_init(&w->flushq);
         px_list_init(&w->dead);

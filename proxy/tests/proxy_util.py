@@ -111,6 +111,8 @@ class Origin:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        # A proxy that drops a connection mid-response is expected here.
+        self.server.handle_error = lambda request, client_address: None
         self.port = self.server.server_address[1]
         self.addr = "127.0.0.1:%d" % self.port
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -156,6 +158,7 @@ class Proxy:
         self.threads = threads
         self.shards = shards        # None: as the directory was made
         self.proc = None
+        self.preexec = None         # run in the child before exec (limits)
         self.port = self.metrics_port = None
         self.log = None
 
@@ -172,7 +175,7 @@ class Proxy:
     def start(self):
         self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(self.command(), stdout=self.log, stderr=subprocess.STDOUT,
-                                     text=True)
+                                     text=True, preexec_fn=self.preexec)
         line = wait_for(self._started, "scree-proxy to start")
         self.port = int(re.search(r"listening on [^ ]+:(\d+) ", line).group(1))
         self.metrics_port = int(re.search(r"metrics on [^ ]+:(\d+),", line).group(1))

@@ -213,3 +213,29 @@ def test_a_client_that_leaves_mid_response_does_not_hurt(origin, proxy):
         s.recv(1000)
         s.close()
     assert request(proxy.port, "GET", "/big").body == big
+
+
+def test_out_of_descriptors_pauses_accepts_then_recovers(origin):
+    import resource
+    p = Proxy([origin])
+    p.preexec = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    p.start()
+    held = []
+    try:
+        for _ in range(80):             # more than the proxy has descriptors for
+            held.append(socket.create_connection(("127.0.0.1", p.port)))
+        wait_for(lambda: "pausing accepts" in p.output(), "accepts paused")
+    finally:
+        for s in held:
+            s.close()
+    wait_for(lambda: request(p.port, "GET", "/after").status == 200, "accepts again")
+
+
+def test_pipelined_requests_with_bodies_are_taken_one_at_a_time(origin, proxy):
+    c = Client(proxy.port)
+    c.send(b"".join(build_request("POST", "/pb%d" % i, body=b"payload %d" % i)
+                    for i in range(5)) + build_request("GET", "/pb-end"))
+    for i in range(5):
+        assert c.read_response().body == b"body of /pb%d" % i
+        assert origin.last("/pb%d" % i)[3] == b"payload %d" % i
+    assert c.read_response().body == b"body of /pb-end"
