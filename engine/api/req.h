@@ -7,6 +7,7 @@
 #ifndef SCREE_ENGINE_API_REQ_H
 #define SCREE_ENGINE_API_REQ_H
 
+#include "base/compiler.h"
 #include "engine/api/api_int.h"
 
 struct scree_value {
@@ -19,7 +20,12 @@ struct scree_value {
 struct scree_cq {
         struct rx_mpsc done;            /* answered requests (shards push) */
         _Atomic bool armed;             /* the thread waits: the next push writes efd */
-        _Atomic uint32_t delivering;    /* shards between their push and their wake-up */
+        /* Threads between their push and their wake-up: one counter per
+         * shard on its own cache line (no shard contends for another's),
+         * the last for other threads (a close failing requests). */
+        struct api_cq_delivering {
+                _Atomic uint32_t n;
+        } cacheline_aligned *delivering;
         _Atomic uint64_t woken;         /* events written to efd (or about to be), ever */
         int efd;
         scree_db *db;
@@ -28,6 +34,8 @@ struct scree_cq {
         uint64_t pending;               /* submitted, not polled */
         struct rx_mpsc_node *backlog;   /* taken, not yet handed out (oldest first) */
         char **messages;                /* handed out by the last poll; freed by the next */
+        struct api_req *free_reqs;      /* recycled requests (next in cq_node) */
+        uint32_t n_free_reqs;
         size_t n_messages, messages_cap;
 };
 
@@ -52,17 +60,12 @@ struct api_req {
         scree_update_fn fn;
         void *fn_arg;
         int fn_res;
-        union {
-                struct eng_get g;
-                struct eng_write w;
-                struct eng_rmw r;
-                struct eng_scan sc;
-        } u;
         /* asynchronous (cq.c): heap-allocated, answered into cq */
         scree_cq *cq;
         void *tag;
         struct rx_mpsc_node cq_node;
         int res;
+        bool pooled;                    /* from its queue's free list (cq.c) */
         /* A multi-step operation's next step (scan.c, xbatch.c): runs
          * with each hop's result, on the shard that answered it (or the
          * thread that failed it at a close), instead of the delivery. */
@@ -72,7 +75,19 @@ struct api_req {
          * state (the queue's thread, at poll). */
         void (*finish)(struct api_req *rq, scree_completion *c);
         char *message;                  /* set by finish: the completion's (heap) */
+        /* The engine's own, written by the shard only (the fields above
+         * are what a new request zeroes: API_REQ_HEAD). */
+        union {
+                struct eng_get g;
+                struct eng_write w;
+                struct eng_rmw r;
+                struct eng_scan sc;
+        } u;
 };
+
+/* The part of a request that starts zeroed; the engine's union is set by
+ * each call itself. */
+#define API_REQ_HEAD offsetof(struct api_req, u)
 
 /* Sends rq to shard and waits for its result, following a moved key to
  * its owner. Host thread. */
