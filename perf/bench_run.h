@@ -50,6 +50,7 @@ struct bench_opts {
         bool use_existing;              /* keep what --dir holds */
         bool timeseries;                /* keep per-second histograms */
         bool stats;                     /* scree: print engine counters per workload */
+        uint32_t api_shards;            /* api: the database's shards; 0 = k.workers */
 };
 
 /* What one worker did in one workload. */

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -29,6 +30,7 @@ struct bench_thread {
         uint64_t bg_ops, bg_user_bytes; /* the writer's, merged at the end */
         int bg_err;
         _Atomic bool done;              /* the worker's ops are over */
+        _Atomic bool bg_going;          /* the writer made its first write (or failed) */
 };
 
 struct bench_threads *bench_threads_of(struct bench_engine *e)
@@ -58,6 +60,71 @@ static uint64_t sleep_until(uint64_t due)
         return time_now_ns();
 }
 
+/* A worker with o->inflight ops in flight (submit/reap), closed loop. */
+static void worker_async(struct bench_thread *k)
+{
+        struct bench_threads *t = k->t;
+        struct bench_engine *e = &t->e;
+        struct bench_result *res = e->res[k->id];
+        uint32_t window = e->o->inflight, in_flight = 0, n_free = window;
+        uint64_t *due = calloc(window, sizeof(*due));
+        enum bench_opc *cls = calloc(window, sizeof(*cls));
+        uint32_t *free_slots = calloc(window, sizeof(*free_slots));
+        uint32_t *done = calloc(window, sizeof(*done));
+        struct bench_op_desc d = { .cls = BENCH_OPC_READ };
+        uint64_t seq = 0, now = time_now_ns();
+
+        if (!due || !cls || !free_slots || !done)
+                bench_result_fail(res, k->id, t->w, -ENOMEM);
+        for (uint32_t i = 0; i < window; i++)
+                if (free_slots)
+                        free_slots[i] = i;
+        while (!res->err) {
+                while (n_free && seq < k->pace.target && now < k->pace.deadline_ns && !res->err) {
+                        uint32_t slot = free_slots[--n_free];
+                        int ret = bench_gen_next(e->gen[k->id], seq++, &d);
+
+                        due[slot] = now;
+                        cls[slot] = d.cls;
+                        if (ret == 0)
+                                ret = t->tops->submit(e, k->id, &d, slot);
+                        bench_result_fail(res, k->id, t->w, ret);
+                        if (ret == 0)
+                                in_flight++;
+                        else
+                                free_slots[n_free++] = slot;
+                }
+                if (in_flight == 0)
+                        break;
+                int n = t->tops->reap(e, k->id, done, window, res);
+
+                if (n < 0) {
+                        bench_result_fail(res, k->id, t->w, n);
+                        break;
+                }
+                now = time_now_ns();
+                for (int i = 0; i < n; i++) {
+                        bench_result_fail(res, k->id, t->w,
+                                          bench_result_add(res, cls[done[i]], due[done[i]], now,
+                                                           e->o->timeseries));
+                        free_slots[n_free++] = done[i];
+                }
+                in_flight -= (uint32_t)n;
+        }
+        /* An error leaves ops in flight: wait for them. */
+        while (in_flight) {
+                int n = t->tops->reap(e, k->id, done, window, res);
+
+                if (n <= 0)
+                        break;
+                in_flight -= (uint32_t)n;
+        }
+        free(due);
+        free(cls);
+        free(free_slots);
+        free(done);
+}
+
 static void *worker_main(void *arg)
 {
         struct bench_thread *k = arg;
@@ -67,6 +134,19 @@ static void *worker_main(void *arg)
         struct bench_op_desc d = { .cls = BENCH_OPC_READ };
         uint64_t now = time_now_ns();
 
+        /* readwhilewriting reads while the writer writes: a reader done
+         * before the writer's thread ran its first write measured plain
+         * reads (and, on a fast machine, a run with no write at all). */
+        while (k->bg && !atomic_load_explicit(&k->bg_going, memory_order_acquire) &&
+               time_now_ns() < k->pace.deadline_ns)
+                sched_yield();
+        now = time_now_ns();
+        if (t->tops->submit && e->o->inflight > 1 && !k->pace.interval_ns) {
+                worker_async(k);
+                res->end_ns = time_now_ns();
+                atomic_store_explicit(&k->done, true, memory_order_release);
+                return NULL;
+        }
         if (k->pace.interval_ns)
                 bench_thread_precise_timers();
         for (uint64_t seq = 0; seq < k->pace.target && !res->err && now < k->pace.deadline_ns; seq++) {
@@ -106,6 +186,7 @@ static void *writer_main(void *arg)
                 bench_gen_write(k->bg_gen, &d);
                 k->bg_err = k->t->tops->write(&k->t->e, k->id, &d, &k->bg_user_bytes);
                 k->bg_ops++;
+                atomic_store_explicit(&k->bg_going, true, memory_order_release);
                 now = time_now_ns();
         }
         return NULL;
@@ -126,6 +207,7 @@ static int worker_begin(struct bench_threads *t, unsigned i, const struct bench_
         k->bg_ops = k->bg_user_bytes = 0;
         k->bg_err = 0;
         atomic_store(&k->done, false);
+        atomic_store(&k->bg_going, false);
         return 0;
 }
 

@@ -37,6 +37,20 @@ struct bench_threads_ops {
          */
         int (*write)(struct bench_engine *e, unsigned id, const struct bench_op_desc *d,
                      uint64_t *user_bytes);
+        /*
+         * Optional, for an engine that answers asynchronously (libscree's
+         * completion queues): with both set and --inflight above 1 in a
+         * closed loop, a worker keeps o->inflight ops in flight. submit
+         * queues op d (borrowed for the call) of worker id under slot
+         * (0..inflight); reap waits for at least one answer, writes the
+         * slots answered into slots (room for max) and adds what they
+         * found, gave and wrote to res; it returns how many, or a
+         * negative error. Worker id's thread.
+         */
+        int (*submit)(struct bench_engine *e, unsigned id, const struct bench_op_desc *d,
+                      uint32_t slot);
+        int (*reap)(struct bench_engine *e, unsigned id, uint32_t *slots, uint32_t max,
+                    struct bench_result *res);
 };
 
 struct bench_thread;

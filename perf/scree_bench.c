@@ -8,6 +8,8 @@
  *
  * --engine scree (the default): one pinned thread per shard, each with
  * its own loop and shard in --dir/shard-N (perf/bench_shard.h);
+ * --engine api: the same workloads through libscree's public API from
+ * host threads (perf/bench_api.h).
  * --engine rocksdb, leveldb or lmdb (when built with the library): the
  * same workloads with the same measurement through the library's C API,
  * one thread per "shard" on one database (perf/bench_rocksdb.h,
@@ -37,6 +39,7 @@
 #include "engine/shard.h"
 #include "perf/args.h"
 #include "perf/bench_leveldb.h"
+#include "perf/bench_api.h"
 #include "perf/bench_lmdb.h"
 #include "perf/bench_report.h"
 #include "perf/bench_rocksdb.h"
@@ -68,8 +71,9 @@ static void usage(FILE *f)
                 "                      readmissing,seekrandom,deleterandom (the default, in that order),\n"
                 "                      readwhilewriting, ycsba..ycsbf (YCSB's core mixes A-F), or\n"
                 "                      'ycsb' for all six\n"
-                "  --engine scree|rocksdb|leveldb|lmdb  (default scree; the others when built\n"
-                "                      with their library)\n"
+                "  --engine scree|api|rocksdb|leveldb|lmdb  (default scree; api: libscree's\n"
+                "                      public API from host threads, async when --inflight > 1;\n"
+                "                      the peers when built with their library)\n"
                 "  --num N             keys (default %u)      --reads N   ops of read workloads (default num)\n"
                 "  --duration S        run each workload S seconds instead of a count\n"
                 "  --key-size N        bytes (default 16)      --value-size N  bytes (default 100)\n"
@@ -102,6 +106,8 @@ static void usage(FILE *f)
                 "  --max-seconds N     per workload (default %u)  --seed N\n"
                 "  --json | --csv      machine-readable rows instead of the table\n"
                 "  --timeseries FILE   one CSV line per second per workload\n"
+                "  --api-shards N      api: the database's shards (default --shards, the host\n"
+                "                      threads)\n"
                 "  --idle-poll-us N    a shard spins this long before it sleeps (default 50, as\n"
                 "                      the server's --idle-poll-us)\n",
                 DEFAULT_NUM, DEFAULT_MAX_SECONDS);
@@ -232,6 +238,7 @@ static const struct engine_kind {
         { "rocksdb", "RocksDB", "librocksdb-dev", bench_rocksdb_new },
         { "leveldb", "LevelDB", "libleveldb-dev", bench_leveldb_new },
         { "lmdb", "LMDB", "liblmdb-dev", bench_lmdb_new },
+        { "api", NULL, NULL, bench_api_new },
 };
 
 static int parse_engine(struct cli *c, const char *arg)
@@ -311,6 +318,7 @@ static int parse_opt(struct cli *c, int ch, const char *arg)
         case 'O': return parse_compaction_rate(arg, &o->compaction_rate);
         case 'S': return perf_parse_u64(arg, 1, UINT64_MAX, &o->k.seed);
         case 'I': return perf_parse_u64(arg, 0, 1000000, &c->idle_poll_us);
+        case 'H': return parse_u32(arg, 1, ENG_MAX_SHARDS, &o->api_shards);
         case 'P':
                 r = parse_u32(arg, 1, 60000, &ms);
                 o->sync_period_ns = (uint64_t)ms * NS_PER_MS;
@@ -370,7 +378,7 @@ static const struct option longopts[] = {
         { "rate", required_argument, NULL, 'R' },         { "write-rate", required_argument, NULL, 'W' },
         { "csv", no_argument, NULL, 'V' },                { "timeseries", required_argument, NULL, 'X' },
         { "row-cache", required_argument, NULL, 'w' },    { "stats", no_argument, NULL, 'G' },
-        { "prefault", required_argument, NULL, 'F' },
+        { "prefault", required_argument, NULL, 'F' },     { "api-shards", required_argument, NULL, 'H' },
         { "compaction-readahead", required_argument, NULL, 'A' },
         { "compaction-rate", required_argument, NULL, 'O' },
         { NULL, 0, NULL, 0 },

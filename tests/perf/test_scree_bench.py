@@ -258,8 +258,26 @@ def test_bad_options_are_refused(args, word):
 
 
 def peer_engines(built):
-    """The peer engines built (built=True) or not, as pytest parameters."""
-    return [pytest.param(name, id=name) for name, have in PEERS.items() if have == built]
+    """The peer engines built (built=True) or not, as pytest parameters; with
+    built, also "api" (libscree's public API, always built)."""
+    api = [pytest.param("api", id="api")] if built else []
+    return api + [pytest.param(name, id=name) for name, have in PEERS.items() if have == built]
+
+
+def test_api_engine_with_ops_in_flight():
+    """--engine api --inflight 16: asynchronous calls through completion
+    queues, the same counts as one at a time."""
+    args = ["--engine", "api", "--shards", "2", "--benchmarks",
+            "fillrandom,readrandom,seekrandom,deleterandom,readmissing", "--seek-nexts", "9"]
+    many, one = json_rows(*args, "--inflight", "16"), json_rows(*args)
+    for w in ("fillrandom", "readrandom", "seekrandom", "deleterandom", "readmissing"):
+        assert many[w]["ops"] == one[w]["ops"] == NUM, w
+        assert many[w]["found"] == one[w]["found"], w
+    assert many["seekrandom"]["entries"] == one["seekrandom"]["entries"] > 0
+    # --api-shards: 4 host threads on a database of one shard
+    by = json_rows("--engine", "api", "--shards", "4", "--api-shards", "1", "--sync", "batch",
+                   "--benchmarks", "fillrandom", num=400)
+    assert by["fillrandom"]["ops"] == 400
 
 
 @pytest.mark.parametrize("engine", peer_engines(True))
