@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "engine/api/req.h"
+#include "engine/catalog_store.h"
 #include "engine/fs.h"
 #include "engine/xtxn_resolve.h"
 
@@ -366,6 +367,20 @@ static unsigned cpu_count(void)
         return (unsigned)CPU_COUNT(&set);
 }
 
+/* smp unset: the shards an existing database was made with (its
+ * catalog says), else one per CPU. */
+static unsigned dir_shards(const char *dir)
+{
+        struct eng_catalog *c = NULL;
+        char why[256];
+        unsigned n = 0;
+
+        if (dir && eng_catalog_store_read(dir, &c, why, sizeof(why)) == 0)
+                n = eng_catalog_n_shards(c);
+        eng_catalog_unref(c);
+        return n ? n : cpu_count();
+}
+
 static int dir_lock(struct scree_db *db)
 {
         pid_t holder = 0;
@@ -472,7 +487,7 @@ static int db_new(const char *dir, const struct api_opts *o, struct scree_db **r
         db->lock.fd = -1;
         pthread_mutex_init(&db->cat_mu, NULL);
         db->opts = *o;
-        db->n = o->smp ? o->smp : cpu_count();
+        db->n = o->smp ? o->smp : dir_shards(dir);
         if (db->n > ENG_CATALOG_MAX_SHARDS || db->n > SCREE_MAX_SHARDS)
                 db->n = ENG_CATALOG_MAX_SHARDS < SCREE_MAX_SHARDS ? ENG_CATALOG_MAX_SHARDS
                                                                   : SCREE_MAX_SHARDS;

@@ -86,8 +86,9 @@ typedef struct scree_cq scree_cq;
 /* ---- options ----
  *
  * Named as the server's settings (docs/server.md), values as strings:
- *   smp                  shards (threads); default: one per CPU the
- *                        process may run on; at most 256
+ *   smp                  shards (threads); default: as many as the
+ *                        database was made with, a new one one per CPU
+ *                        the process may run on; at most 256
  *   memory               the engine's memory budget, split as the
  *                        server's (half memtables, a quarter block cache,
  *                        over the shards); sizes take k/m/g/t (or kb,

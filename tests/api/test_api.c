@@ -108,7 +108,7 @@ Test(api, rows_survive_a_reopen_and_the_lock_keeps_a_second_open_out)
         cr_assert(eq(int, scree_close(db), 0));
 }
 
-Test(api, another_smp_is_refused_with_a_message)
+Test(api, another_smp_is_refused_and_none_opens_with_the_databases)
 {
         scree_db *db = open_db(2), *other = NULL;
         scree_options *o = scree_options_new();
@@ -117,6 +117,14 @@ Test(api, another_smp_is_refused_with_a_message)
         scree_options_set(o, "smp", "1");
         cr_expect(eq(int, scree_open(dir, o, &other), -EINVAL));
         cr_expect(strstr(scree_last_error(), "smp") != NULL, "%s", scree_last_error());
+        scree_options_free(o);
+        /* smp unset: the shards the database was made with */
+        o = scree_options_new();
+        scree_options_set(o, "pin", "no");
+        scree_options_set(o, "memory", "64mb");
+        cr_assert(eq(int, scree_open(dir, o, &other), 0), "%s", scree_last_error());
+        cr_expect(eq(u32, scree_shards(other), 2));
+        cr_expect(eq(int, scree_close(other), 0));
         scree_options_free(o);
 }
 
