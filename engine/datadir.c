@@ -9,6 +9,7 @@
  * the file it locked, and starts over if not (LevelDB keeps its LOCK for
  * ever instead; we remove it so that a refused start leaves nothing).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -226,4 +227,18 @@ int eng_datadir_layout_read(const char *dir, struct eng_manifest_layout *ret_lay
         *ret_layout = st.layout;
         eng_manifest_state_fini(&st);
         return 0;
+}
+
+void eng_datadir_remove_made(const char *path)
+{
+        DIR *d = opendir(path);
+        struct dirent *de;
+
+        if (!d)
+                return;
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                        (void)unlinkat(dirfd(d), de->d_name, 0);
+        closedir(d);
+        (void)rmdir(path);
 }

@@ -64,6 +64,12 @@ int eng_datadir_lock(struct eng_datadir_lock *l, const char *dir, pid_t *ret_hol
  */
 void eng_datadir_unlock(struct eng_datadir_lock *l, bool undo);
 
+/* Removes directory path (borrowed) and the files in it -- a shard
+ * directory a failed start made, with what its engine made in it (no
+ * subdirectories: a shard makes none). Errors are ignored: what cannot
+ * be removed stays. Main thread. */
+void eng_datadir_remove_made(const char *path);
+
 /*
  * Reads the layout recorded by the manifest in shard directory dir
  * (borrowed), with plain reads and the format's own decoder

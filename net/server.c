@@ -5,7 +5,6 @@
  * shutdown driven by foreign requests from the main thread.
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -378,22 +377,6 @@ fail:
         return r;
 }
 
-/* Removes a shard directory this start made, with the files its engine
- * made in it (no subdirectories: a shard makes none). */
-static void shard_dir_remove(const char *path)
-{
-        DIR *d = opendir(path);
-        struct dirent *de;
-
-        if (!d)
-                return;
-        while ((de = readdir(d)))
-                if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-                        (void)unlinkat(dirfd(d), de->d_name, 0);
-        closedir(d);
-        (void)rmdir(path);
-}
-
 void net_server_undo(struct net_server *srv)
 {
         if (!srv)
@@ -403,7 +386,7 @@ void net_server_undo(struct net_server *srv)
 
                 /* A shard that took a write may have acknowledged it: keep. */
                 if (sh && sh->made_dir && !sh->engine_wrote) {
-                        shard_dir_remove(sh->dir);
+                        eng_datadir_remove_made(sh->dir);
                         sh->made_dir = false;
                 }
         }

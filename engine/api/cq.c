@@ -400,18 +400,28 @@ SCREE_API int scree_put_async(scree_cq *q, scree_table *t, const void *key, size
         return areq_start(rq, t, API_OP_PUT, key, key_len, value, value_len);
 }
 
-SCREE_API int scree_del_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,
-                              void *tag)
+/* A new request for an operation on one key (no value), checked. */
+static int key_req(scree_cq *q, scree_table *t, const void *key, size_t key_len, void *tag,
+                   struct api_req **ret)
 {
-        struct api_req *rq;
         int r;
 
         api_clear_error();
         if ((r = async_check(q, t, key, key_len, NULL, 0)) < 0)
                 return r;
-        rq = areq_new(q, tag, key_len);
-        if (rq)
-                rq->m.kind = ENG_MUT_DEL;
+        *ret = areq_new(q, tag, key_len);
+        return *ret ? 0 : -ENOMEM;
+}
+
+SCREE_API int scree_del_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,
+                              void *tag)
+{
+        struct api_req *rq;
+        int r = key_req(q, t, key, key_len, tag, &rq);
+
+        if (r < 0)
+                return r;
+        rq->m.kind = ENG_MUT_DEL;
         return areq_start(rq, t, API_OP_DEL, key, key_len, NULL, 0);
 }
 
@@ -419,14 +429,11 @@ SCREE_API int scree_get_async(scree_cq *q, scree_table *t, const void *key, size
                               void *tag)
 {
         struct api_req *rq;
-        int r;
+        int r = key_req(q, t, key, key_len, tag, &rq);
 
-        api_clear_error();
-        if ((r = async_check(q, t, key, key_len, NULL, 0)) < 0)
+        if (r < 0)
                 return r;
-        rq = areq_new(q, tag, key_len);
-        if (rq)
-                rq->want_value = true;
+        rq->want_value = true;
         return areq_start(rq, t, API_OP_GET, key, key_len, NULL, 0);
 }
 
@@ -436,15 +443,11 @@ SCREE_API int scree_update_async(scree_cq *q, scree_table *t, const void *key, s
         struct api_req *rq;
         int r;
 
-        api_clear_error();
-        if ((r = async_check(q, t, key, key_len, NULL, 0)) < 0)
-                return r;
         if (!fn)
                 return api_fail(-EINVAL, "an update needs its function");
-        rq = areq_new(q, tag, key_len);
-        if (rq) {
-                rq->fn = fn;
-                rq->fn_arg = arg;
-        }
+        if ((r = key_req(q, t, key, key_len, tag, &rq)) < 0)
+                return r;
+        rq->fn = fn;
+        rq->fn_arg = arg;
         return areq_start(rq, t, API_OP_UPDATE, key, key_len, NULL, 0);
 }

@@ -4,7 +4,6 @@
  * catalog, the shard threads and their engines; the host threads'
  * catalog snapshots. See api_int.h.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -435,20 +434,6 @@ static int shard_dirs_make(struct scree_db *db)
         return 0;
 }
 
-static void shard_dir_remove(const char *path)
-{
-        DIR *d = opendir(path);
-        struct dirent *de;
-
-        if (!d)
-                return;
-        while ((de = readdir(d)))
-                if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-                        (void)unlinkat(dirfd(d), de->d_name, 0);
-        closedir(d);
-        (void)rmdir(path);
-}
-
 /* Puts the directory back as it was after a failed open. */
 static void open_undo(struct scree_db *db)
 {
@@ -458,7 +443,7 @@ static void open_undo(struct scree_db *db)
                 wrote |= db->shards[i].wrote;
         for (unsigned i = 0; i < db->n && !wrote; i++)
                 if (db->shards[i].made_dir)
-                        shard_dir_remove(db->shards[i].dir);
+                        eng_datadir_remove_made(db->shards[i].dir);
         if (db->cat_made && !wrote)
                 eng_catsvc_undo(db->dir);
         eng_datadir_unlock(&db->lock, !wrote);
