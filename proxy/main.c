@@ -12,8 +12,9 @@
  * (every acknowledged store is in its commit log) and exits 0. A failure
  * to start exits 1 with a line naming the cause.
  *
- * The shard count of a scree database is fixed when it is made; the
- * proxy records it in DIR/scree-proxy.shards and opens with it later.
+ * The shard count of a scree database is fixed when it is made: a cache
+ * that exists opens with its own (the library reads it from the catalog),
+ * a new one with --shards or half the CPUs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +39,6 @@
 
 #define TABLE_DIR "/proxy"
 #define TABLE_PATH "/proxy/objects"
-#define SHARDS_FILE "scree-proxy.shards"
 
 static unsigned cpu_count(void)
 {
@@ -84,34 +84,13 @@ static int listen_on(const struct px_hostport *hp, uint16_t port, uint16_t *ret_
         return fd;
 }
 
-/* The shard count DIR was made with (0: none recorded). */
-static unsigned shards_recorded(const char *dir)
-{
-        char path[4200], buf[16] = "";
-        unsigned n = 0;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/%s", dir, SHARDS_FILE);
-        f = fopen(path, "r");
-        if (!f)
-                return 0;
-        if (fgets(buf, sizeof(buf), f))
-                n = (unsigned)strtoul(buf, NULL, 10);
-        fclose(f);
-        return n <= 256 ? n : 0;
-}
-
-static void shards_record(const char *dir, unsigned n)
+/* Whether DIR holds a scree database already (its catalog). */
+static bool cache_exists(const char *dir)
 {
         char path[4200];
-        FILE *f;
 
-        snprintf(path, sizeof(path), "%s/%s", dir, SHARDS_FILE);
-        f = fopen(path, "w");
-        if (f) {
-                fprintf(f, "%u\n", n);
-                fclose(f);
-        }
+        snprintf(path, sizeof(path), "%s/CATALOG", dir);
+        return access(path, F_OK) == 0;
 }
 
 static int db_open(const struct px_config *cfg, unsigned shards, scree_db **ret)
@@ -122,8 +101,9 @@ static int db_open(const struct px_config *cfg, unsigned shards, scree_db **ret)
 
         if (!o)
                 return -ENOMEM;
+        /* shards 0: the count the cache was made with */
         snprintf(v, sizeof(v), "%u", shards);
-        r = scree_options_set(o, "smp", v);
+        r = shards ? scree_options_set(o, "smp", v) : 0;
         if (r == 0 && cfg->memory)
                 r = scree_options_set(o, "memory", cfg->memory);
         if (r == 0)
@@ -165,7 +145,7 @@ struct proxy {
         struct px_origin *origins;
         int *lfds, mfd;
         uint16_t port, metrics_port;
-        unsigned shards, shards_made;
+        unsigned shards;
 };
 
 static int listeners_open(struct proxy *p)
@@ -191,20 +171,15 @@ static int listeners_open(struct proxy *p)
         return 0;
 }
 
-/* The shard count: as DIR was made, else --shards, else half the CPUs.
- * 0, or -EINVAL (reported) when --shards contradicts DIR. */
+/* The shard count to ask for: --shards, else for a new cache half the
+ * CPUs, else 0 (the cache's own; a --shards that contradicts it is
+ * refused by the library with a message). */
 static int shards_pick(struct proxy *p)
 {
         const struct px_config *cfg = &p->cfg;
         unsigned half = cpu_count() / 2;
 
-        p->shards_made = shards_recorded(cfg->dir);
-        if (p->shards_made && cfg->shards && cfg->shards != p->shards_made) {
-                fprintf(stderr, "scree-proxy: %s was made with --shards %u (the count is fixed "
-                        "when the cache is made)\n", cfg->dir, p->shards_made);
-                return -EINVAL;
-        }
-        p->shards = p->shards_made ? p->shards_made : cfg->shards ? cfg->shards : half ? half : 1;
+        p->shards = cfg->shards ? cfg->shards : cache_exists(cfg->dir) ? 0 : half ? half : 1;
         return 0;
 }
 
@@ -215,13 +190,17 @@ static int cache_open(struct proxy *p)
         int r;
 
         r = db_open(cfg, p->shards, &p->sh.db);
+        if (r == -EINVAL && cfg->shards && cache_exists(cfg->dir)) {
+                fprintf(stderr, "scree-proxy: %s was made with another --shards (%s); leave "
+                        "--shards out to open it with its own\n", cfg->dir, scree_last_error());
+                return r;
+        }
         if (r < 0) {
                 fprintf(stderr, "scree-proxy: cannot open the cache in %s: %s\n", cfg->dir,
                         *scree_last_error() ? scree_last_error() : scree_strerror(r));
                 return r;
         }
-        if (!p->shards_made)
-                shards_record(cfg->dir, p->shards);
+        p->shards = scree_shards(p->sh.db);
         r = table_open(p->sh.db, p->shards, &p->sh.table);
         if (r < 0)
                 fprintf(stderr, "scree-proxy: cannot open table %s: %s\n", TABLE_PATH,
