@@ -105,6 +105,9 @@ struct scree_db {
         bool cat_made;
         uint64_t serial;                /* tells this db from an earlier one at its address */
         /* the newest catalog, for host-side routing (api_catalog) */
+        /* pinned values (value.c): held by the caller, and on their way
+         * back to their shard; scree_close refuses while any is held */
+        _Atomic uint64_t pins_held, pins_releasing;
         pthread_mutex_t cat_mu;
         struct eng_catalog *cur;        /* under cat_mu */
         _Atomic uint64_t cur_version;
@@ -132,6 +135,11 @@ int api_off_shard(void);
 struct eng_catalog *api_catalog(struct scree_db *db);
 /* Publishes snap (borrowed; referenced) as db's newest. Any thread. */
 void api_catalog_publish(struct scree_db *db, struct eng_catalog *snap);
+
+/* scree_close's check of the pinned values (value.c): -EBUSY (with a
+ * message) while the caller holds one; else waits for those on their way
+ * back to their shards, and 0. */
+int api_pins_wait(struct scree_db *db);
 
 /* The engine open on loop (shard thread). */
 struct eng_shard *api_engine_of(struct rx_loop *loop);

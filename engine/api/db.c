@@ -597,7 +597,7 @@ SCREE_API int scree_close(scree_db *db)
 
         if (!db)
                 return 0;
-        if ((r = api_off_shard()) < 0)
+        if ((r = api_off_shard()) < 0 || (r = api_pins_wait(db)) < 0)
                 return r;
         r = shards_stop(db);
         db_free(db);

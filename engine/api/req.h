@@ -10,11 +10,23 @@
 #include "base/compiler.h"
 #include "engine/api/api_int.h"
 
+/* A value handed to the caller (value.c): a copy in data, or -- one of
+ * API_PIN_BYTES or more -- the engine's own memory (a memtable entry or a
+ * cached block) pinned until scree_value_free sends the pin back to its
+ * shard. */
 struct scree_value {
         size_t len;
         uint64_t expiry_ms;
+        const uint8_t *ptr;             /* data, or into the engine's memory */
+        struct api_pin *pin;            /* NULL: a copy */
         uint8_t data[];
 };
+
+#define API_PIN_BYTES (32u << 10)
+
+/* Makes the value of found get g (shard-local): pinned (g gives up its
+ * references) or a copy. NULL on out of memory. */
+scree_value *api_value_new(struct scree_db *db, struct rx_loop *loop, struct eng_get *g);
 
 /* A completion queue (cq.c). */
 struct scree_cq {

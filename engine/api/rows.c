@@ -85,20 +85,14 @@ void api_req_end(struct api_req *rq, int res)
         rx_alien_complete(&rq->ar, res);
 }
 
-/* Hands a found value over: into the caller's buffer, or a new value. */
-static int get_deliver(struct api_req *rq, const struct eng_get *g)
+/* Hands a found value over: into the caller's buffer, or a new value
+ * (which may take g's references: value.c). */
+static int get_deliver(struct api_req *rq, struct eng_get *g)
 {
         rq->vlen = g->value_len;
         if (rq->want_value) {
-                scree_value *v = malloc(sizeof(*v) + g->value_len);
-
-                if (!v)
-                        return -ENOMEM;
-                v->len = g->value_len;
-                v->expiry_ms = g->expiry_ms;
-                memcpy(v->data, g->value, g->value_len);
-                rq->value = v;
-                return 0;
+                rq->value = api_value_new(rq->db, rq->loop, g);
+                return rq->value ? 0 : -ENOMEM;
         }
         if (g->value_len > rq->cap)
                 return -ENOBUFS;
@@ -366,26 +360,4 @@ SCREE_API int scree_update(scree_table *t, const void *key, size_t key_len, scre
         rq.fn = fn;
         rq.fn_arg = arg;
         return api_req_call(&rq, shard);
-}
-
-/* ---- values ---- */
-
-SCREE_API const void *scree_value_data(const scree_value *v)
-{
-        return v->data;
-}
-
-SCREE_API size_t scree_value_len(const scree_value *v)
-{
-        return v->len;
-}
-
-SCREE_API uint64_t scree_value_expiry_ms(const scree_value *v)
-{
-        return v->expiry_ms;
-}
-
-SCREE_API void scree_value_free(scree_value *v)
-{
-        free(v);
 }

@@ -137,7 +137,9 @@ SCREE_API int scree_open(const char *dir, const scree_options *o, scree_db **ret
  * Waits for the operations in flight to finish, flushes nothing it need
  * not (the commit log holds every acknowledged write), stops the shard
  * threads and frees db. Table handles, iterators and completion queues
- * must be freed first, and no call may be in flight.
+ * must be freed first, and no call may be in flight. -EBUSY (nothing
+ * done): the caller still holds a value of 32 KiB or more
+ * (scree_get_value): free it first.
  * Returns 0, or the first error a shard met closing (the data written is
  * still safe in its commit log). Accepts NULL. Not from a shard thread.
  */
@@ -305,8 +307,12 @@ SCREE_API int scree_del(scree_table *t, const void *key, size_t key_len);
 SCREE_API int scree_get(scree_table *t, const void *key, size_t key_len, void *buf, size_t cap,
                         size_t *ret_len);
 
-/* Reads key's value into a new scree_value (one copy, made by the shard):
- * 0 and *ret, -SCREE_ENOTFOUND. */
+/* Reads key's value into a new scree_value: 0 and *ret, -SCREE_ENOTFOUND.
+ * A value under 32 KiB is copied once, by the shard; a larger one is not
+ * copied at all: it points into the engine's memory (the memtable or the
+ * cached block it was found in), which the engine keeps for it until
+ * scree_value_free -- free such values before scree_close, which refuses
+ * (-EBUSY) while one is held. */
 SCREE_API int scree_get_value(scree_table *t, const void *key, size_t key_len,
                               scree_value **ret);
 
@@ -315,7 +321,8 @@ SCREE_API const void *scree_value_data(const scree_value *v);
 SCREE_API size_t scree_value_len(const scree_value *v);
 /* Its expiry (wall-clock ms since the epoch), or 0 for none. */
 SCREE_API uint64_t scree_value_expiry_ms(const scree_value *v);
-/* Accepts NULL. Any thread. */
+/* Accepts NULL. Any thread; before scree_close for a value of 32 KiB or
+ * more (its memory goes back to its shard, in a message). */
 SCREE_API void scree_value_free(scree_value *v);
 
 /*

@@ -478,3 +478,51 @@ Test(api, counters_flush_and_compact)
         scree_table_close(t);
         scree_close(db);
 }
+
+/* Values of 32 KiB or more are not copied: they point into the engine's
+ * memory, held until freed -- across a flush and a compaction, and
+ * scree_close refuses while one is held. */
+Test(api, large_values_are_lent_not_copied_and_close_waits_for_them)
+{
+        scree_db *db = open_db(2);
+        scree_table *t = make_table(db, "/big", 1);
+        size_t big = 100 << 10;
+        char *val = malloc(big), k[64];
+        scree_value *v[8];
+        size_t kl;
+
+        for (size_t i = 0; i < big; i++)
+                val[i] = (char)('a' + i % 23);
+        for (int i = 0; i < 8; i++) {
+                kl = key2(k, sizeof(k), "obj", (uint64_t)i);
+                cr_assert(eq(int, scree_put(t, k, kl, val, big, 0), 0));
+                cr_assert(eq(int, scree_get_value(t, k, kl, &v[i]), 0));
+        }
+        /* the memtables go to SSTables, then one table per tablet: the
+         * values lent stay as they were */
+        cr_assert(eq(int, scree_flush(db), 0));
+        cr_assert(eq(int, scree_compact(db), 0));
+        for (int i = 0; i < 8; i++) {
+                kl = key2(k, sizeof(k), "obj", (uint64_t)i);
+                cr_assert(eq(int, scree_put(t, k, kl, "small", 5, 0), 0));
+        }
+        for (int i = 0; i < 8; i++) {
+                cr_assert(eq(sz, scree_value_len(v[i]), big));
+                cr_assert(eq(int, memcmp(scree_value_data(v[i]), val, big), 0), "value %d", i);
+        }
+        /* read from the cache now (flushed): lent from a cached block */
+        scree_value_free(v[0]);
+        cr_assert(eq(int, scree_flush(db), 0));
+        kl = key2(k, sizeof(k), "obj", 0);
+        cr_assert(eq(int, scree_put(t, k, kl, val, big, 0), 0));
+        cr_assert(eq(int, scree_flush(db), 0));
+        cr_assert(eq(int, scree_get_value(t, k, kl, &v[0]), 0));
+        cr_assert(eq(int, memcmp(scree_value_data(v[0]), val, big), 0));
+        scree_table_close(t);
+        cr_expect(eq(int, scree_close(db), -EBUSY));
+        cr_expect(strstr(scree_last_error(), "still held") != NULL, "%s", scree_last_error());
+        for (int i = 0; i < 8; i++)
+                scree_value_free(v[i]);
+        cr_expect(eq(int, scree_close(db), 0));
+        free(val);
+}
