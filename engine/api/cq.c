@@ -122,7 +122,7 @@ static void areq_free(scree_cq *q, struct api_req *rq)
                 free(rq);
                 return;
         }
-        rq->cq_node.next = &q->free_reqs->cq_node;
+        rq->cq_node.next = q->free_reqs ? &q->free_reqs->cq_node : NULL;
         q->free_reqs = rq;
         q->n_free_reqs++;
 }

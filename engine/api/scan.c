@@ -519,7 +519,7 @@ static int op_new(scree_table *tbl, const scree_range *r, const void *cursor, si
                   uint32_t limit, bool del, struct scan_op **ret)
 {
         const struct eng_catalog_table *t;
-        struct scan_op *op;
+        struct scan_op *op = NULL;
         const uint8_t *from;
         uint32_t from_len;
         int res;
@@ -570,13 +570,15 @@ static int op_run_sync(scree_table *t, struct scan_op *op)
 SCREE_API int scree_scan(scree_table *t, const scree_range *r, const void *cursor,
                          size_t cursor_len, uint32_t limit, scree_rows **ret)
 {
-        struct scan_op *op;
+        struct scan_op *op = NULL;
         int res;
 
         api_clear_error();
         if ((res = api_off_shard()) < 0 ||
             (res = op_new(t, r, cursor, cursor_len, limit, false, &op)) < 0)
                 return res;
+        if (!op)
+                return -ENOMEM;         /* (op_new set it; for the compiler) */
         res = op_run_sync(t, op);
         if (res == 0) {
                 *ret = op->rows;
@@ -588,12 +590,14 @@ SCREE_API int scree_scan(scree_table *t, const scree_range *r, const void *curso
 
 SCREE_API int scree_delete_range(scree_table *t, const scree_range *r, uint64_t *ret_deleted)
 {
-        struct scan_op *op;
+        struct scan_op *op = NULL;
         int res;
 
         api_clear_error();
         if ((res = api_off_shard()) < 0 || (res = op_new(t, r, NULL, 0, 0, true, &op)) < 0)
                 return res;
+        if (!op)
+                return -ENOMEM;         /* (op_new set it; for the compiler) */
         res = op_run_sync(t, op);
         if (ret_deleted)
                 *ret_deleted = op->deleted;
@@ -626,7 +630,7 @@ static int op_start_async(scree_cq *q, scree_table *t, struct scan_op *op, enum 
 SCREE_API int scree_scan_async(scree_cq *q, scree_table *t, const scree_range *r,
                                const void *cursor, size_t cursor_len, uint32_t limit, void *tag)
 {
-        struct scan_op *op;
+        struct scan_op *op = NULL;
         int res;
 
         api_clear_error();
@@ -640,7 +644,7 @@ SCREE_API int scree_scan_async(scree_cq *q, scree_table *t, const scree_range *r
 SCREE_API int scree_delete_range_async(scree_cq *q, scree_table *t, const scree_range *r,
                                        void *tag)
 {
-        struct scan_op *op;
+        struct scan_op *op = NULL;
         int res;
 
         api_clear_error();
