@@ -148,9 +148,39 @@ struct proxy {
         unsigned shards;
 };
 
+/* Whether another socket -- another scree-proxy's SO_REUSEPORT group of
+ * the same user included, which would share the port silently -- holds
+ * hp's port: a plain bind of it fails then. 0, or -EADDRINUSE (reported). */
+static int port_probe(const struct px_hostport *hp)
+{
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+        char service[8];
+        int fd, one = 1, r = 0;
+
+        if (!hp->port)
+                return 0;
+        snprintf(service, sizeof(service), "%u", hp->port);
+        if (getaddrinfo(hp->host, service, &hints, &ai) != 0)
+                return 0;       /* listen_on reports it */
+        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+                        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0) && errno == EADDRINUSE) {
+                fprintf(stderr, "scree-proxy: cannot listen on %s:%u: %s\n", hp->host, hp->port,
+                        strerror(EADDRINUSE));
+                r = -EADDRINUSE;
+        }
+        if (fd >= 0)
+                close(fd);
+        freeaddrinfo(ai);
+        return r;
+}
+
 static int listeners_open(struct proxy *p)
 {
         unsigned n = p->sh.n_workers;
+
+        if (port_probe(&p->cfg.listen) < 0)
+                return -EADDRINUSE;
 
         p->lfds = calloc(n, sizeof(*p->lfds));
         if (!p->lfds)
@@ -297,13 +327,17 @@ int main(int argc, char **argv)
         pthread_sigmask(SIG_BLOCK, &sigs, NULL);        /* the threads inherit it */
         if (shards_pick(&p) < 0)
                 return 2;
-        /* By default the workers and the shards share the CPUs. */
         p.sh = (struct px_shared){ .cfg = &p.cfg, .origins = p.origins,
-                                   .n_origins = p.cfg.n_origins,
-                                   .n_workers = p.cfg.threads ? p.cfg.threads
-                                              : cpu_count() > p.shards ? cpu_count() - p.shards
-                                                                       : 1 };
-        if (listeners_open(&p) < 0 || cache_open(&p) < 0 || workers_start(&p) < 0) {
+                                   .n_origins = p.cfg.n_origins };
+        if (port_probe(&p.cfg.listen) < 0 || cache_open(&p) < 0) {
+                stop(&p, true);
+                return 1;
+        }
+        /* By default the workers and the shards share the CPUs (the
+         * shards: the cache's own, known once it is open). */
+        p.sh.n_workers = p.cfg.threads ? p.cfg.threads
+                                       : cpu_count() > p.shards ? cpu_count() - p.shards : 1;
+        if (listeners_open(&p) < 0 || workers_start(&p) < 0) {
                 stop(&p, true);
                 return 1;
         }

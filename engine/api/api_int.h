@@ -108,6 +108,9 @@ struct scree_db {
         /* pinned values (value.c): held by the caller, and on their way
          * back to their shard; scree_close refuses while any is held */
         _Atomic uint64_t pins_held, pins_releasing;
+        /* table handles and completion queues open: scree_close refuses
+         * while any is (they point at the database) */
+        _Atomic uint64_t handles;
         pthread_mutex_t cat_mu;
         struct eng_catalog *cur;        /* under cat_mu */
         _Atomic uint64_t cur_version;

@@ -86,7 +86,7 @@ static int add(scree_batch *b, scree_table *t, enum eng_mut_kind kind, const voi
                 return api_fail(-EINVAL, "no batch or table");
         if ((r = api_key_check(t, key, key_len)) < 0)
                 return r;
-        if ((r = api_value_check(t->db, value, value_len)) < 0)
+        if ((r = api_value_check(t->db, value, value_len)) < 0 || (r = api_ttl_check(ttl_ms)) < 0)
                 return r;
         if (reserve(b, key_len + value_len) < 0)
                 return -ENOMEM;

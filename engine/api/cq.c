@@ -39,7 +39,12 @@
 
 SCREE_API int scree_cq_new(scree_db *db, scree_cq **ret)
 {
-        scree_cq *q = calloc(1, sizeof(*q));
+        scree_cq *q;
+
+        if (!db || !ret)
+                return api_fail(-EINVAL, "scree_cq_new needs a database and somewhere to put "
+                                "the queue");
+        q = calloc(1, sizeof(*q));
 
         if (!q)
                 return -ENOMEM;
@@ -61,6 +66,7 @@ SCREE_API int scree_cq_new(scree_db *db, scree_cq **ret)
         rx_mpsc_init(&q->done);
         atomic_init(&q->armed, true);   /* nothing waits yet: the first push wakes */
         q->db = db;
+        atomic_fetch_add(&db->handles, 1);
         *ret = q;
         return 0;
 }
@@ -302,6 +308,7 @@ SCREE_API void scree_cq_free(scree_cq *q)
         free(q->messages);
         pool_free(q);
         free(q->delivering);
+        atomic_fetch_sub(&q->db->handles, 1);
         close(q->efd);
         free(q);
 }
@@ -390,7 +397,8 @@ SCREE_API int scree_put_async(scree_cq *q, scree_table *t, const void *key, size
         int r;
 
         api_clear_error();
-        if ((r = async_check(q, t, key, key_len, value, value_len)) < 0)
+        if ((r = async_check(q, t, key, key_len, value, value_len)) < 0 ||
+            (r = api_ttl_check(ttl_ms)) < 0)
                 return r;
         rq = areq_new(q, tag, extra_bytes(key_len, value_len));
         if (rq) {

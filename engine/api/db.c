@@ -597,7 +597,13 @@ SCREE_API int scree_close(scree_db *db)
 
         if (!db)
                 return 0;
-        if ((r = api_off_shard()) < 0 || (r = api_pins_wait(db)) < 0)
+        if ((r = api_off_shard()) < 0)
+                return r;
+        if (atomic_load(&db->handles))
+                return api_fail(-EBUSY, "%llu table handle(s) or completion queue(s) are still "
+                                "open: close them (scree_table_close, scree_cq_free) before "
+                                "scree_close", (unsigned long long)atomic_load(&db->handles));
+        if ((r = api_pins_wait(db)) < 0)
                 return r;
         r = shards_stop(db);
         db_free(db);

@@ -140,6 +140,13 @@ int api_req_prep(struct api_req *rq, scree_table *t, enum api_op op, const void 
 /* Checks a value's length. 0 or -EINVAL. */
 int api_value_check(const struct scree_db *db, const void *value, size_t len);
 
+/* The longest TTL (2^61 ms, some 73 million years): the engine keeps
+ * expiries below 2^62 ms, and now + ttl must not wrap. */
+#define API_TTL_MAX_MS (UINT64_C(1) << 61)
+
+/* 0, or -EINVAL (with a message) for a TTL over API_TTL_MAX_MS. */
+int api_ttl_check(uint64_t ttl_ms);
+
 /* The wall-clock expiry of a ttl (0: none). */
 uint64_t api_expiry(uint64_t ttl_ms);
 

@@ -127,7 +127,8 @@ static int rmw_fn(void *arg, const struct eng_get *cur, struct eng_mutation *out
         case SCREE_UPDATE_NONE:
                 return 0;
         case SCREE_UPDATE_PUT:
-                if (o.value_len > rq->db->opts.max_value_bytes || (!o.value && o.value_len))
+                if (o.value_len > rq->db->opts.max_value_bytes || (!o.value && o.value_len) ||
+                    o.ttl_ms > API_TTL_MAX_MS)
                         return -EINVAL;
                 out->kind = ENG_MUT_PUT;
                 out->value = o.value;
@@ -277,6 +278,14 @@ int api_value_check(const struct scree_db *db, const void *value, size_t len)
         return 0;
 }
 
+int api_ttl_check(uint64_t ttl_ms)
+{
+        if (ttl_ms > API_TTL_MAX_MS)
+                return api_fail(-EINVAL, "a TTL is at most %llu ms (2^61), got %llu",
+                                (unsigned long long)API_TTL_MAX_MS, (unsigned long long)ttl_ms);
+        return 0;
+}
+
 uint64_t api_expiry(uint64_t ttl_ms)
 {
         return ttl_ms ? time_wall_ns() / NS_PER_MS + ttl_ms : 0;
@@ -291,7 +300,7 @@ SCREE_API int scree_put(scree_table *t, const void *key, size_t key_len, const v
 
         if (r < 0)
                 return r;
-        if ((r = api_value_check(t->db, value, value_len)) < 0)
+        if ((r = api_value_check(t->db, value, value_len)) < 0 || (r = api_ttl_check(ttl_ms)) < 0)
                 return r;
         rq.m.kind = ENG_MUT_PUT;
         rq.m.value = value;

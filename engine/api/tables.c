@@ -384,6 +384,9 @@ SCREE_API int scree_table_open(scree_db *db, const char *path, scree_table **ret
         int r;
 
         api_clear_error();
+        if (!db || !ret)
+                return api_fail(-EINVAL, "scree_table_open needs a database and somewhere to put "
+                                "the handle");
         if ((r = table_find(db, path, &t)) < 0)
                 return r;
         h = calloc(1, sizeof(*h));
@@ -392,11 +395,15 @@ SCREE_API int scree_table_open(scree_db *db, const char *path, scree_table **ret
         *h = (scree_table){ .db = db, .id = t->id, .raw = t->key_format == ENG_CATALOG_KEYS_RAW,
                             .hashed = t->mode == ENG_CATALOG_HASHED,
                             .hash_parts = t->hash_parts };
+        atomic_fetch_add(&db->handles, 1);
         *ret = h;
         return 0;
 }
 
 SCREE_API void scree_table_close(scree_table *t)
 {
+        if (!t)
+                return;
+        atomic_fetch_sub(&t->db->handles, 1);
         free(t);
 }

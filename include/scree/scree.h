@@ -97,7 +97,7 @@ typedef struct scree_cq scree_cq;
  *                        quarter of memory
  *   commitlog-sync       batch (default) or periodic
  *   commitlog-sync-period-ms   periodic's period, 1..60000; default 10
- *   max-key-bytes        default 65536 (the engine's limit)
+ *   max-key-bytes        default and at most 32768 (the engine's limit)
  *   max-value-bytes      default 8MiB, at most 16MiB
  *   pin                  yes (default): pin each shard thread to a CPU
  *   prefault             yes/no (default no): fault the memtables'
@@ -138,8 +138,9 @@ SCREE_API int scree_open(const char *dir, const scree_options *o, scree_db **ret
  * not (the commit log holds every acknowledged write), stops the shard
  * threads and frees db. Table handles, iterators and completion queues
  * must be freed first, and no call may be in flight. -EBUSY (nothing
- * done): the caller still holds a value of 32 KiB or more
- * (scree_get_value): free it first.
+ * done): a table handle or completion queue is still open, or the
+ * caller still holds a value of 32 KiB or more (scree_get_value): close
+ * or free it first.
  * Returns 0, or the first error a shard met closing (the data written is
  * still safe in its commit log). Accepts NULL. Not from a shard thread.
  */
@@ -291,7 +292,8 @@ SCREE_API void scree_table_close(scree_table *t);
  */
 
 /* Writes (key, value), replacing any earlier value; ttl_ms > 0: the row
- * expires that many milliseconds from now (0: never). */
+ * expires that many milliseconds from now (0: never; at most 2^61:
+ * -EINVAL beyond). */
 SCREE_API int scree_put(scree_table *t, const void *key, size_t key_len, const void *value,
                         size_t value_len, uint64_t ttl_ms);
 

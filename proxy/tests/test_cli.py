@@ -64,6 +64,21 @@ def test_a_port_in_use_exits_1(origin, tmp_path):
     assert "cannot listen on 127.0.0.1:%d" % port in r.stderr
 
 
+def test_a_port_another_proxy_listens_on_exits_1(origin, tmp_path):
+    """Regression: SO_REUSEPORT let a second scree-proxy of the same user
+    share the port, splitting the requests between two caches."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    p = Proxy([origin], dir=str(tmp_path / "a")).start()
+    try:
+        r = run("--origin", origin.addr, "--dir", str(tmp_path / "b"), "--listen",
+                "127.0.0.1:%d" % p.port, "--shards", "1")
+        assert r.returncode == 1
+        assert "cannot listen on 127.0.0.1:%d" % p.port in r.stderr
+    finally:
+        assert p.stop() == 0
+
+
 def test_sigterm_stops_cleanly(origin):
     p = Proxy([origin]).start()
     assert p.stop() == 0

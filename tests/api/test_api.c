@@ -526,3 +526,31 @@ Test(api, large_values_are_lent_not_copied_and_close_waits_for_them)
         cr_expect(eq(int, scree_close(db), 0));
         free(val);
 }
+
+/* Regressions from a new user's run: a TTL that would wrap the expiry is
+ * refused (the write was lost, silently), and scree_close refuses while a
+ * table handle or a queue is open (later calls through them read freed
+ * memory). */
+Test(api, a_wrapping_ttl_and_a_close_with_handles_open_are_refused)
+{
+        scree_db *db = open_db(1);
+        scree_table *t = make_table(db, "/t", 0);
+        scree_batch *b = scree_batch_new();
+        scree_cq *q;
+        char k[64];
+        size_t kl = key2(k, sizeof(k), "a", 1), len;
+
+        cr_expect(eq(int, scree_put(t, k, kl, "v", 1, UINT64_MAX), -EINVAL));
+        cr_expect(strstr(scree_last_error(), "TTL") != NULL, "%s", scree_last_error());
+        cr_expect(eq(int, scree_batch_put(b, t, k, kl, "v", 1, UINT64_MAX), -EINVAL));
+        cr_expect(eq(int, scree_put(t, k, kl, "v", 1, UINT64_C(1) << 40), 0));
+        cr_expect(eq(int, scree_get(t, k, kl, NULL, 0, &len), -ENOBUFS));
+        scree_batch_free(b);
+        cr_assert(eq(int, scree_cq_new(db, &q), 0));
+        cr_expect(eq(int, scree_close(db), -EBUSY));
+        cr_expect(strstr(scree_last_error(), "still open") != NULL, "%s", scree_last_error());
+        scree_cq_free(q);
+        cr_expect(eq(int, scree_close(db), -EBUSY));
+        scree_table_close(t);
+        cr_expect(eq(int, scree_close(db), 0));
+}
