@@ -14,8 +14,9 @@
  *
  * Routing on the host: each host thread keeps a reference to the newest
  * catalog snapshot it saw (db.c, api_catalog); the database publishes a
- * new one after every catalog change, under a mutex taken only when the
- * version moved (never on a request's path otherwise).
+ * new one after every catalog change and keeps every one it published
+ * until it closes, so a thread takes a reference to the newest without a
+ * lock.
  */
 #ifndef SCREE_ENGINE_API_INT_H
 #define SCREE_ENGINE_API_INT_H
@@ -111,8 +112,12 @@ struct scree_db {
         /* table handles and completion queues open: scree_close refuses
          * while any is (they point at the database) */
         _Atomic uint64_t handles;
-        pthread_mutex_t cat_mu;
-        struct eng_catalog *cur;        /* under cat_mu */
+        _Atomic(struct eng_catalog *) cur;
+        /* every snapshot published, referenced until close: a host thread
+         * may take a reference to cur without a lock (catalog changes are
+         * explicit calls here, so this list stays short) */
+        struct eng_catalog **kept;
+        size_t n_kept;
         _Atomic uint64_t cur_version;
         char dir[4096];
 };

@@ -71,27 +71,30 @@ struct eng_catalog *api_catalog(struct scree_db *db)
                 c->serial = db->serial;
         }
         eng_catalog_unref(c->cat);
-        pthread_mutex_lock(&db->cat_mu);
-        c->cat = eng_catalog_ref(db->cur);
-        c->version = atomic_load_explicit(&db->cur_version, memory_order_relaxed);
-        pthread_mutex_unlock(&db->cat_mu);
+        /* Published snapshots stay referenced by the database until it
+         * closes (api_catalog_publish): this one cannot be freed between
+         * the load and the reference. */
+        c->cat = eng_catalog_ref(atomic_load_explicit(&db->cur, memory_order_acquire));
+        c->version = eng_catalog_version(c->cat);
         return c->cat;
 }
 
+/* One publisher at a time: scree_open before the shards run, then shard 0
+ * (catalog changes are made there one after another). */
 void api_catalog_publish(struct scree_db *db, struct eng_catalog *snap)
 {
-        struct eng_catalog *old;
+        struct eng_catalog *old = atomic_load_explicit(&db->cur, memory_order_relaxed);
+        struct eng_catalog **kept;
 
-        pthread_mutex_lock(&db->cat_mu);
-        old = db->cur;
-        if (old && eng_catalog_version(old) >= eng_catalog_version(snap)) {
-                pthread_mutex_unlock(&db->cat_mu);
+        if (old && eng_catalog_version(old) >= eng_catalog_version(snap))
                 return;
-        }
-        db->cur = eng_catalog_ref(snap);
+        kept = realloc(db->kept, (db->n_kept + 1) * sizeof(*kept));
+        if (!kept)
+                return;         /* routing stays on the older snapshot: the shards correct it */
+        db->kept = kept;
+        db->kept[db->n_kept++] = eng_catalog_ref(snap);
+        atomic_store_explicit(&db->cur, snap, memory_order_release);
         atomic_store_explicit(&db->cur_version, eng_catalog_version(snap), memory_order_release);
-        pthread_mutex_unlock(&db->cat_mu);
-        eng_catalog_unref(old);
 }
 
 /* Forgets this thread's snapshot of db (closing). */
@@ -456,8 +459,9 @@ static void db_free(struct scree_db *db)
         tls_forget(db);
         eng_datadir_unlock(&db->lock, false);
         eng_catalog_unref(db->cat.head);
-        eng_catalog_unref(db->cur);
-        pthread_mutex_destroy(&db->cat_mu);
+        for (size_t i = 0; i < db->n_kept; i++)
+                eng_catalog_unref(db->kept[i]);
+        free(db->kept);
         free(db->shards);
         free(db);
 }
@@ -470,7 +474,6 @@ static int db_new(const char *dir, const struct api_opts *o, struct scree_db **r
         if (!db)
                 return -ENOMEM;
         db->lock.fd = -1;
-        pthread_mutex_init(&db->cat_mu, NULL);
         db->opts = *o;
         db->n = o->smp ? o->smp : dir_shards(dir);
         if (db->n > ENG_CATALOG_MAX_SHARDS || db->n > SCREE_MAX_SHARDS)
