@@ -186,8 +186,9 @@ class Proxy:
         if self.proc.poll() is not None:
             raise RuntimeError("scree-proxy exited %d: %s" % (self.proc.returncode,
                                                               self.output()))
-        for line in self.output().splitlines():
-            if "listening on" in line:
+        # Only a whole line: the proxy may be half way through writing it.
+        for line in self.output().splitlines(keepends=True):
+            if "listening on" in line and line.endswith("\n"):
                 return line
         return None
 

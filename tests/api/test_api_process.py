@@ -17,7 +17,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from test_nospace import SmallFs  # noqa: E402  (the server's full-disk test's file system)
+from test_nospace import small_fs  # noqa: E402,F401  (the server full-disk test's fixture)
 
 TOOL = os.environ["SCREE_API_TOOL"]
 WAIT_S = 120
@@ -80,17 +80,6 @@ def test_kill9_keeps_every_acknowledged_row(tmp_path, rounds):
         assert w.errors == []
         acked += w.acked
         check(d, acked)
-
-
-@pytest.fixture
-def small_fs():
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a small file system")
-    fs = SmallFs()
-    try:
-        yield fs
-    finally:
-        fs.unmount()
 
 
 def test_a_full_disk_fails_puts_and_they_go_on_once_space_returns(small_fs, tmp_path):
