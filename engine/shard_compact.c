@@ -16,7 +16,14 @@
  * Readers holding the old table set keep reading the inputs' open fds.
  *
  * Background compactions are picked after every flush and compaction;
- * a failed one is logged and picked again after the next flush. A major
+ * a failed one is logged and picked again after the next flush. Besides
+ * the size-tiered picks, reads pick one (a read compaction, as LevelDB's
+ * seek compaction, counted in work): every table a read consults beyond
+ * the first is a tablet's read debt (shard_read_debt), and once the debt
+ * covers what merging all the tablet's tables would cost, they are merged
+ * into one -- the read-mostly tablet ends as one table, as it would under
+ * leveled compaction, and the merges never cost more than the reads they
+ * save had already wasted. A major
  * compaction (eng_shard_compact) flushes, then merges every tablet's tables
  * into one at the bottom, tablet by tablet, between background ones.
  */
@@ -38,6 +45,11 @@
 /* Tables one compaction merges at most (a major one does a bigger tablet
  * in several rounds, oldest tables first). */
 #define SHARD_MAX_COMPACT_INPUTS 64u
+/* A read compaction's cost against a read's: merging a table byte takes
+ * about what a probe of one table's filter line costs a get (~5 against
+ * ~40 ns here), so a tablet's read debt pays for a merge of all its tables
+ * once it reaches their bytes / this. */
+#define READ_DEBT_BYTES_PER_PROBE 8u
 
 struct eng_shard_compaction {
         struct eng_shard *s;
@@ -359,6 +371,8 @@ static int compaction_start(struct eng_shard *s, struct eng_tablet *t, uint32_t 
         }
         s->compaction = c;
         t->compacting = true;
+        if (first == 0 && n == c->from->n)
+                t->read_debt = 0;       /* paid: t will be one table */
         s->busy++;
         return 0;
 }
@@ -457,6 +471,50 @@ static bool major_step(struct eng_shard *s)
         return false;
 }
 
+/* Whether t's reads have wasted more on its extra tables than merging them
+ * would cost. */
+static bool read_debt_due(const struct eng_tablet *t)
+{
+        uint64_t bytes = 0;
+
+        if (!t->tset || t->tset->n < 2)
+                return false;
+        for (uint32_t i = 0; i < t->tset->n; i++)
+                bytes += t->tset->e[i].meta.file_size;
+        return t->read_debt >= bytes / READ_DEBT_BYTES_PER_PROBE;
+}
+
+void shard_read_debt(struct eng_shard *s, struct eng_tablet *t, uint64_t probes)
+{
+        bool was_due = read_debt_due(t);
+
+        t->read_debt += probes;
+        if (!was_due && !s->compaction && read_debt_due(t))
+                shard_maybe_compact(s);
+}
+
+/* Merges, in the first tablet whose read debt is due, its tables before
+ * any damaged one (the oldest SHARD_MAX_COMPACT_INPUTS of them; the next
+ * pick takes the rest). Returns whether one started. */
+static bool start_read_compaction(struct eng_shard *s)
+{
+        for (uint32_t k = 0; k < s->n_tablets; k++) {
+                uint32_t i = (s->compact_cursor + k) % s->n_tablets;
+                struct eng_tablet *t = s->tablets[i];
+                uint32_t nd, n;
+
+                if (t->dropped || t->frozen || t->moving || !shard_tablet_settled(t) ||
+                    !read_debt_due(t) || (nd = tables_before_damage(t)) < 2)
+                        continue;
+                n = nd < SHARD_MAX_COMPACT_INPUTS ? nd : SHARD_MAX_COMPACT_INPUTS;
+                if (compaction_start(s, t, nd - n, n, nd == t->tset->n, false) < 0)
+                        return false;
+                s->compact_cursor = i + 1;
+                return true;
+        }
+        return false;
+}
+
 /* Whether table tb holds keys outside t's range: a file t shares with its
  * sibling since a split (shard_relayout.c). */
 static bool reaches_out(const struct eng_tablet *t, const struct eng_sst_table *tb)
@@ -526,7 +584,8 @@ void shard_maybe_compact(struct eng_shard *s)
                         return;
                 }
         }
-        (void)start_separation(s);
+        if (!start_read_compaction(s))
+                (void)start_separation(s);
 }
 
 static void compaction_end(struct eng_shard_compaction *c, int res)

@@ -25,6 +25,12 @@
  * and links (~60 bytes, memtable.c) and its share of the hash index
  * (16-byte slots, 3/8 to 3/4 full: ~21-43 bytes, mt_index.c). */
 #define SHARD_ENTRY_OVERHEAD ENG_ENTRY_OVERHEAD_BYTES
+/* What a scan's seek into one more table costs, in a get's table probes (a
+ * filter line, ~40 ns): an index search, a block and a seek in it, and a
+ * merge source more for every row -- 100-row scans took ~6 us more per
+ * table (30 us over 3.5 tables a tablet, 22.5 over 2.25; scree-bench
+ * seekrandom, 2M keys, this machine, 2026-11). */
+#define SHARD_SCAN_SEEK_PROBES 128u
 
 /* The SSTables of one tablet, newest (highest max_seq) first. Immutable once
  * published: a flush or compaction publishes a new set, and a read in
@@ -110,6 +116,10 @@ struct eng_tablet {
          * count weighs an eighth: eng_shard_tick): what the balancer
          * weighs. A split shares it out; a move carries it along. */
         uint64_t ops_avg;
+        /* Work its reads spent on tables beyond the first, in table
+         * probes, since a merge of all its tables last started (a read
+         * compaction: shard_compact.c). A split or move starts it anew. */
+        uint64_t read_debt;
 };
 
 /* A uniform sample of a tablet's accessed keys (Algorithm R). */
@@ -539,6 +549,12 @@ bool shard_compaction_orphanable(const struct eng_shard *s, const struct eng_tab
  * of s->tablets -- freed then. Returns true, or false (none of t's: the
  * caller frees t). REQUIRES: shard_compaction_orphanable. */
 bool shard_compaction_orphan(struct eng_shard *s, const struct eng_tablet *t);
+/* Charges tablet t with `probes` table probes its reads did beyond the
+ * first table (a get: the tables it consulted less one; a scan:
+ * SHARD_SCAN_SEEK_PROBES per table beyond the first it seeks). Once the
+ * debt covers what merging t's tables into one would cost, such a merge
+ * (a read compaction) starts, or is picked when the one running ends. */
+void shard_read_debt(struct eng_shard *s, struct eng_tablet *t, uint64_t probes);
 /* Nanoseconds a compaction has run since the shard opened, the one in
  * progress included. */
 uint64_t shard_compaction_ns(const struct eng_shard *s);

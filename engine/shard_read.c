@@ -77,8 +77,16 @@ static void load_read_bytes(struct eng_get *g, uint64_t n)
                 t->load.read_bytes += n;
 }
 
+/* Charges g's tablet with the tables g consulted beyond the first. */
+static void charge_tables(struct eng_get *g)
+{
+        if (g->next_table > 1 && g->cat_version == eng_catalog_version(g->s->cat))
+                shard_read_debt(g->s, g->tablet, g->next_table - 1);
+}
+
 static int found(struct eng_get *g, const struct eng_entry *e)
 {
+        charge_tables(g);
         load_read_bytes(g, e->key_len + e->value_len);
         get_cleanup(g);                 /* frees the ikey */
         if (e->kind != ENG_ENTRY_VALUE || (e->expiry_ms && e->expiry_ms <= g->now_ms)) {
@@ -123,6 +131,7 @@ static int tables_step(struct eng_get *g)
                         return r;
                 }
         }
+        charge_tables(g);
         get_cleanup(g);
         return -SCREE_ENOTFOUND;
 }
@@ -192,6 +201,7 @@ static int get_issue(struct eng_get *g)
                 return live ? -SCREE_EMOVED : -SCREE_ENOTFOUND;
         }
         g->tablet->load.reads++;
+        g->next_table = 0;
         shard_hot_access(g->tablet, g->ikey, g->ikey_len);
         if (shard_memtables_get(g->tablet, g->ikey, g->ikey_len, &e, &mt) == 0) {
                 s->stats.get_memtable_hits++;
@@ -202,7 +212,6 @@ static int get_issue(struct eng_get *g)
         g->tset = g->tablet->tset;
         if (g->tset)
                 shard_tset_ref(g->tset);
-        g->next_table = 0;
         return tables_step(g);
 }
 

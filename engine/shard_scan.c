@@ -171,6 +171,8 @@ static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8
                 eng_merge_iter_free(m);
                 return r;
         }
+        if (t->tset && t->tset->n > 1)
+                shard_read_debt(sc->s, t, (uint64_t)(t->tset->n - 1) * SHARD_SCAN_SEEK_PROBES);
         *ret = m;
         return 0;
 }
