@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Minimal leveled logging to stderr, one line per call (a single write(2), so
- * lines from different shards never interleave mid-line). log_file_open()
+ * lines from different shards never interleave mid-line) -- or, once a
+ * program embedding the library installed one (log_sink_set), to its
+ * callback, one call per line. log_file_open()
  * points stderr itself at a file (the logfile setting), so that everything
  * else the process writes there -- an assertion's report, a sanitizer's --
  * lands in the same file; calling it again with the same path after the
@@ -35,6 +37,15 @@ __attribute__((format(printf, 2, 3))) void log_write(enum log_level level, const
  * goes on where it went). Any thread, but one caller at a time.
  */
 int log_file_open(const char *path);
+
+/*
+ * Sends every later line to fn(arg, level, message) instead of stderr:
+ * message is the formatted text alone (no time, level or newline),
+ * borrowed for the call. fn NULL: back to stderr. fn runs on the thread
+ * that logs (any shard's or the caller's), possibly on several at once.
+ * Not synchronised with log_write: call it while no other thread logs.
+ */
+void log_sink_set(void (*fn)(void *arg, enum log_level level, const char *message), void *arg);
 
 /* Parses "error", "warn", "info" or "debug"; LOG_LEVEL_INVALID otherwise. */
 enum log_level log_level_parse(const char *s);

@@ -54,15 +54,17 @@ SCREE_API int scree_stat(scree_db *db, const char *name, uint64_t *ret)
         uint64_t sum[N_STATS];
         int r;
 
-        api_clear_error();
-        for (size_t i = 0; name && i < N_STATS; i++)
+        if (!db || !name || !ret)
+                return api_fail(-EINVAL, "scree_stat needs a database, a name and somewhere to "
+                                "put the value");
+        for (size_t i = 0; i < N_STATS; i++)
                 if (strcmp(stat_defs[i].name, name) == 0) {
                         if ((r = stats_sum(db, sum)) < 0)
                                 return r;
                         *ret = sum[i];
                         return 0;
                 }
-        return api_fail(-SCREE_ENOTFOUND, "no counter named '%.60s'", name ? name : "(null)");
+        return api_fail(-SCREE_ENOTFOUND, "no counter named '%.60s'", name);
 }
 
 SCREE_API int scree_stats(scree_db *db, void (*fn)(void *arg, const char *name, uint64_t value),
@@ -71,7 +73,8 @@ SCREE_API int scree_stats(scree_db *db, void (*fn)(void *arg, const char *name, 
         uint64_t sum[N_STATS];
         int r;
 
-        api_clear_error();
+        if (!db || !fn)
+                return api_fail(-EINVAL, "scree_stats needs a database and a callback");
         if ((r = stats_sum(db, sum)) < 0)
                 return r;
         for (size_t i = 0; i < N_STATS; i++)
@@ -105,9 +108,8 @@ static void compact_run(struct rx_loop *loop, struct rx_alien_req *req)
 static int on_every_shard(scree_db *db, void (*fn)(struct rx_loop *, struct rx_alien_req *),
                           const char *what)
 {
-        int r = api_off_shard(), first = 0;
+        int r = db ? api_off_shard() : api_fail(-EINVAL, "no database"), first = 0;
 
-        api_clear_error();
         if (r < 0)
                 return r;
         for (unsigned s = 0; s < db->n; s++) {
@@ -160,14 +162,17 @@ static int on_every_shard_async(scree_cq *q, enum api_op op,
                                 void (*fn)(struct rx_loop *, struct rx_alien_req *), void *tag)
 {
         unsigned n = q ? q->db->n : 0;
-        struct fanout *f = calloc(1, sizeof(*f));
-        struct api_req *rq = calloc(1, sizeof(*rq));
+        struct fanout *f;
+        struct api_req *rq;
 
-        api_clear_error();
-        if (!q || !f || !rq || !(f->children = calloc(n, sizeof(*f->children)))) {
+        if (!q)
+                return api_fail(-EINVAL, "no completion queue");
+        f = calloc(1, sizeof(*f));
+        rq = calloc(1, sizeof(*rq));
+        if (!f || !rq || !(f->children = calloc(n, sizeof(*f->children)))) {
                 free(f);
                 free(rq);
-                return q ? -ENOMEM : -EINVAL;
+                return api_fail(-ENOMEM, "out of memory");
         }
         *rq = (struct api_req){ .db = q->db, .cq = q, .op = op, .tag = tag, .state = f,
                                 .finish = fanout_finish };

@@ -40,6 +40,7 @@
 
 /* What a request does: the public operation it serves. */
 enum api_op {
+        API_OP_NONE = 0,                /* no row operation (api_res_message) */
         API_OP_PUT = SCREE_OP_PUT,
         API_OP_DEL = SCREE_OP_DEL,
         API_OP_GET = SCREE_OP_GET,
@@ -130,10 +131,17 @@ struct scree_table {
         uint32_t hash_parts;
 };
 
-/* Stores a message for scree_last_error (printf-style); returns err. */
+/* Stores a message for scree_last_error (printf-style); returns err.
+ * Every path on which a scree_* function returns < 0 goes through it (a
+ * call that succeeds leaves the message alone). Any thread. */
 int api_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Clears this thread's message. */
-void api_clear_error(void);
+
+/* What result res (< 0) of operation op means, for a message: a static
+ * string. Any thread. */
+const char *api_res_message(enum api_op op, int res);
+
+/* Databases open in the process (scree_open to scree_close). Any thread. */
+unsigned api_dbs_open(void);
 
 /* -SCREE_EONSHARD (with a message) when called on a shard thread, else 0. */
 int api_off_shard(void);
@@ -153,7 +161,8 @@ int api_pins_wait(struct scree_db *db);
 struct eng_shard *api_engine_of(struct rx_loop *loop);
 
 /* Runs fn(loop, req) on shard i and waits for its result (alien request,
- * rx_alien_complete by fn or later). Host thread. */
+ * rx_alien_complete by fn or later); a result < 0 leaves its message
+ * (api_res_message), which the caller may replace. Host thread. */
 int64_t api_on_shard(struct scree_db *db, unsigned i,
                      void (*fn)(struct rx_loop *loop, struct rx_alien_req *req), void *ctx);
 

@@ -45,9 +45,8 @@ SCREE_API int scree_cq_new(scree_db *db, scree_cq **ret)
                 return api_fail(-EINVAL, "scree_cq_new needs a database and somewhere to put "
                                 "the queue");
         q = calloc(1, sizeof(*q));
-
         if (!q)
-                return -ENOMEM;
+                return api_fail(-ENOMEM, "out of memory");
         q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (q->efd < 0) {
                 int r = -errno;
@@ -59,7 +58,7 @@ SCREE_API int scree_cq_new(scree_db *db, scree_cq **ret)
         if (!q->delivering) {
                 close(q->efd);
                 free(q);
-                return -ENOMEM;
+                return api_fail(-ENOMEM, "out of memory");
         }
         for (unsigned i = 0; i <= db->n; i++)
                 atomic_init(&q->delivering[i].n, 0);
@@ -73,12 +72,12 @@ SCREE_API int scree_cq_new(scree_db *db, scree_cq **ret)
 
 SCREE_API int scree_cq_fd(const scree_cq *q)
 {
-        return q->efd;
+        return q ? q->efd : api_fail(-EINVAL, "no completion queue");
 }
 
 SCREE_API uint64_t scree_cq_pending(const scree_cq *q)
 {
-        return q->pending;
+        return q ? q->pending : 0;
 }
 
 void api_cq_submitted(scree_cq *q)
@@ -181,7 +180,10 @@ static void complete_into(scree_cq *q, struct api_req *rq, scree_completion *c)
                 c->value = rq->value;
         if (rq->finish)
                 rq->finish(rq, c);
-        c->message = message_keep(q, rq->message);
+        if (rq->message)
+                c->message = message_keep(q, rq->message);
+        else
+                c->message = rq->res < 0 ? api_req_message(rq, rq->res) : "";
         areq_free(q, rq);
 }
 
@@ -223,11 +225,20 @@ static int cq_take(scree_cq *q, scree_completion *out, int max, bool arm)
         return n;
 }
 
-SCREE_API int scree_cq_poll(scree_cq *q, scree_completion *out, int max)
+/* The arguments of a poll or a wait. 0 or -EINVAL with a message. */
+static int take_check(const scree_cq *q, const scree_completion *out, int max)
 {
         if (!q || !out || max <= 0)
-                return -EINVAL;
-        return cq_take(q, out, max, true);
+                return api_fail(-EINVAL, "a poll needs a queue, room for completions and a max of "
+                                "1 or more");
+        return 0;
+}
+
+SCREE_API int scree_cq_poll(scree_cq *q, scree_completion *out, int max)
+{
+        int r = take_check(q, out, max);
+
+        return r < 0 ? r : cq_take(q, out, max, true);
 }
 
 /* How long scree_cq_wait watches the queue before it sleeps on efd: a
@@ -257,11 +268,10 @@ SCREE_API int scree_cq_wait(scree_cq *q, scree_completion *out, int max, int tim
 {
         uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
                                            : time_now_ns() + (uint64_t)timeout_ms * NS_PER_MS;
+        int r;
 
-        if (api_off_shard() < 0)
-                return -SCREE_EONSHARD;
-        if (!q || !out || max <= 0)
-                return -EINVAL;
+        if ((r = api_off_shard()) < 0 || (r = take_check(q, out, max)) < 0)
+                return r;
         for (;;) {
                 struct pollfd p = { .fd = q->efd, .events = POLLIN };
                 uint64_t now;
@@ -279,7 +289,8 @@ SCREE_API int scree_cq_wait(scree_cq *q, scree_completion *out, int max, int tim
                         return 0;
                 wait_ms = deadline == UINT64_MAX ? -1 : (int)((deadline - now) / NS_PER_MS + 1);
                 if (poll(&p, 1, wait_ms) < 0 && errno != EINTR)
-                        return -errno;
+                        return api_fail(-errno, "polling the queue's descriptor: %s",
+                                        strerror(errno));
         }
 }
 
@@ -351,7 +362,7 @@ static int areq_start(struct api_req *rq, scree_table *t, enum api_op op, const 
         int r;
 
         if (!rq)
-                return -ENOMEM;
+                return api_fail(-ENOMEM, "out of memory");
         if (key_len && key)
                 memcpy(copy, key, key_len);
         if (value_len)
@@ -381,12 +392,13 @@ static size_t extra_bytes(size_t key_len, size_t value_len)
 static int async_check(const scree_cq *q, const scree_table *t, const void *key, size_t key_len,
                        const void *value, size_t value_len)
 {
+        int r;
+
         if (!q || !t || (t->db != q->db))
                 return api_fail(-EINVAL, "an asynchronous call needs a queue and a table of its "
                                 "database");
-        if (!key || key_len == 0 || key_len > t->db->opts.max_key_bytes)
-                return api_fail(-EINVAL, "a key is 1 to %llu bytes",
-                                (unsigned long long)t->db->opts.max_key_bytes);
+        if ((r = api_key_check(t, key, key_len)) < 0)
+                return r;
         return api_value_check(t->db, value, value_len);
 }
 
@@ -396,7 +408,6 @@ SCREE_API int scree_put_async(scree_cq *q, scree_table *t, const void *key, size
         struct api_req *rq;
         int r;
 
-        api_clear_error();
         if ((r = async_check(q, t, key, key_len, value, value_len)) < 0 ||
             (r = api_ttl_check(ttl_ms)) < 0)
                 return r;
@@ -414,11 +425,10 @@ static int key_req(scree_cq *q, scree_table *t, const void *key, size_t key_len,
 {
         int r;
 
-        api_clear_error();
         if ((r = async_check(q, t, key, key_len, NULL, 0)) < 0)
                 return r;
         *ret = areq_new(q, tag, key_len);
-        return *ret ? 0 : -ENOMEM;
+        return *ret ? 0 : api_fail(-ENOMEM, "out of memory");
 }
 
 SCREE_API int scree_del_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,

@@ -22,6 +22,12 @@
 #define TICK_NS NS_PER_SEC
 
 static _Atomic uint64_t next_serial = 1;
+static _Atomic unsigned dbs_open;       /* db_new to db_free (scree_set_log) */
+
+unsigned api_dbs_open(void)
+{
+        return atomic_load(&dbs_open);
+}
 
 /* ---- host threads' catalog snapshots ---- */
 
@@ -113,10 +119,13 @@ int64_t api_on_shard(struct scree_db *db, unsigned i,
                      void (*fn)(struct rx_loop *loop, struct rx_alien_req *req), void *ctx)
 {
         struct rx_alien_req req = { .run = fn, .ctx = ctx };
+        int64_t r = -SCREE_ESHUTDOWN;
 
-        if (rx_smp_alien_submit(db->smp, i, &req) < 0)
-                return -SCREE_ESHUTDOWN;
-        return rx_alien_wait(&req);
+        if (rx_smp_alien_submit(db->smp, i, &req) == 0)
+                r = rx_alien_wait(&req);
+        if (r < 0)
+                api_fail((int)r, "%s", api_res_message(API_OP_NONE, (int)r));
+        return r;
 }
 
 struct eng_shard *api_engine_of(struct rx_loop *loop)
@@ -200,7 +209,7 @@ int api_catalog_change_async(scree_cq *q, enum api_op op, eng_cat_change_fn fn, 
                 free(c);
                 if (ctx_free)
                         ctx_free(ctx);
-                return -ENOMEM;
+                return api_fail(-ENOMEM, "out of memory");
         }
         *c = (struct change){ .ch = { .fn = fn, .done = change_done, .ctx = ctx },
                               .keep_message = true, .ctx_free = ctx_free };
@@ -464,6 +473,7 @@ static void db_free(struct scree_db *db)
         free(db->kept);
         free(db->shards);
         free(db);
+        atomic_fetch_sub(&dbs_open, 1);
 }
 
 static int db_new(const char *dir, const struct api_opts *o, struct scree_db **ret)
@@ -472,7 +482,8 @@ static int db_new(const char *dir, const struct api_opts *o, struct scree_db **r
         size_t len = dir ? strlen(dir) : 0;
 
         if (!db)
-                return -ENOMEM;
+                return api_fail(-ENOMEM, "out of memory for the database");
+        atomic_fetch_add(&dbs_open, 1);         /* before any thread may log (db_free) */
         db->lock.fd = -1;
         db->opts = *o;
         db->n = o->smp ? o->smp : dir_shards(dir);
@@ -483,7 +494,7 @@ static int db_new(const char *dir, const struct api_opts *o, struct scree_db **r
         db->shards = calloc(db->n, sizeof(*db->shards));
         if (!db->shards) {
                 db_free(db);
-                return -ENOMEM;
+                return api_fail(-ENOMEM, "out of memory for %u shards", db->n);
         }
         if (len == 0 || len > 4000) {
                 db_free(db);
@@ -558,13 +569,12 @@ SCREE_API int scree_open(const char *dir, const scree_options *o, scree_db **ret
         char err[API_ERR_BYTES] = "";
         int r;
 
-        api_clear_error();
         if ((r = api_off_shard()) < 0)
                 return r;
         if (!ret)
                 return api_fail(-EINVAL, "scree_open needs somewhere to put the handle");
         if (!o && !(o = defaults = scree_options_new()))
-                return -ENOMEM;
+                return api_fail(-ENOMEM, "out of memory for the options");
         r = db_new(dir, &o->o, &db);
         scree_options_free(defaults);
         if (r < 0)
@@ -574,7 +584,7 @@ SCREE_API int scree_open(const char *dir, const scree_options *o, scree_db **ret
         r = eng_catsvc_load(&db->cat, db->dir, ENG_SHARD_DEFAULT_TABLETS, "the smp option",
                             &db->cat_made, err, sizeof(err));
         if (r < 0) {
-                api_fail(r, "%s", err);
+                api_fail(r, "%s", err[0] ? err : scree_strerror(r));
                 goto fail;
         }
         api_catalog_publish(db, db->cat.head);
@@ -615,5 +625,5 @@ SCREE_API int scree_close(scree_db *db)
 
 SCREE_API unsigned scree_shards(const scree_db *db)
 {
-        return db->n;
+        return db ? db->n : 0;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * scree_options: the library's settings by name (scree.h), and the
- * thread's last error message.
+ * scree_options: the library's settings by name (scree.h); the thread's
+ * last error message, which every failing call sets (api_fail); the
+ * process's log callback (base/log.h underneath).
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 #include <strings.h>
 
 #include "base/check.h"
+#include "base/log.h"
 #include "engine/api/api_int.h"
 #include "engine/tablet.h"
 
@@ -24,11 +27,6 @@ SCREE_API const char *scree_last_error(void)
         return last_error;
 }
 
-void api_clear_error(void)
-{
-        last_error[0] = 0;
-}
-
 int api_fail(int err, const char *fmt, ...)
 {
         va_list ap;
@@ -37,6 +35,35 @@ int api_fail(int err, const char *fmt, ...)
         vsnprintf(last_error, sizeof(last_error), fmt, ap);
         va_end(ap);
         return err;
+}
+
+const char *api_res_message(enum api_op op, int res)
+{
+        switch (res) {
+        case -ENOSPC:
+                return "the disk is full: nothing was acknowledged (writes go on once space "
+                       "returns)";
+        case -SCREE_ERATELIMIT:
+                return "the key's partition is over its table's per-partition rate limit: "
+                       "nothing done";
+        case -SCREE_ESHUTDOWN:
+                return "the database is closing (scree_close began)";
+        case -SCREE_ENOTFOUND:
+                return op == API_OP_GET ? "no such key (absent or expired)"
+                                        : "the table was dropped";
+        case -ENOBUFS:
+                return "the value is longer than the buffer (*ret_len is its length)";
+        case -ENOMEM:
+                return "out of memory";
+        case -SCREE_ECORRUPT:
+                return "damaged data on disk (the log names the file)";
+        case -EIO:
+                return "an I/O error (the log says more)";
+        case -SCREE_EMOVED:
+                return "the key's tablet kept moving";
+        default:
+                return scree_strerror(res);
+        }
 }
 
 int api_off_shard(void)
@@ -156,7 +183,9 @@ SCREE_API int scree_options_set(scree_options *o, const char *name, const char *
         char *field;
         uint64_t n = 0;
 
-        if (!o || !d || !value)
+        if (!o || !value)
+                return api_fail(-EINVAL, "scree_options_set needs options and a value");
+        if (!d)
                 return api_fail(-EINVAL, "unknown option '%s' (options: smp, memory, cache-size, "
                                 "commitlog-sync, commitlog-sync-period-ms, max-key-bytes, "
                                 "max-value-bytes, pin, prefault, salvage, idle-poll-us)",
@@ -189,7 +218,7 @@ SCREE_API int scree_options_set(scree_options *o, const char *name, const char *
                         *(uint64_t *)field = n;
                 return 0;
         }
-        return -EINVAL;
+        return api_fail(-EINVAL, "option %s has no known kind", d->name);
 }
 
 SCREE_API int scree_options_get(const scree_options *o, const char *name, char *buf, size_t cap)
@@ -199,7 +228,9 @@ SCREE_API int scree_options_get(const scree_options *o, const char *name, char *
         uint64_t n;
         int len;
 
-        if (!o || !d)
+        if (!o || (!buf && cap))
+                return api_fail(-EINVAL, "scree_options_get needs options and a buffer");
+        if (!d)
                 return api_fail(-EINVAL, "unknown option '%s'", name ? name : "(null)");
         field = (const char *)&o->o + d->off;
         if (d->kind == K_BOOL)
@@ -216,6 +247,30 @@ SCREE_API int scree_options_get(const scree_options *o, const char *name, char *
                 len = snprintf(buf, cap, "%" PRIu64, n);
         }
         if (len < 0 || (size_t)len >= cap)
-                return -ENOSPC;
+                return api_fail(-ENOSPC, "option %s's value takes %d bytes and a NUL; the buffer "
+                                "has %zu", d->name, len, cap);
         return len;
+}
+
+/* The library's levels are the log module's. */
+static_assert(SCREE_LOG_ERROR == LOG_LEVEL_ERROR && SCREE_LOG_WARN == LOG_LEVEL_WARN &&
+               SCREE_LOG_INFO == LOG_LEVEL_INFO && SCREE_LOG_DEBUG == LOG_LEVEL_DEBUG,
+               "scree.h's log levels are base/log.h's");
+
+static scree_log_fn user_log;
+
+/* The log module's sink: hands the line to the program's function. */
+static void log_to_user(void *arg, enum log_level level, const char *message)
+{
+        user_log(arg, (int)level, message);
+}
+
+SCREE_API int scree_set_log(scree_log_fn fn, void *arg)
+{
+        if (api_dbs_open())
+                return api_fail(-EBUSY, "scree_set_log while a database is open: its threads may "
+                                "be logging; set it before scree_open or after scree_close");
+        user_log = fn;
+        log_sink_set(fn ? log_to_user : NULL, arg);
+        return 0;
 }

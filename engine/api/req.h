@@ -102,12 +102,18 @@ struct api_req {
 #define API_REQ_HEAD offsetof(struct api_req, u)
 
 /* Sends rq to shard and waits for its result, following a moved key to
- * its owner. Host thread. */
+ * its owner; a result < 0 leaves its message (api_req_message). Host
+ * thread. */
 int api_req_call(struct api_req *rq, unsigned shard);
+
+/* What result res (< 0) of rq means, for a message or a completion's: a
+ * static string (api_res_message, told apart for an update's function).
+ * Any thread, once rq's result is in. */
+const char *api_req_message(const struct api_req *rq, int res);
 
 /* Sends a heap rq (rq->cq or rq->step set) to shard without waiting: its
  * result goes to rq->step, or into rq->cq. 0, or -SCREE_ESHUTDOWN (rq
- * not sent). Any thread. */
+ * not sent; with a message). Any thread. */
 int api_req_send(struct api_req *rq, unsigned shard);
 
 /* Hands rq's result to its queue (rq is the queue's from then on). Any
@@ -125,10 +131,14 @@ void api_req_run(struct rx_loop *loop, struct rx_alien_req *ar);
 /* Ends rq with res on its shard. */
 void api_req_end(struct api_req *rq, int res);
 
-/* The owner of (t, key): 0 and *ret_shard, -SCREE_ENOTFOUND, -EINVAL. Host. */
+/* Checks key for t -- its length (api_key_check), and that it is of the
+ * table's key schema (a whole tuple of its parts' types) -- and finds its
+ * owner: 0 and *ret_shard, or -SCREE_ENOTFOUND (the table was dropped),
+ * -EINVAL, with a message. Every operation on a key checks it here. Host. */
 int api_route(struct scree_table *t, const void *key, size_t len, unsigned *ret_shard);
 
-/* Checks a key's length and encoding for t. 0 or -EINVAL. */
+/* Checks a key's length (1..max-key-bytes, not NULL). 0 or -EINVAL with a
+ * message. */
 int api_key_check(const struct scree_table *t, const void *key, size_t len);
 
 /* Checks and routes (t, key) for op into rq (db, op, table, key):

@@ -48,6 +48,8 @@ int api_route(struct scree_table *t, const void *key, size_t len, unsigned *ret_
         uint32_t i;
         int r;
 
+        if ((r = api_key_check(t, key, len)) < 0)
+                return r;
         if (eng_catalog_table_by_id(api_catalog(t->db), t->id, &ct) < 0)
                 return api_fail(-SCREE_ENOTFOUND, "the table was dropped");
         if (!t->raw && (r = tuple_check(ct, key, len)) < 0)
@@ -195,7 +197,8 @@ void api_req_run(struct rx_loop *loop, struct rx_alien_req *ar)
 /* How long a request retries a key whose tablet is moving. */
 #define MOVING_WAIT_NS (30 * NS_PER_SEC)
 
-int api_req_call(struct api_req *rq, unsigned shard)
+/* api_req_call without the message. */
+static int req_call(struct api_req *rq, unsigned shard)
 {
         uint64_t deadline = 0;
 
@@ -216,9 +219,32 @@ int api_req_call(struct api_req *rq, unsigned shard)
                 if (!deadline)
                         deadline = time_now_ns() + MOVING_WAIT_NS;
                 if (time_now_ns() > deadline)
-                        return api_fail(-SCREE_EMOVED, "the key's tablet kept moving");
+                        return -SCREE_EMOVED;
                 sched_yield();
         }
+}
+
+int api_req_call(struct api_req *rq, unsigned shard)
+{
+        int r = req_call(rq, shard);
+
+        if (r < 0)
+                api_fail(r, "%s", api_req_message(rq, r));
+        return r;
+}
+
+const char *api_req_message(const struct api_req *rq, int res)
+{
+        bool update = rq->op == API_OP_UPDATE;
+
+        if (update && rq->fn_res < 0 && res == rq->fn_res)
+                return "the update function failed (its error is the result)";
+        if (update && res == -EINVAL && rq->fn_res == SCREE_UPDATE_PUT)
+                return "the update function's value is longer than max-value-bytes, NULL with a "
+                       "length, or its TTL over 2^61 ms";
+        if (update && res == -EINVAL && rq->fn_res > SCREE_UPDATE_DEL)
+                return "the update function returned no SCREE_UPDATE_* value";
+        return api_res_message(rq->op, res);
 }
 
 /* Times an asynchronous request follows a key that keeps moving. */
@@ -245,7 +271,8 @@ int api_req_send(struct api_req *rq, unsigned shard)
         rq->ar = (struct rx_alien_req){ .run = rq->run ? rq->run : api_req_run,
                                         .complete = req_completed };
         if (rx_smp_alien_submit(rq->db->smp, shard, &rq->ar) < 0)
-                return -SCREE_ESHUTDOWN;
+                return api_fail(-SCREE_ESHUTDOWN, "%s",
+                                api_res_message(rq->op, -SCREE_ESHUTDOWN));
         return 0;
 }
 
@@ -255,12 +282,9 @@ int api_req_prep(struct api_req *rq, scree_table *t, enum api_op op, const void 
 {
         int r;
 
-        api_clear_error();
         if (!t)
                 return api_fail(-EINVAL, "no table");
         if (!rq->cq && (r = api_off_shard()) < 0)
-                return r;
-        if ((r = api_key_check(t, key, key_len)) < 0)
                 return r;
         rq->db = t->db;
         rq->op = op;
@@ -344,7 +368,8 @@ SCREE_API int scree_get_value(scree_table *t, const void *key, size_t key_len, s
 {
         struct api_req rq = { 0 };
         unsigned shard;
-        int r = api_req_prep(&rq, t, API_OP_GET, key, key_len, &shard);
+        int r = ret ? api_req_prep(&rq, t, API_OP_GET, key, key_len, &shard)
+                    : api_fail(-EINVAL, "scree_get_value needs somewhere to put the value");
 
         if (r < 0)
                 return r;

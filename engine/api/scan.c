@@ -101,35 +101,37 @@ static int rows_add(scree_rows *rows, const struct eng_scan_item *it, bool keys_
 
 SCREE_API size_t scree_rows_count(const scree_rows *rows)
 {
-        return rows->n;
+        return rows ? rows->n : 0;
 }
 
 SCREE_API const void *scree_rows_key(const scree_rows *rows, size_t i, size_t *ret_len)
 {
-        if (i >= rows->n)
+        if (!rows || i >= rows->n)
                 return NULL;
-        *ret_len = rows->idx[i].klen;
+        if (ret_len)
+                *ret_len = rows->idx[i].klen;
         return rows->bytes + rows->idx[i].koff;
 }
 
 SCREE_API const void *scree_rows_value(const scree_rows *rows, size_t i, size_t *ret_len)
 {
-        if (i >= rows->n)
+        if (!rows || i >= rows->n)
                 return NULL;
-        *ret_len = rows->idx[i].vlen;
+        if (ret_len)
+                *ret_len = rows->idx[i].vlen;
         return rows->bytes + rows->idx[i].voff;
 }
 
 SCREE_API uint64_t scree_rows_expiry_ms(const scree_rows *rows, size_t i)
 {
-        return i < rows->n ? rows->idx[i].expiry_ms : 0;
+        return rows && i < rows->n ? rows->idx[i].expiry_ms : 0;
 }
 
 SCREE_API const void *scree_rows_cursor(const scree_rows *rows, size_t *ret_len)
 {
         if (ret_len)
-                *ret_len = rows->cursor_len;
-        return rows->cursor;
+                *ret_len = rows ? rows->cursor_len : 0;
+        return rows ? rows->cursor : NULL;
 }
 
 SCREE_API void scree_rows_free(scree_rows *rows)
@@ -527,14 +529,15 @@ static int op_new(scree_table *tbl, const scree_range *r, const void *cursor, si
         if (!tbl || !r || (!del && limit == 0))
                 return api_fail(-EINVAL, "a range read needs a table, a range and a limit of 1 or "
                                 "more");
-        if (cursor_len > ENG_MAX_USER_KEY_BYTES + 8 || (cursor && !cursor_len))
+        if (cursor_len > ENG_MAX_USER_KEY_BYTES + 8 || (cursor && !cursor_len) ||
+            (!cursor && cursor_len))
                 return api_fail(-EINVAL, "not a cursor of this range");
         if (eng_catalog_table_by_id(api_catalog(tbl->db), tbl->id, &t) < 0)
                 return api_fail(-SCREE_ENOTFOUND, "the table was dropped");
         op = calloc(1, sizeof(*op));
         if (!op || !(op->rows = calloc(1, sizeof(*op->rows)))) {
                 free(op);
-                return -ENOMEM;
+                return api_fail(-ENOMEM, "out of memory");
         }
         op->table = tbl->id;
         op->reverse = r->reverse && !del;
@@ -547,24 +550,27 @@ static int op_new(scree_table *tbl, const scree_range *r, const void *cursor, si
                 res = copy_to(&op->pos, &op->pos_len, from, from_len);
         if (res < 0) {
                 op_free(op);
-                return res;
+                return res == -ENOMEM ? api_fail(res, "out of memory") : res;
         }
         *ret = op;
         return 0;
 }
 
-/* Runs op to its end on the shards, the caller waiting. */
-static int op_run_sync(scree_table *t, struct scan_op *op)
+/* Runs op (kind) to its end on the shards, the caller waiting. 0 or <0
+ * with its message. */
+static int op_run_sync(scree_table *t, struct scan_op *op, enum api_op kind)
 {
         struct rx_alien_req waiter = { 0 };     /* a one-shot event: never submitted */
-        struct api_req rq = { .db = t->db, .state = op, .step = scan_step };
+        struct api_req rq = { .db = t->db, .op = kind, .state = op, .step = scan_step };
         int r;
 
         op->waiter = &waiter;
         r = hop_send(&rq, api_catalog(t->db));
+        if (r == 0)
+                r = (int)rx_alien_wait(&waiter);
         if (r < 0)
-                return r;
-        return (int)rx_alien_wait(&waiter);
+                api_fail(r, "%s", api_res_message(kind, r));
+        return r;
 }
 
 SCREE_API int scree_scan(scree_table *t, const scree_range *r, const void *cursor,
@@ -573,13 +579,14 @@ SCREE_API int scree_scan(scree_table *t, const scree_range *r, const void *curso
         struct scan_op *op = NULL;
         int res;
 
-        api_clear_error();
+        if (!ret)
+                return api_fail(-EINVAL, "scree_scan needs somewhere to put the rows");
         if ((res = api_off_shard()) < 0 ||
             (res = op_new(t, r, cursor, cursor_len, limit, false, &op)) < 0)
                 return res;
-        if (!op)
-                return -ENOMEM;         /* (op_new set it; for the compiler) */
-        res = op_run_sync(t, op);
+        if (!op)        /* never (op_new set it): for the compiler */
+                return api_fail(-ENOMEM, "out of memory");
+        res = op_run_sync(t, op, API_OP_SCAN);
         if (res == 0) {
                 *ret = op->rows;
                 op->rows = NULL;
@@ -593,12 +600,11 @@ SCREE_API int scree_delete_range(scree_table *t, const scree_range *r, uint64_t 
         struct scan_op *op = NULL;
         int res;
 
-        api_clear_error();
         if ((res = api_off_shard()) < 0 || (res = op_new(t, r, NULL, 0, 0, true, &op)) < 0)
                 return res;
-        if (!op)
-                return -ENOMEM;         /* (op_new set it; for the compiler) */
-        res = op_run_sync(t, op);
+        if (!op)        /* never (op_new set it): for the compiler */
+                return api_fail(-ENOMEM, "out of memory");
+        res = op_run_sync(t, op, API_OP_DELETE_RANGE);
         if (ret_deleted)
                 *ret_deleted = op->deleted;
         op_free(op);
@@ -613,7 +619,7 @@ static int op_start_async(scree_cq *q, scree_table *t, struct scan_op *op, enum 
 
         if (!rq) {
                 op_free(op);
-                return -ENOMEM;
+                return api_fail(-ENOMEM, "out of memory");
         }
         *rq = (struct api_req){ .db = t->db, .op = kind, .cq = q, .tag = tag, .state = op,
                                 .step = scan_step, .finish = op_finish };
@@ -621,7 +627,7 @@ static int op_start_async(scree_cq *q, scree_table *t, struct scan_op *op, enum 
         if (r < 0) {
                 op_free(op);
                 free(rq);
-                return r;
+                return api_fail(r, "%s", api_res_message(kind, r));
         }
         api_cq_submitted(q);
         return 0;
@@ -633,7 +639,6 @@ SCREE_API int scree_scan_async(scree_cq *q, scree_table *t, const scree_range *r
         struct scan_op *op = NULL;
         int res;
 
-        api_clear_error();
         if (!q)
                 return api_fail(-EINVAL, "no completion queue");
         if ((res = op_new(t, r, cursor, cursor_len, limit, false, &op)) < 0)
@@ -647,7 +652,6 @@ SCREE_API int scree_delete_range_async(scree_cq *q, scree_table *t, const scree_
         struct scan_op *op = NULL;
         int res;
 
-        api_clear_error();
         if (!q)
                 return api_fail(-EINVAL, "no completion queue");
         if ((res = op_new(t, r, NULL, 0, 0, true, &op)) < 0)
@@ -670,13 +674,13 @@ SCREE_API int scree_iter_new(scree_table *t, const scree_range *r, scree_iter **
 {
         scree_iter *it;
 
-        api_clear_error();
-        if (!t || !r)
-                return api_fail(-EINVAL, "an iterator needs a table and a range");
+        if (!t || !r || !ret)
+                return api_fail(-EINVAL, "an iterator needs a table, a range and somewhere to put "
+                                "it");
         it = calloc(1, sizeof(*it));
         if (!it || !(it->bounds = malloc(r->start_len + r->end_len + 1))) {
                 free(it);
-                return -ENOMEM;
+                return api_fail(-ENOMEM, "out of memory");
         }
         it->t = t;
         it->r = *r;
@@ -694,6 +698,8 @@ SCREE_API int scree_iter_new(scree_table *t, const scree_range *r, scree_iter **
 
 SCREE_API int scree_iter_next(scree_iter *it)
 {
+        if (!it)
+                return api_fail(-EINVAL, "no iterator");
         while (!it->done) {
                 scree_rows *next = NULL;
                 const void *cur;
@@ -723,14 +729,14 @@ SCREE_API int scree_iter_next(scree_iter *it)
 
 SCREE_API const void *scree_iter_key(const scree_iter *it, size_t *ret_len)
 {
-        if (!it->page || it->at == 0)
+        if (!it || !it->page || it->at == 0)
                 return NULL;
         return scree_rows_key(it->page, it->at - 1, ret_len);
 }
 
 SCREE_API const void *scree_iter_value(const scree_iter *it, size_t *ret_len)
 {
-        if (!it->page || it->at == 0)
+        if (!it || !it->page || it->at == 0)
                 return NULL;
         return scree_rows_value(it->page, it->at - 1, ret_len);
 }

@@ -13,26 +13,47 @@
 
 /* ---- keys ---- */
 
+/* The library's parts as the engine's, into p (n of them). 0 or -EINVAL
+ * with a message. */
+static int parts_convert(const scree_part *parts, size_t n, struct eng_tuple_part *p)
+{
+        for (size_t i = 0; i < n; i++) {
+                p[i].type = (enum eng_tuple_type)parts[i].type;
+                if (parts[i].type != SCREE_BYTES) {
+                        p[i].v.u64 = parts[i].v.u64;
+                        continue;
+                }
+                if (parts[i].v.bytes.len > UINT32_MAX ||
+                    (!parts[i].v.bytes.p && parts[i].v.bytes.len))
+                        return api_fail(-EINVAL, "part %zu: bytes are 0 to 2^32-1, not NULL with "
+                                        "a length", i + 1);
+                p[i].v.bytes.p = parts[i].v.bytes.p;
+                p[i].v.bytes.len = (uint32_t)parts[i].v.bytes.len;
+        }
+        return 0;
+}
+
 SCREE_API int scree_key_encode(const scree_part *parts, size_t n, void *dst, size_t cap,
                                size_t *ret_len)
 {
         struct eng_tuple_part p[ENG_CATALOG_MAX_PARTS * 4];
+        int r;
 
-        if (n > sizeof(p) / sizeof(p[0]) || (n && !parts) || !ret_len)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                p[i].type = (enum eng_tuple_type)parts[i].type;
-                if (parts[i].type == SCREE_BYTES) {
-                        if (parts[i].v.bytes.len > UINT32_MAX ||
-                            (!parts[i].v.bytes.p && parts[i].v.bytes.len))
-                                return -EINVAL;
-                        p[i].v.bytes.p = parts[i].v.bytes.p;
-                        p[i].v.bytes.len = (uint32_t)parts[i].v.bytes.len;
-                } else {
-                        p[i].v.u64 = parts[i].v.u64;
-                }
-        }
-        return eng_tuple_encode(p, n, dst, cap, ret_len);
+        if ((n && !parts) || !ret_len || (!dst && cap))
+                return api_fail(-EINVAL, "scree_key_encode needs parts (when n > 0), a "
+                                "destination (when cap > 0) and ret_len");
+        if (n > sizeof(p) / sizeof(p[0]))
+                return api_fail(-EINVAL, "a key has at most %zu parts, not %zu",
+                                sizeof(p) / sizeof(p[0]), n);
+        if ((r = parts_convert(parts, n, p)) < 0)
+                return r;
+        r = eng_tuple_encode(p, n, dst, cap, ret_len);
+        if (r == -ENOSPC)
+                return api_fail(r, "the key takes %zu bytes; cap is %zu", *ret_len, cap);
+        if (r < 0)
+                return api_fail(r, "a part's type is not SCREE_NULL, SCREE_I64, SCREE_U64 or "
+                                "SCREE_BYTES");
+        return 0;
 }
 
 SCREE_API int scree_key_decode(const void *key, size_t len, scree_part *parts, size_t max,
@@ -40,8 +61,15 @@ SCREE_API int scree_key_decode(const void *key, size_t len, scree_part *parts, s
 {
         struct eng_tuple_part p[ENG_CATALOG_MAX_PARTS * 4];
         size_t m = max < sizeof(p) / sizeof(p[0]) ? max : sizeof(p) / sizeof(p[0]);
-        int n = eng_tuple_decode(key, len, p, m, scratch, scratch_cap);
+        int n;
 
+        if ((!key && len) || (!parts && max) || (!scratch && scratch_cap))
+                return api_fail(-EINVAL, "scree_key_decode needs a key (when len > 0), parts "
+                                "(when max > 0) and scratch (when scratch_cap > 0)");
+        n = eng_tuple_decode(key, len, p, m, scratch, scratch_cap);
+        if (n < 0)
+                return api_fail(n, "not a whole key encoding of at most %zu parts (or scratch, "
+                                "%zu bytes, is too small)", m, scratch_cap);
         for (int i = 0; i < n; i++) {
                 parts[i].type = (scree_type)p[i].type;
                 if (p[i].type == ENG_TUPLE_BYTES) {
@@ -56,7 +84,16 @@ SCREE_API int scree_key_decode(const void *key, size_t len, scree_part *parts, s
 
 SCREE_API size_t scree_key_prefix_end(const void *prefix, size_t len, void *dst, size_t cap)
 {
-        return eng_tuple_prefix_end(prefix, len, dst, cap);
+        size_t n;
+
+        if ((!prefix && len) || !dst) {
+                api_fail(-EINVAL, "scree_key_prefix_end needs a prefix (when len > 0) and dst");
+                return 0;
+        }
+        n = eng_tuple_prefix_end(prefix, len, dst, cap);
+        if (n == 0)
+                api_fail(-ENOSPC, "the prefix's end takes %zu bytes; cap is %zu", len + 1, cap);
+        return n;
 }
 
 /* ---- changes ---- */
@@ -129,7 +166,7 @@ static int change(scree_db *db, scree_cq *q, struct table_change *tc, void *tag)
         if (!q)
                 return api_catalog_change(db, change_fn, tc);
         if (!(c = tc_copy(tc)))
-                return -ENOMEM;
+                return api_fail(-ENOMEM, "out of memory");
         return api_catalog_change_async(q, change_op[tc->kind], change_fn, c, tc_free, tag);
 }
 
@@ -137,9 +174,10 @@ static int path_change(scree_db *db, scree_cq *q, int kind, const char *path, vo
 {
         struct table_change tc = { .kind = kind, .path = path };
 
-        api_clear_error();
         if (q && !db)
                 db = q->db;
+        if (!db)
+                return api_fail(-EINVAL, "no database (or completion queue)");
         return change(db, q, &tc, tag);
 }
 
@@ -160,17 +198,17 @@ SCREE_API int scree_table_drop(scree_db *db, const char *path)
 
 SCREE_API int scree_mkdir_async(scree_cq *q, const char *path, void *tag)
 {
-        return q ? path_change(NULL, q, 0, path, tag) : -EINVAL;
+        return path_change(NULL, q, 0, path, tag);
 }
 
 SCREE_API int scree_rmdir_async(scree_cq *q, const char *path, void *tag)
 {
-        return q ? path_change(NULL, q, 1, path, tag) : -EINVAL;
+        return path_change(NULL, q, 1, path, tag);
 }
 
 SCREE_API int scree_table_drop_async(scree_cq *q, const char *path, void *tag)
 {
-        return q ? path_change(NULL, q, 3, path, tag) : -EINVAL;
+        return path_change(NULL, q, 3, path, tag);
 }
 
 /* spec's options text ("NAME value ...") onto o. */
@@ -255,7 +293,8 @@ SCREE_API int scree_table_create(scree_db *db, const scree_table_spec *spec)
         struct table_change tc;
         int r;
 
-        api_clear_error();
+        if (!db)
+                return api_fail(-EINVAL, "no database");
         if ((r = spec_build(spec, &tc)) < 0)
                 return r;
         return change(db, NULL, &tc, NULL);
@@ -266,7 +305,6 @@ SCREE_API int scree_table_create_async(scree_cq *q, const scree_table_spec *spec
         struct table_change tc;
         int r;
 
-        api_clear_error();
         if (!q)
                 return api_fail(-EINVAL, "no completion queue");
         if ((r = spec_build(spec, &tc)) < 0)
@@ -285,9 +323,8 @@ SCREE_API int scree_list(scree_db *db, const char *path,
         long n;
         int r = 0;
 
-        api_clear_error();
-        if (!path || !fn)
-                return api_fail(-EINVAL, "no path or callback");
+        if (!db || !path || !fn)
+                return api_fail(-EINVAL, "scree_list needs a database, a path and a callback");
         /* fn may call in and refresh this thread's snapshot: keep ours. */
         c = eng_catalog_ref(api_catalog(db));
         n = eng_catalog_list(c, path, NULL, 0, err, sizeof(err));
@@ -295,13 +332,14 @@ SCREE_API int scree_list(scree_db *db, const char *path,
         if (n < 0)
                 r = api_fail((int)n, "%s", err);
         else if (!e)
-                r = -ENOMEM;
+                r = api_fail(-ENOMEM, "out of memory");
         else
                 n = eng_catalog_list(c, path, e, (size_t)n, err, sizeof(err));
         for (long i = 0; e && r == 0 && i < n; i++) {
                 scree_entry se = { .name = e[i].name, .is_table = e[i].is_table };
 
-                r = fn(arg, &se);
+                if ((r = fn(arg, &se)) < 0)
+                        api_fail(r, "the callback stopped the listing at %s with %d", se.name, r);
         }
         free(e);
         eng_catalog_unref(c);
@@ -352,7 +390,9 @@ SCREE_API int scree_table_describe(scree_db *db, const char *path, scree_table_i
         const struct eng_catalog_table *t;
         int r;
 
-        api_clear_error();
+        if (!db || !ret)
+                return api_fail(-EINVAL, "scree_table_describe needs a database and somewhere to "
+                                "put the description");
         if ((r = api_off_shard()) < 0 || (r = table_find(db, path, &t)) < 0)
                 return r;
         memset(ret, 0, sizeof(*ret));
@@ -383,7 +423,6 @@ SCREE_API int scree_table_open(scree_db *db, const char *path, scree_table **ret
         scree_table *h;
         int r;
 
-        api_clear_error();
         if (!db || !ret)
                 return api_fail(-EINVAL, "scree_table_open needs a database and somewhere to put "
                                 "the handle");
@@ -391,7 +430,7 @@ SCREE_API int scree_table_open(scree_db *db, const char *path, scree_table **ret
                 return r;
         h = calloc(1, sizeof(*h));
         if (!h)
-                return -ENOMEM;
+                return api_fail(-ENOMEM, "out of memory");
         *h = (scree_table){ .db = db, .id = t->id, .raw = t->key_format == ENG_CATALOG_KEYS_RAW,
                             .hashed = t->mode == ENG_CATALOG_HASHED,
                             .hash_parts = t->hash_parts };

@@ -82,17 +82,17 @@ static void pin_released(struct rx_alien_req *ar)
 
 SCREE_API const void *scree_value_data(const scree_value *v)
 {
-        return v->ptr;
+        return v ? v->ptr : NULL;
 }
 
 SCREE_API size_t scree_value_len(const scree_value *v)
 {
-        return v->len;
+        return v ? v->len : 0;
 }
 
 SCREE_API uint64_t scree_value_expiry_ms(const scree_value *v)
 {
-        return v->expiry_ms;
+        return v ? v->expiry_ms : 0;
 }
 
 SCREE_API void scree_value_free(scree_value *v)

@@ -199,7 +199,8 @@ static void xb_end(struct api_req *rq, int res)
 {
         struct api_xbatch *x = rq->state;
 
-        if (res == -EIO && !x->waiter)
+        /* (other failures get their message at the poll: api_req_message) */
+        if (res == -EIO && x->phase != XB_WRITE && !x->waiter)
                 rq->message = strdup(API_DECIDED_MSG);
         if (x->waiter)
                 rx_alien_complete(x->waiter, res);
