@@ -670,6 +670,25 @@ bool eng_memtable_check(const struct eng_memtable *mt)
         return true;
 }
 
+/*
+ * A scan walks the list's bottom level, one node a DRAM miss (nodes lie in
+ * the order they were written, not the keys'), and a merge visits the
+ * memtable between rows of the tables. So on reaching a node, its
+ * successor's lines are fetched ahead: by the time the merge moves on,
+ * they are in. (A 100-row scan over one table and a memtable holding a
+ * tenth of the keys spent a fifth of its time on those misses.)
+ */
+static void prefetch_next(const struct eng_mt_node *n)
+{
+        const char *p;
+
+        if (!n || !(p = (const char *)n->next[0]))
+                return;
+        __builtin_prefetch(p);
+        __builtin_prefetch(p + 64);
+        __builtin_prefetch(p + 128);
+}
+
 void eng_memtable_iter_init(struct eng_memtable_iter *it, const struct eng_memtable *mt)
 {
         it->mt = mt;
@@ -688,6 +707,7 @@ void eng_memtable_iter_seek_version(struct eng_memtable_iter *it, const void *ke
         struct probe q = probe_of(key, key_len, seq);
 
         it->node = find_ge(it->mt, &q, &it->climbs);
+        prefetch_next(it->node);
 }
 
 void eng_memtable_iter_seek_first(struct eng_memtable_iter *it)
@@ -703,6 +723,7 @@ bool eng_memtable_iter_valid(const struct eng_memtable_iter *it)
 void eng_memtable_iter_next(struct eng_memtable_iter *it)
 {
         it->node = it->node->next[0];
+        prefetch_next(it->node);
 }
 
 void eng_memtable_iter_entry(const struct eng_memtable_iter *it, struct eng_entry *ret)
