@@ -371,8 +371,8 @@ static int compaction_start(struct eng_shard *s, struct eng_tablet *t, uint32_t 
         }
         s->compaction = c;
         t->compacting = true;
-        if (first == 0 && n == c->from->n)
-                t->read_debt = 0;       /* paid: t will be one table */
+        if (first == 0 && n == c->from->n)      /* paid: t will be one table */
+                t->debt = (struct shard_read_debt){ .writes = t->load.writes };
         s->busy++;
         return 0;
 }
@@ -471,44 +471,95 @@ static bool major_step(struct eng_shard *s)
         return false;
 }
 
-/* Whether t's reads have wasted more on its extra tables than merging them
- * would cost. */
+/* t's sources a scan merges beyond its tables: its memtables holding
+ * entries. */
+static uint32_t memtable_sources(const struct eng_tablet *t)
+{
+        return (t->active_first_segment ? 1 : 0) + t->n_imm;
+}
+
+/* What merging all of t's tables, and its memtables flushed, would cost,
+ * in probes; 0 when t is one source already. */
+static uint64_t read_debt_limit(const struct eng_tablet *t)
+{
+        uint32_t tables = t->tset ? t->tset->n : 0;
+        uint64_t bytes = t->active_bytes;
+
+        if (tables + memtable_sources(t) < 2)
+                return 0;
+        for (uint32_t i = 0; i < t->n_imm; i++)
+                bytes += t->imm[i].bytes;
+        for (uint32_t i = 0; i < tables; i++)
+                bytes += t->tset->e[i].meta.file_size;
+        return bytes / READ_DEBT_BYTES_PER_PROBE + 1;
+}
+
+/* Whether t's reads have wasted more on its extra sources than merging
+ * them would cost. */
 static bool read_debt_due(const struct eng_tablet *t)
 {
-        uint64_t bytes = 0;
+        uint64_t limit = read_debt_limit(t);
 
-        if (!t->tset || t->tset->n < 2)
-                return false;
-        for (uint32_t i = 0; i < t->tset->n; i++)
-                bytes += t->tset->e[i].meta.file_size;
-        return t->read_debt >= bytes / READ_DEBT_BYTES_PER_PROBE;
+        return limit && t->debt.probes >= limit;
 }
 
 void shard_read_debt(struct eng_shard *s, struct eng_tablet *t, uint64_t probes)
 {
-        bool was_due = read_debt_due(t);
+        uint64_t limit;
 
-        t->read_debt += probes;
-        if (!was_due && !s->compaction && read_debt_due(t))
+        t->debt.probes += probes;
+        if (t->debt.probes < t->debt.next_look)
+                return;
+        limit = read_debt_limit(t);
+        if (!limit || t->debt.probes < limit) {
+                t->debt.next_look = limit ? limit : t->debt.probes + 1;
+                return;
+        }
+        /* Due. Looked at again a sixteenth of the limit later: a memtable
+         * written to may have gone quiet by then. */
+        t->debt.next_look = t->debt.probes + limit / 16 + 1;
+        if (!s->compaction)
                 shard_maybe_compact(s);
 }
 
-/* Merges, in the first tablet whose read debt is due, its tables before
- * any damaged one (the oldest SHARD_MAX_COMPACT_INPUTS of them; the next
- * pick takes the rest). Returns whether one started. */
+/* The debt of tablet t is due. A memtable holding entries that no write
+ * reached since the last look is sealed for the flush, whose end picks
+ * again: the new table is merged with the others then. One written since
+ * is looked at again soon (shard_read_debt), once; written again by then,
+ * t's tables are merged without it (the oldest SHARD_MAX_COMPACT_INPUTS
+ * before any damaged one; the next pick takes the rest). Returns whether a
+ * compaction started. */
+static bool read_compact_tablet(struct eng_shard *s, struct eng_tablet *t)
+{
+        bool quiet = t->load.writes == t->debt.writes;
+        uint32_t nd = tables_before_damage(t), n;
+
+        if (t->active_first_segment && (quiet || !t->debt.looked)) {
+                t->debt.writes = t->load.writes;
+                t->debt.looked = true;
+                if (quiet && t->n_imm < SHARD_MAX_SEALED) {
+                        shard_seal(s, t);
+                        shard_maybe_flush(s);
+                }
+                return false;
+        }
+        if (nd < 2 || t->n_imm)
+                return false;   /* a flush of t is coming: merge after it */
+        n = nd < SHARD_MAX_COMPACT_INPUTS ? nd : SHARD_MAX_COMPACT_INPUTS;
+        return compaction_start(s, t, nd - n, n, nd == t->tset->n, false) == 0;
+}
+
+/* A read compaction of the first tablet (from the cursor) whose debt is
+ * due. Returns whether one started. */
 static bool start_read_compaction(struct eng_shard *s)
 {
         for (uint32_t k = 0; k < s->n_tablets; k++) {
                 uint32_t i = (s->compact_cursor + k) % s->n_tablets;
                 struct eng_tablet *t = s->tablets[i];
-                uint32_t nd, n;
 
                 if (t->dropped || t->frozen || t->moving || !shard_tablet_settled(t) ||
-                    !read_debt_due(t) || (nd = tables_before_damage(t)) < 2)
+                    !read_debt_due(t) || !read_compact_tablet(s, t))
                         continue;
-                n = nd < SHARD_MAX_COMPACT_INPUTS ? nd : SHARD_MAX_COMPACT_INPUTS;
-                if (compaction_start(s, t, nd - n, n, nd == t->tset->n, false) < 0)
-                        return false;
                 s->compact_cursor = i + 1;
                 return true;
         }

@@ -116,10 +116,17 @@ struct eng_tablet {
          * count weighs an eighth: eng_shard_tick): what the balancer
          * weighs. A split shares it out; a move carries it along. */
         uint64_t ops_avg;
-        /* Work its reads spent on tables beyond the first, in table
-         * probes, since a merge of all its tables last started (a read
-         * compaction: shard_compact.c). A split or move starts it anew. */
-        uint64_t read_debt;
+        /* Its read compactions (shard_compact.c). A split or move starts
+         * them anew. */
+        struct shard_read_debt {
+                /* Work its reads spent on sources beyond the first (tables,
+                 * and memtables for scans), in table probes, since a merge
+                 * of all its tables last started. */
+                uint64_t probes;
+                uint64_t next_look;     /* the debt at which to look again */
+                uint64_t writes;        /* load.writes at the last look */
+                bool looked;            /* its memtable was written: look again soon */
+        } debt;
 };
 
 /* A uniform sample of a tablet's accessed keys (Algorithm R). */
@@ -550,10 +557,12 @@ bool shard_compaction_orphanable(const struct eng_shard *s, const struct eng_tab
  * caller frees t). REQUIRES: shard_compaction_orphanable. */
 bool shard_compaction_orphan(struct eng_shard *s, const struct eng_tablet *t);
 /* Charges tablet t with `probes` table probes its reads did beyond the
- * first table (a get: the tables it consulted less one; a scan:
- * SHARD_SCAN_SEEK_PROBES per table beyond the first it seeks). Once the
- * debt covers what merging t's tables into one would cost, such a merge
- * (a read compaction) starts, or is picked when the one running ends. */
+ * first source (a get: the tables it consulted less one; a scan:
+ * SHARD_SCAN_SEEK_PROBES per source beyond the first it merges, memtables
+ * holding entries included). Once the debt covers what merging t's tables
+ * into one would cost, such a merge (a read compaction) starts, or is
+ * picked when the one running ends; a memtable no write reached since the
+ * debt began is flushed first, to be merged too. */
 void shard_read_debt(struct eng_shard *s, struct eng_tablet *t, uint64_t probes);
 /* Nanoseconds a compaction has run since the shard opened, the one in
  * progress included. */

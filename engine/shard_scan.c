@@ -149,6 +149,7 @@ static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8
                 .reverse = sc->reverse,
         };
         struct eng_merge_iter *m;
+        uint32_t n;
         int r;
 
         if (sc->reverse) {
@@ -171,8 +172,9 @@ static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8
                 eng_merge_iter_free(m);
                 return r;
         }
-        if (t->tset && t->tset->n > 1)
-                shard_read_debt(sc->s, t, (uint64_t)(t->tset->n - 1) * SHARD_SCAN_SEEK_PROBES);
+        n = (t->tset ? t->tset->n : 0) + t->n_imm + (t->active_first_segment ? 1 : 0);
+        if (n > 1)
+                shard_read_debt(sc->s, t, (uint64_t)(n - 1) * SHARD_SCAN_SEEK_PROBES);
         *ret = m;
         return 0;
 }

@@ -3,9 +3,10 @@
  * Read compactions (engine/shard_compact.c): a tablet whose reads keep
  * consulting more than one of its tables -- scans seeking into each, gets
  * probing each filter -- has its tables merged into one once that waste
- * covers the merge's cost, with no write to prompt it; a tablet of one
- * table, or a shard without compactions, never is. The data reads the same
- * before and after.
+ * covers the merge's cost, with no write to prompt it; a memtable that
+ * takes no more writes is flushed first and merged too, one still written
+ * to is left to fill; a tablet of one table, or a shard without
+ * compactions, never is. The data reads the same before and after.
  */
 #include "engine/shard_internal.h"
 #include "tests/engine/shard_helpers.h"
@@ -151,8 +152,11 @@ static uint32_t read_until_compaction(void (*read)(uint32_t n), uint32_t max)
         uint64_t before = eng_shard_stats(sh)->compactions;
         uint32_t n;
 
-        for (n = 0; n < max && !sh->compaction; n++)
+        for (n = 0; n < max && !sh->compaction; n++) {
                 read(n);
+                if (n % 16 == 15)
+                        run_for_ms(1);  /* cached reads end at once: let a flush go on */
+        }
         cr_assert(not(eq(ptr, sh->compaction, NULL)), "%u reads started no compaction", n);
         wait_compactions();
         cr_assert(eq(u64, eng_shard_stats(sh)->compactions, before + 1));
@@ -217,6 +221,72 @@ Test(shard_readcompact, point_reads_alone_merge_them_too_but_later_than_scans)
         scans = read_until_compaction(scan_some, 5000);
         cr_assert(lt(u32, scans * 10, gets), "%u scans against %u gets", scans, gets);
         cr_assert(eq(u32, ordered_tables(), 1));
+        expect_gets();
+}
+
+/* The ordered table's memtables holding entries. */
+static uint32_t ordered_memtables(void)
+{
+        uint32_t n = 0;
+
+        for (uint32_t i = 0; i < sh->n_tablets; i++)
+                if (sh->tablets[i]->table == ENG_TABLE_ORDERED)
+                        n += (sh->tablets[i]->active_first_segment ? 1 : 0) + sh->tablets[i]->n_imm;
+        return n;
+}
+
+/* Scans until the ordered table is one table and no memtable (500 reads
+ * at most between two compactions); returns the compactions it took. */
+static uint64_t scan_until_one_source(void)
+{
+        uint64_t c0 = eng_shard_stats(sh)->compactions;
+
+        for (uint32_t round = 0; ordered_tables() + ordered_memtables() > 1; round++) {
+                cr_assert(lt(u32, round, 4), "no single source after %u read compactions", round);
+                (void)read_until_compaction(scan_some, 5000);
+        }
+        return eng_shard_stats(sh)->compactions - c0;
+}
+
+Test(shard_readcompact, a_memtable_no_longer_written_is_flushed_and_merged_too)
+{
+        uint64_t flushes;
+
+        opts.compaction_rate = UINT64_MAX;
+        cr_assert(eq(int, shard_open_sync(), 0));
+        three_tables();
+        for (uint32_t i = 0; i < SMALL; i++)
+                put_ordered((i * 11 + 5) % NKEYS, 4);   /* left in the memtable */
+        cr_assert(eq(u32, ordered_memtables(), 1));
+        flushes = eng_shard_stats(sh)->flushes;
+        cr_assert(le(u64, scan_until_one_source(), 2));
+        cr_assert(eq(u32, ordered_tables(), 1));
+        cr_assert(eq(u32, ordered_memtables(), 0));
+        cr_assert(eq(u64, eng_shard_stats(sh)->flushes, flushes + 1));
+        expect_gets();
+        cr_assert(eq(int, reopen(), 0));
+        expect_gets();
+}
+
+/* Scans, and a write before every one: the memtable is never quiet. */
+static void scan_and_write(uint32_t n)
+{
+        put_ordered((n * 17) % NKEYS, 100 + n);
+        scan_some(n);
+}
+
+Test(shard_readcompact, a_memtable_still_written_is_left_and_the_tables_merged)
+{
+        uint64_t flushes;
+
+        opts.compaction_rate = UINT64_MAX;
+        cr_assert(eq(int, shard_open_sync(), 0));
+        three_tables();
+        flushes = eng_shard_stats(sh)->flushes;
+        (void)read_until_compaction(scan_and_write, 5000);
+        cr_assert(eq(u32, ordered_tables(), 1));
+        cr_assert(eq(u32, ordered_memtables(), 1));
+        cr_assert(eq(u64, eng_shard_stats(sh)->flushes, flushes), "a written memtable was flushed");
         expect_gets();
 }
 
