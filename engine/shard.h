@@ -134,6 +134,9 @@ struct eng_shard_stats {
         uint64_t stalls, stall_ns;
         uint64_t flushes, flush_bytes, flush_errors;
         uint64_t compactions, compaction_bytes_in, compaction_bytes_out, compaction_errors;
+        /* compactions reads started (read debt: shard_compact.c), and
+         * memtables they sealed for a flush first */
+        uint64_t read_compactions, read_seals;
         uint64_t expired_dropped;       /* expired versions compactions removed */
         uint64_t compaction_ns;         /* time a compaction ran, the one running included */
         uint64_t compacting;            /* 1 while a compaction runs, else 0 */

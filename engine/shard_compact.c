@@ -17,13 +17,14 @@
  *
  * Background compactions are picked after every flush and compaction;
  * a failed one is logged and picked again after the next flush. Besides
- * the size-tiered picks, reads pick one (a read compaction, as LevelDB's
- * seek compaction, counted in work): every table a read consults beyond
- * the first is a tablet's read debt (shard_read_debt), and once the debt
- * covers what merging all the tablet's tables would cost, they are merged
- * into one -- the read-mostly tablet ends as one table, as it would under
- * leveled compaction, and the merges never cost more than the reads they
- * save had already wasted. A major
+ * the size-tiered picks, reads start one (a read compaction, as LevelDB's
+ * seek compaction, counted in work): every source a read consults beyond
+ * the first (tables; memtables too for scans) is a tablet's read debt
+ * (shard_read_debt), and once the debt covers what merging all the
+ * tablet's tables would cost, they are merged into one, its memtable
+ * flushed first if writes have left it -- the read-mostly tablet ends as
+ * one table, as it would under leveled compaction, and the merges never
+ * cost more than the reads they save had already wasted. A major
  * compaction (eng_shard_compact) flushes, then merges every tablet's tables
  * into one at the bottom, tablet by tablet, between background ones.
  */
@@ -50,6 +51,9 @@
  * ~40 ns here), so a tablet's read debt pays for a merge of all its tables
  * once it reaches their bytes / this. */
 #define READ_DEBT_BYTES_PER_PROBE 8u
+/* What any merge costs besides its bytes, in probes: the directory and
+ * manifest syncs and edits (~1 ms), so that small tablets do not churn. */
+#define READ_DEBT_FIXED_PROBES 25000u
 
 struct eng_shard_compaction {
         struct eng_shard *s;
@@ -372,7 +376,7 @@ static int compaction_start(struct eng_shard *s, struct eng_tablet *t, uint32_t 
         s->compaction = c;
         t->compacting = true;
         if (first == 0 && n == c->from->n)      /* paid: t will be one table */
-                t->debt = (struct shard_read_debt){ .writes = t->load.writes };
+                t->debt = (struct shard_rdebt){ 0 };
         s->busy++;
         return 0;
 }
@@ -491,62 +495,99 @@ static uint64_t read_debt_limit(const struct eng_tablet *t)
                 bytes += t->imm[i].bytes;
         for (uint32_t i = 0; i < tables; i++)
                 bytes += t->tset->e[i].meta.file_size;
-        return bytes / READ_DEBT_BYTES_PER_PROBE + 1;
+        return bytes / READ_DEBT_BYTES_PER_PROBE + READ_DEBT_FIXED_PROBES;
 }
 
-/* Whether t's reads have wasted more on its extra sources than merging
- * them would cost. */
-static bool read_debt_due(const struct eng_tablet *t)
+/* Whether t may take a compaction now. */
+static bool compactable(const struct eng_tablet *t)
 {
-        uint64_t limit = read_debt_limit(t);
+        return !t->dropped && !t->frozen && !t->moving && !t->compacting &&
+               shard_tablet_settled(t);
+}
 
-        return limit && t->debt.probes >= limit;
+/* The debt of tablet t (limit: read_debt_limit) is due. Its memtable
+ * holding entries is judged at two looks a sixteenth of the limit apart:
+ * no write reached t between them, it is sealed for the flush, whose end
+ * picks again (the new table is merged with the others then); written
+ * meanwhile, t's tables are merged without it (the oldest
+ * SHARD_MAX_COMPACT_INPUTS; the next pick takes the rest). A tablet with a
+ * damaged table is left to the size-tiered picks. Returns whether a
+ * compaction started; when nothing can start for a while, the next look
+ * waits a whole limit. */
+static bool read_compact_tablet(struct eng_shard *s, struct eng_tablet *t, uint64_t limit)
+{
+        struct shard_rdebt *d = &t->debt;
+        uint32_t n, nd = tables_before_damage(t);
+
+        if (t->tset && nd < t->tset->n) {
+                d->next_look = d->probes + limit;
+                return false;
+        }
+        if (t->active_first_segment) {
+                bool quiet = t->load.writes == d->writes;
+
+                if (!d->looked || d->probes < d->look_probes + limit / 16) {
+                        if (!d->looked)
+                                *d = (struct shard_rdebt){ .probes = d->probes, .looked = true,
+                                                           .writes = t->load.writes,
+                                                           .look_probes = d->probes };
+                        d->next_look = d->look_probes + limit / 16;
+                        return false;
+                }
+                d->writes = t->load.writes;
+                d->look_probes = d->probes;
+                if (quiet && t->n_imm < SHARD_MAX_SEALED) {
+                        shard_seal(s, t);
+                        s->stats.read_seals++;
+                        shard_maybe_flush(s);
+                        d->next_look = d->probes + limit / 16;
+                        return false;
+                }
+        }
+        if (nd < 2 || t->n_imm) {
+                /* One table and a memtable in use, or a flush of t coming
+                 * (its end picks again). */
+                d->next_look = d->probes + (t->n_imm ? limit / 16 : limit);
+                return false;
+        }
+        n = nd < SHARD_MAX_COMPACT_INPUTS ? nd : SHARD_MAX_COMPACT_INPUTS;
+        if (compaction_start(s, t, nd - n, n, nd == t->tset->n, false) < 0) {
+                d->next_look = d->probes + limit;
+                return false;
+        }
+        s->stats.read_compactions++;
+        return true;
+}
+
+/* Whether t's debt is due; *ret_limit its limit. */
+static bool read_debt_due(const struct eng_tablet *t, uint64_t *ret_limit)
+{
+        *ret_limit = read_debt_limit(t);
+        return *ret_limit && t->debt.probes >= *ret_limit;
+}
+
+/* Whether the shard may start a background compaction now. */
+static bool may_compact(const struct eng_shard *s)
+{
+        return !s->compaction && !s->closing && !s->error && !s->major && !s->o.no_compaction;
 }
 
 void shard_read_debt(struct eng_shard *s, struct eng_tablet *t, uint64_t probes)
 {
         uint64_t limit;
 
+        if (t->compacting)
+                return;         /* its merge, under way, pays this too */
         t->debt.probes += probes;
         if (t->debt.probes < t->debt.next_look)
                 return;
-        limit = read_debt_limit(t);
-        if (!limit || t->debt.probes < limit) {
+        if (!read_debt_due(t, &limit)) {
                 t->debt.next_look = limit ? limit : t->debt.probes + 1;
                 return;
         }
-        /* Due. Looked at again a sixteenth of the limit later: a memtable
-         * written to may have gone quiet by then. */
         t->debt.next_look = t->debt.probes + limit / 16 + 1;
-        if (!s->compaction)
-                shard_maybe_compact(s);
-}
-
-/* The debt of tablet t is due. A memtable holding entries that no write
- * reached since the last look is sealed for the flush, whose end picks
- * again: the new table is merged with the others then. One written since
- * is looked at again soon (shard_read_debt), once; written again by then,
- * t's tables are merged without it (the oldest SHARD_MAX_COMPACT_INPUTS
- * before any damaged one; the next pick takes the rest). Returns whether a
- * compaction started. */
-static bool read_compact_tablet(struct eng_shard *s, struct eng_tablet *t)
-{
-        bool quiet = t->load.writes == t->debt.writes;
-        uint32_t nd = tables_before_damage(t), n;
-
-        if (t->active_first_segment && (quiet || !t->debt.looked)) {
-                t->debt.writes = t->load.writes;
-                t->debt.looked = true;
-                if (quiet && t->n_imm < SHARD_MAX_SEALED) {
-                        shard_seal(s, t);
-                        shard_maybe_flush(s);
-                }
-                return false;
-        }
-        if (nd < 2 || t->n_imm)
-                return false;   /* a flush of t is coming: merge after it */
-        n = nd < SHARD_MAX_COMPACT_INPUTS ? nd : SHARD_MAX_COMPACT_INPUTS;
-        return compaction_start(s, t, nd - n, n, nd == t->tset->n, false) == 0;
+        if (may_compact(s) && compactable(t))
+                (void)read_compact_tablet(s, t, limit);
 }
 
 /* A read compaction of the first tablet (from the cursor) whose debt is
@@ -556,12 +597,16 @@ static bool start_read_compaction(struct eng_shard *s)
         for (uint32_t k = 0; k < s->n_tablets; k++) {
                 uint32_t i = (s->compact_cursor + k) % s->n_tablets;
                 struct eng_tablet *t = s->tablets[i];
+                uint64_t limit;
 
-                if (t->dropped || t->frozen || t->moving || !shard_tablet_settled(t) ||
-                    !read_debt_due(t) || !read_compact_tablet(s, t))
+                if (!compactable(t) || !read_debt_due(t, &limit))
                         continue;
-                s->compact_cursor = i + 1;
-                return true;
+                if (read_compact_tablet(s, t, limit)) {
+                        s->compact_cursor = i + 1;
+                        return true;
+                }
+                if (s->compaction)
+                        return true;    /* a flush's waiter started one */
         }
         return false;
 }

@@ -118,14 +118,16 @@ struct eng_tablet {
         uint64_t ops_avg;
         /* Its read compactions (shard_compact.c). A split or move starts
          * them anew. */
-        struct shard_read_debt {
+        struct shard_rdebt {
                 /* Work its reads spent on sources beyond the first (tables,
                  * and memtables for scans), in table probes, since a merge
                  * of all its tables last started. */
                 uint64_t probes;
                 uint64_t next_look;     /* the debt at which to look again */
-                uint64_t writes;        /* load.writes at the last look */
-                bool looked;            /* its memtable was written: look again soon */
+                /* Its memtable held entries at a look (looked), at debt
+                 * look_probes, with load.writes then `writes`. */
+                uint64_t look_probes, writes;
+                bool looked;
         } debt;
 };
 
@@ -559,10 +561,11 @@ bool shard_compaction_orphan(struct eng_shard *s, const struct eng_tablet *t);
 /* Charges tablet t with `probes` table probes its reads did beyond the
  * first source (a get: the tables it consulted less one; a scan:
  * SHARD_SCAN_SEEK_PROBES per source beyond the first it merges, memtables
- * holding entries included). Once the debt covers what merging t's tables
- * into one would cost, such a merge (a read compaction) starts, or is
- * picked when the one running ends; a memtable no write reached since the
- * debt began is flushed first, to be merged too. */
+ * holding entries included); nothing while t is compacting. Once the debt
+ * covers what merging t's tables into one would cost, such a merge (a
+ * read compaction) starts, or is picked when the one running ends; a
+ * memtable that no write reached for a sixteenth of that debt is flushed
+ * first, to be merged too. */
 void shard_read_debt(struct eng_shard *s, struct eng_tablet *t, uint64_t probes);
 /* Nanoseconds a compaction has run since the shard opened, the one in
  * progress included. */

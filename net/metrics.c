@@ -193,6 +193,8 @@ static const struct family families[] = {
           SNAP(eng.flush_bytes) },
         { "scree_compactions_total", "Compactions finished.", COUNTER, true, false,
           SNAP(eng.compactions) },
+        { "scree_read_compactions_total", "Compactions started by reads (a tablet's read debt).",
+          COUNTER, true, false, SNAP(eng.read_compactions) },
         { "scree_compaction_errors_total", "Compactions that failed (their inputs kept).", COUNTER,
           true, false, SNAP(eng.compaction_errors) },
         { "scree_tablet_splits_total", "Tablets of the shard split (by size, by load or by hand).",
