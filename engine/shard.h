@@ -96,13 +96,14 @@ struct eng_shard_opts {
         /* Point lookups that read a block cache the version they found as
          * a row (block_cache.h) instead of the block, in cache_bytes: hot
          * keys scattered over many blocks then cost their own bytes, not
-         * 4 KiB each. Pays off once the rows are warm (docs/PERFORMANCE.md). */
+         * 4 KiB each. Pays off once the rows are warm (scree-bench --row-cache
+         * on|off measures it). */
         bool row_cache;
         uint64_t compaction_rate;       /* bytes/s; 0 = default 64 MiB/s; UINT64_MAX = unthrottled */
         /* A compaction reads its inputs in reads of up to this many bytes
          * (a multiple of 4096), past the block cache; 0 = default 256 KiB;
          * ENG_COMPACT_READ_CACHED = block by block through the cache
-         * (compaction.h; docs/PERFORMANCE.md compares the two). */
+         * (compaction.h; scree-bench --compaction-readahead compares them). */
         uint32_t compaction_readahead;
         bool salvage;                   /* skip corrupt commit-log records at start-up */
         /* How the embedder's user turns salvage on, named in the error that

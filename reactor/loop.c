@@ -212,8 +212,8 @@ static unsigned io_in_flight(const struct rx_loop *loop)
  * the loop from sleeping, at the end of an iteration and between two tasks
  * of one batch; and every iteration with never_sleep. An idle loop with I/O
  * in flight sleeps at once instead of spinning: on a VM a spinning vCPU
- * slows the device it waits for (docs/PERFORMANCE.md), and a sleeping loop
- * still wakes for messages through the eventfd.
+ * slows the device it waits for (docs/design.md, "TASKRUN_FLAG"), and a
+ * sleeping loop still wakes for messages through the eventfd.
  *
  * Whether a collect is due at now (every: whenever I/O is in flight); if
  * so, it counts as done.

@@ -11,7 +11,8 @@
  * submit does not. TASKRUN_FLAG is left off on purpose: with it liburing's
  * submit and peek enter the kernel whenever a completion is pending, which
  * turns the loop into a syscall poller; on a VM that busy vCPU cost 13-25%
- * of 4K random-read IOPS against blocking in the ring (docs/PERFORMANCE.md).
+ * of 4K random-read IOPS against blocking in the ring (docs/design.md,
+ * "TASKRUN_FLAG").
  * Required: IORING_FEAT_NODROP and EXT_ARG (5.11) and the opcodes io.c uses;
  * anything missing is -SCREE_EUNSUPPORTED rather than a later surprise.
  * Shard-local (SINGLE_ISSUER binds the ring to the creating thread).
