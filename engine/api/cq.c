@@ -427,8 +427,11 @@ static int key_req(scree_cq *q, scree_table *t, const void *key, size_t key_len,
 
         if ((r = async_check(q, t, key, key_len, NULL, 0)) < 0)
                 return r;
-        *ret = areq_new(q, tag, key_len);
-        return *ret ? 0 : api_fail(-ENOMEM, "out of memory");
+        if (!(*ret = areq_new(q, tag, key_len))) {
+                (void)api_fail(-ENOMEM, "out of memory");
+                return -ENOMEM; /* spelled out: -O3 warns that api_fail might return >= 0 */
+        }
+        return 0;
 }
 
 SCREE_API int scree_del_async(scree_cq *q, scree_table *t, const void *key, size_t key_len,
