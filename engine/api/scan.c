@@ -64,12 +64,19 @@ struct scan_op {
 
 /* ---- rows ---- */
 
-static int rows_add(scree_rows *rows, const struct eng_scan_item *it, bool keys_only)
+/* Rows a page sizes itself for at its first row, at most, and the bytes. */
+#define ROWS_FIRST_MAX 1024u
+#define ROWS_FIRST_MAX_BYTES (1u << 20)
+
+/* Grows rows to take one more row of `need` bytes; `expect` rows are
+ * expected in all (the page's limit): the first row sizes the page for
+ * them, so a page of 100 rows is not copied over as it doubles. */
+static int rows_reserve(scree_rows *rows, size_t need, uint32_t expect)
 {
-        size_t need = it->key_len + (keys_only ? 0 : it->value_len);
+        uint32_t first = expect < ROWS_FIRST_MAX ? expect : ROWS_FIRST_MAX;
 
         if (rows->n == rows->cap) {
-                size_t cap = rows->cap ? rows->cap * 2 : 64;
+                size_t cap = rows->cap ? rows->cap * 2 : first > 64 ? first : 64;
                 struct row *idx = realloc(rows->idx, cap * sizeof(*idx));
 
                 if (!idx)
@@ -78,9 +85,12 @@ static int rows_add(scree_rows *rows, const struct eng_scan_item *it, bool keys_
                 rows->cap = cap;
         }
         if (rows->len + need > rows->bytes_cap) {
-                size_t cap = rows->bytes_cap ? rows->bytes_cap : 4096;
+                size_t cap = rows->bytes_cap;
                 uint8_t *p;
 
+                if (!cap)
+                        cap = need * first > ROWS_FIRST_MAX_BYTES ? ROWS_FIRST_MAX_BYTES
+                            : need * first > 4096 ? need * first : 4096;
                 while (cap < rows->len + need)
                         cap *= 2;
                 if (!(p = realloc(rows->bytes, cap)))
@@ -88,6 +98,16 @@ static int rows_add(scree_rows *rows, const struct eng_scan_item *it, bool keys_
                 rows->bytes = p;
                 rows->bytes_cap = cap;
         }
+        return 0;
+}
+
+static int rows_add(scree_rows *rows, const struct eng_scan_item *it, bool keys_only,
+                    uint32_t expect)
+{
+        size_t need = it->key_len + (keys_only ? 0 : it->value_len);
+
+        if (rows_reserve(rows, need, expect) < 0)
+                return -ENOMEM;
         rows->idx[rows->n++] = (struct row){ .koff = rows->len, .klen = it->key_len,
                                              .voff = rows->len + it->key_len,
                                              .vlen = keys_only ? 0 : it->value_len,
@@ -285,7 +305,7 @@ static int hop_item(struct eng_scan *sc, const struct eng_scan_item *it)
         struct api_req *rq = sc->ctx;
         struct scan_op *op = rq->state;
 
-        return rows_add(op->rows, it, op->del);
+        return rows_add(op->rows, it, op->del, op->limit);
 }
 
 /* The deletes of a range delete's hop, written on the hop's shard. */
