@@ -8,8 +8,9 @@ BUILD_PACKAGES="gcc pkg-config meson ninja-build liburing-dev libjemalloc-dev li
 # (meson options rocksdb, leveldb, lmdb, auto) and their smoke tests, perf/engine_vs_embedded;
 # redis-server and gnuplot-nox: perf/compare's smoke test (tests/perf/test_compare.py);
 # prometheus-redis-exporter: tests/integration/test_info.py scrapes scree through it;
-# curl: proxy/tests drive scree-proxy with it
-TEST_PACKAGES="curl libcriterion-dev python3 python3-pytest python3-redis redis-tools librocksdb-dev libleveldb-dev liblmdb-dev redis-server gnuplot-nox prometheus-redis-exporter"
+# curl: proxy/tests drive scree-proxy with it; gdb: a proxy that never
+# prints its start line has its threads' stacks in the failure
+TEST_PACKAGES="curl libcriterion-dev python3 python3-pytest python3-redis redis-tools librocksdb-dev libleveldb-dev liblmdb-dev redis-server gnuplot-nox prometheus-redis-exporter gdb"
 
 as_root() {
         if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

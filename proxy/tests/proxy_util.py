@@ -176,7 +176,11 @@ class Proxy:
         self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(self.command(), stdout=self.log, stderr=subprocess.STDOUT,
                                      text=True, preexec_fn=self.preexec)
-        line = wait_for(self._started, "scree-proxy to start")
+        try:
+            line = wait_for(self._started, "scree-proxy to start")
+        except AssertionError as e:
+            raise AssertionError("%s; its output:\n%s\nits threads:\n%s"
+                                 % (e, self.output(), self.backtraces())) from None
         self.port = int(re.search(r"listening on [^ ]+:(\d+) ", line).group(1))
         self.metrics_port = int(re.search(r"metrics on [^ ]+:(\d+),", line).group(1))
         self.url = "http://127.0.0.1:%d" % self.port
@@ -191,6 +195,18 @@ class Proxy:
             if "listening on" in line and line.endswith("\n"):
                 return line
         return None
+
+    def backtraces(self):
+        """Every thread's stack of the running proxy, from gdb when it is
+        installed (for a start that never ends: which wait it is in)."""
+        if not shutil.which("gdb"):
+            return "(no gdb)"
+        try:
+            return subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch", "-ex",
+                                   "thread apply all bt"], capture_output=True, text=True,
+                                  timeout=120).stdout
+        except subprocess.TimeoutExpired:
+            return "(gdb timed out)"
 
     def output(self):
         self.log.flush()
