@@ -294,15 +294,23 @@ static void stop(struct proxy *p, bool started)
         free(p->origins);
 }
 
+/* The start line, in one write: tests and scripts wait for it whole. */
 static void announce(const struct proxy *p)
 {
-        fprintf(stderr, "scree-proxy: listening on %s:%u (%u threads), ", p->cfg.listen.host,
-                p->port, p->sh.n_workers);
+        char line[8192], metrics[300] = "";
+        int n;
+
         if (p->cfg.metrics)
-                fprintf(stderr, "metrics on %s:%u, ", p->cfg.metrics_at.host, p->metrics_port);
-        fprintf(stderr, "cache in %s (%u shards, %s sync), %u origin%s\n", p->cfg.dir, p->shards,
-                p->cfg.sync_batch ? "batch" : "periodic", p->sh.n_origins,
-                p->sh.n_origins > 1 ? "s" : "");
+                snprintf(metrics, sizeof(metrics), "metrics on %s:%u, ", p->cfg.metrics_at.host,
+                         p->metrics_port);
+        n = snprintf(line, sizeof(line),
+                     "scree-proxy: listening on %s:%u (%u threads), %scache in %s (%u shards, %s "
+                     "sync), %u origin%s\n", p->cfg.listen.host, p->port, p->sh.n_workers,
+                     metrics, p->cfg.dir, p->shards, p->cfg.sync_batch ? "batch" : "periodic",
+                     p->sh.n_origins, p->sh.n_origins > 1 ? "s" : "");
+        if (n > 0)
+                (void)!write(STDERR_FILENO, line,
+                             (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
 int main(int argc, char **argv)

@@ -174,8 +174,13 @@ class Proxy:
 
     def start(self):
         self.log = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(self.command(), stdout=self.log, stderr=subprocess.STDOUT,
-                                     text=True, preexec_fn=self.preexec)
+        # The child writes through a file description of its own, appending:
+        # sharing this process's offset, a write landing after output()'s
+        # seek(0) overwrote the file's start and tore the start line for good
+        # (a start that "never" came, seen in CI).
+        with open("/proc/self/fd/%d" % self.log.fileno(), "a") as out:
+            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
+                                         text=True, preexec_fn=self.preexec)
         try:
             line = wait_for(self._started, "scree-proxy to start")
         except AssertionError as e:

@@ -83,3 +83,20 @@ def test_sigterm_stops_cleanly(origin):
     p = Proxy([origin]).start()
     assert p.stop() == 0
     assert "stopping" in p.output()
+
+
+def test_the_start_line_is_one_write_to_a_log_of_its_own(origin):
+    """The start line a test waits for came in three writes through the
+    test's own file description: a write after the reader's seek(0) tore
+    it for good (a start that never came, in CI). Now the proxy writes it
+    at once, and its log is a description of its own, appending."""
+    p = Proxy([origin]).start()
+    try:
+        with open("/proc/%d/fdinfo/2" % p.proc.pid) as f:
+            flags = int(next(line for line in f if line.startswith("flags:")).split()[1], 8)
+        assert flags & 0o2000, "the proxy's stderr is not in append mode"
+        line = [ln for ln in p.output().splitlines() if "listening on" in ln]
+        assert len(line) == 1 and line[0].startswith("scree-proxy: listening on 127.0.0.1:")
+        assert line[0].endswith("1 origin")
+    finally:
+        assert p.stop() == 0

@@ -39,6 +39,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def child_output(log):
+    """log (a file this process reads back with seek and read) opened again
+    for a child's stdout and stderr: in append mode, and a file description
+    of its own -- sharing the reader's offset, a child's write landing after
+    the reader's seek(0) would overwrite the file's start, and a start line
+    written in pieces would be torn for good."""
+    return open("/proc/self/fd/%d" % log.fileno(), "a")
+
+
 class Server:
     """One scree process. close() stops it and removes the --dir it made;
     conftest.py closes every Server a test made, also when the test fails."""
@@ -63,10 +72,11 @@ class Server:
         # Tablets stay where a test puts them unless it turns the balancer on.
         if not any(a.startswith("--tablet-balancer") for a in self.args):
             prefault += ["--tablet-balancer", "no"]
-        self.proc = subprocess.Popen(
-            [BIN, "--port", str(self.port), "--dir", self.dir, "--smp", str(self.smp)] + prefault +
-            self.args,
-            stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        with child_output(self.log) as out:
+            self.proc = subprocess.Popen(
+                [BIN, "--port", str(self.port), "--dir", self.dir, "--smp", str(self.smp)] +
+                prefault + self.args,
+                stdout=out, stderr=subprocess.STDOUT, text=True)
         if wait:
             self.wait_ready()
         return self

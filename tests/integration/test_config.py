@@ -21,7 +21,7 @@ import threading
 import pytest
 import redis
 
-from server_util import BIN, WAIT_S, Server, free_port, wait_for
+from server_util import BIN, WAIT_S, Server, child_output, free_port, wait_for
 
 # Connections the kernel spreads over the shards (SO_REUSEPORT): with 12,
 # every shard of two gets some but with odds of 1 in 2000.
@@ -283,8 +283,9 @@ class ConfServer(Server):
         self.log = tempfile.TemporaryFile(mode="w+")
         # Not settings of the file: scree's own resources, kept small for
         # a test machine (the file has no memory or smp line).
-        self.proc = subprocess.Popen([BIN, self.conf, "--smp", "2", "--prefault", "no"],
-                                     stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        with child_output(self.log) as out:
+            self.proc = subprocess.Popen([BIN, self.conf, "--smp", "2", "--prefault", "no"],
+                                         stdout=out, stderr=subprocess.STDOUT, text=True)
         if wait:
             self.wait_ready()
         return self

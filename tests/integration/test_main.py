@@ -285,3 +285,18 @@ def resp_cmd(*args):
         a = a.encode() if isinstance(a, str) else a
         out += b"$%d\r\n%s\r\n" % (len(a), a)
     return out
+
+
+def test_the_servers_log_is_a_description_of_its_own_appending():
+    """server_util gives the server its log in append mode through a file
+    description of its own: sharing the reader's offset, a write after the
+    reader's seek(0) overwrote the log's start (the proxy's tests lost a
+    start line that way)."""
+    s = Server().start()
+    try:
+        with open("/proc/%d/fdinfo/1" % s.proc.pid) as f:
+            flags = int(next(line for line in f if line.startswith("flags:")).split()[1], 8)
+        assert flags & 0o2000, "the server's stdout is not in append mode"
+        assert "ready to accept connections" in s.output()
+    finally:
+        s.close()
