@@ -433,6 +433,13 @@ static bool major_needed(const struct eng_tablet *t, uint64_t now_ms)
         return p->n_tombstones || (p->n_expiring && p->min_expiry_ms <= now_ms);
 }
 
+/* Whether t may take a compaction now. */
+static bool compactable(const struct eng_tablet *t)
+{
+        return !t->dropped && !t->frozen && !t->moving && !t->compacting &&
+               shard_tablet_settled(t);
+}
+
 /* Starts the next compaction of the major one; false when none is left.
  * A tablet is done once a compaction of all its tables started. */
 static bool major_step(struct eng_shard *s)
@@ -446,8 +453,7 @@ static bool major_step(struct eng_shard *s)
                 uint32_t n;
                 int r;
 
-                if (t->id < mj->next_tablet || t->dropped || t->frozen || t->moving ||
-                    !shard_tablet_settled(t) || !major_needed(t, now_ms))
+                if (t->id < mj->next_tablet || !compactable(t) || !major_needed(t, now_ms))
                         continue;
                 mj->next_tablet = t->id;
                 if (tables_before_damage(t) < t->tset->n) {
@@ -496,13 +502,6 @@ static uint64_t read_debt_limit(const struct eng_tablet *t)
         for (uint32_t i = 0; i < tables; i++)
                 bytes += t->tset->e[i].meta.file_size;
         return bytes / READ_DEBT_BYTES_PER_PROBE + READ_DEBT_FIXED_PROBES;
-}
-
-/* Whether t may take a compaction now. */
-static bool compactable(const struct eng_tablet *t)
-{
-        return !t->dropped && !t->frozen && !t->moving && !t->compacting &&
-               shard_tablet_settled(t);
 }
 
 /* The debt of tablet t (limit: read_debt_limit) is due. Its memtable
@@ -635,7 +634,7 @@ static bool start_separation(struct eng_shard *s)
                 uint32_t i = (s->compact_cursor + k) % s->n_tablets;
                 struct eng_tablet *t = s->tablets[i];
 
-                if (t->dropped || t->frozen || t->moving || !t->tset || !shard_tablet_settled(t))
+                if (!compactable(t) || !t->tset)
                         continue;
                 for (uint32_t j = tables_before_damage(t); j-- > 0;) {
                         if (!reaches_out(t, t->tset->e[j].t))
@@ -673,7 +672,7 @@ void shard_maybe_compact(struct eng_shard *s)
                 uint32_t i = (s->compact_cursor + k) % s->n_tablets;
                 struct eng_tablet *t = s->tablets[i];
 
-                if (!t->dropped && !t->frozen && !t->moving && shard_tablet_settled(t) &&
+                if (compactable(t) &&
                     pick_tablet(t, &p) &&
                     compaction_start(s, t, p.first, p.n, p.bottommost, false) == 0) {
                         s->compact_cursor = i + 1;
