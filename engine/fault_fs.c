@@ -28,8 +28,11 @@
 
 #define BLOCK 4096u
 
+/* Saved bytes of one block of one file (an inode: a file the engine reopens
+ * through a new descriptor, as a recycled log segment, is the same file). */
 struct shadow {
-        int fd;
+        dev_t dev;
+        ino_t ino;
         uint64_t block;
         uint32_t old_len;               /* bytes that existed (0: beyond EOF) */
         bool covered;                   /* an fdatasync in flight will make it durable */
@@ -39,6 +42,8 @@ struct shadow {
 struct ffile {
         int fd;                         /* the engine's descriptor (-1: slot free) */
         int aux;                        /* our buffered descriptor of the same file */
+        dev_t dev;                      /* the file; aux keeps its inode number ours */
+        ino_t ino;
         uint64_t synced_size;
         unsigned writes_in_flight, syncs_in_flight;
         bool closed;                    /* engine closed it; kept for a power cut */
@@ -160,10 +165,15 @@ static void pass_done(struct eng_fs_op *op, int res)
 
 /* ---- shadows ---- */
 
-static struct shadow *shadow_find(struct fault_fs *f, int fd, uint64_t block)
+static bool same_file(const struct shadow *s, const struct ffile *file)
+{
+        return s->dev == file->dev && s->ino == file->ino;
+}
+
+static struct shadow *shadow_find(struct fault_fs *f, const struct ffile *file, uint64_t block)
 {
         for (size_t i = 0; i < f->n_sh; i++)
-                if (f->sh[i].fd == fd && f->sh[i].block == block)
+                if (same_file(&f->sh[i], file) && f->sh[i].block == block)
                         return &f->sh[i];
         return NULL;
 }
@@ -174,7 +184,7 @@ static int shadow_block(struct fault_fs *f, struct ffile *file, uint64_t block)
         struct shadow *s;
         ssize_t n;
 
-        if (shadow_find(f, file->fd, block))
+        if (shadow_find(f, file, block))
                 return 0;
         if (f->n_sh == f->cap_sh) {
                 size_t cap = f->cap_sh ? f->cap_sh * 2 : 64;
@@ -194,7 +204,8 @@ static int shadow_block(struct fault_fs *f, struct ffile *file, uint64_t block)
                 free(s->old);
                 return -errno;
         }
-        s->fd = file->fd;
+        s->dev = file->dev;
+        s->ino = file->ino;
         s->block = block;
         s->old_len = (uint32_t)n;
         s->covered = false;
@@ -209,12 +220,20 @@ static void shadow_drop_at(struct fault_fs *f, size_t i)
         f->sh[i] = f->sh[--f->n_sh];
 }
 
-static struct ffile *file_by_id(struct fault_fs *f, int id);
+/* Any tracked descriptor of the file s belongs to (every shadow has one:
+ * descriptors closed by the engine are kept). */
+static struct ffile *file_of(struct fault_fs *f, const struct shadow *s)
+{
+        for (size_t i = 0; i < f->n_files; i++)
+                if (f->files[i].fd != -1 && same_file(s, &f->files[i]))
+                        return &f->files[i];
+        return NULL;
+}
 
 /* Puts one block's saved bytes back. */
 static int restore(struct fault_fs *f, const struct shadow *s)
 {
-        struct ffile *file = file_by_id(f, s->fd);
+        struct ffile *file = file_of(f, s);
 
         if (!file)
                 return 0;
@@ -386,7 +405,7 @@ static void file_track(struct fault_fs *f, int fd)
         if (aux < 0)
                 return;
         file = file_slot(f);
-        *file = (struct ffile){ .fd = fd, .aux = aux };
+        *file = (struct ffile){ .fd = fd, .aux = aux, .dev = st.st_dev, .ino = st.st_ino };
         file->synced_size = aux_size(file->aux);
 }
 
@@ -457,7 +476,7 @@ static void write_done(struct eng_fs_op *op, int res)
         if (f->dead && file && op->len) {
                 /* Landed after the power cut: undo it. */
                 for (uint64_t b = op->off / BLOCK; b <= (op->off + op->len - 1) / BLOCK; b++) {
-                        struct shadow *s = shadow_find(f, file->fd, b);
+                        struct shadow *s = shadow_find(f, file, b);
 
                         if (s)
                                 restore(f, s);
@@ -496,11 +515,14 @@ static int f_write(struct eng_fs *fs, struct eng_fs_op *op, int fd, const void *
         return r;
 }
 
-/* A sync of a tracked file completed with res (power still on). */
+/* A sync of a tracked file completed with res (power still on). It covers
+ * the file, whichever descriptors wrote. */
 static void file_synced(struct fault_fs *f, struct ffile *file, int res)
 {
+        uint64_t size = aux_size(file->aux);
+
         for (size_t i = f->n_sh; i-- > 0;) {
-                if (f->sh[i].fd != file->fd || !f->sh[i].covered)
+                if (!same_file(&f->sh[i], file) || !f->sh[i].covered)
                         continue;
                 /* Written before the sync was submitted: durable now. */
                 if (res == 0)
@@ -508,8 +530,20 @@ static void file_synced(struct fault_fs *f, struct ffile *file, int res)
                 else
                         f->sh[i].covered = false;
         }
-        if (res == 0)
-                file->synced_size = aux_size(file->aux);
+        for (size_t i = 0; res == 0 && i < f->n_files; i++)
+                if (f->files[i].fd != -1 && f->files[i].dev == file->dev && f->files[i].ino == file->ino)
+                        f->files[i].synced_size = size;
+}
+
+/* Writes in flight to file's inode, through any of its descriptors. */
+static unsigned file_writes_in_flight(const struct fault_fs *f, const struct ffile *file)
+{
+        unsigned n = 0;
+
+        for (size_t i = 0; i < f->n_files; i++)
+                if (f->files[i].fd != -1 && f->files[i].dev == file->dev && f->files[i].ino == file->ino)
+                        n += f->files[i].writes_in_flight;
+        return n;
 }
 
 static void sync_done(struct eng_fs_op *op, int res)
@@ -531,13 +565,15 @@ static int sync_submit(struct fault_fs *f, struct eng_fs_op *op, int fd, enum en
 {
         struct ffile *file = file_find(f, fd);
         int r, err = injected(f, kind);
+        bool writing;
 
         if (err)
                 return complete_later(f, op, kind, err);
-        if (file && file->writes_in_flight)
+        writing = file && file_writes_in_flight(f, file);
+        if (writing)
                 f->stats.overlaps++;    /* those blocks stay shadowed: conservative */
-        for (size_t i = 0; file && !file->writes_in_flight && i < f->n_sh; i++)
-                if (f->sh[i].fd == fd)
+        for (size_t i = 0; file && !writing && i < f->n_sh; i++)
+                if (same_file(&f->sh[i], file))
                         f->sh[i].covered = true;
         hook(op, sync_done);
         r = kind == ENG_FS_FSYNC ? f->inner->vt->fsync(f->inner, op, fd)
@@ -658,28 +694,16 @@ static int f_close(struct eng_fs *fs, struct eng_fs_op *op, int fd)
         hook(op, pass_done);
         r = unhook(f, op, f->inner->vt->close(f->inner, op, fd));
         /* Unsynced data outlives the descriptor, whose number may be reused:
-         * the file and its shadows are re-keyed to a private negative id. */
+         * the file is kept under a private negative id (its shadows name
+         * the inode, which our aux descriptor keeps from being reused). */
         if (r == 0 && file) {
-                int id = -2 - file->aux;
-
-                for (size_t i = 0; i < f->n_sh; i++)
-                        if (f->sh[i].fd == fd)
-                                f->sh[i].fd = id;
-                file->fd = id;
+                file->fd = -2 - file->aux;
                 file->closed = true;
         }
         return r;
 }
 
 /* ---- power cut, control, teardown ---- */
-
-static struct ffile *file_by_id(struct fault_fs *f, int id)
-{
-        for (size_t i = 0; i < f->n_files; i++)
-                if (f->files[i].fd == id)
-                        return &f->files[i];
-        return NULL;
-}
 
 static uint64_t next_rand(uint64_t *s)
 {

@@ -35,8 +35,9 @@
  * unlink) are durable at once -- a power cut never undoes them, and one in
  * flight at the cut may have happened although it reports -EIO; tests can
  * check dirs_unsynced to see that code relying on them syncs the directory.
- * File data is tracked per descriptor the engine opened (directories have
- * none). A write submitted while an fdatasync of the same file is in
+ * File data is tracked per file (inode) the engine opened, whichever
+ * descriptor wrote it: a sync through one descriptor covers writes through
+ * another, closed or open (directories have no data). A write submitted while an fdatasync of the same file is in
  * flight, or the reverse, has no single right answer; it is counted in
  * stats.overlaps and handled conservatively. Engine code is expected not to
  * do that, and tests check overlaps == 0.

@@ -4,7 +4,8 @@
  * a real loop: synced data survives a power cut and unsynced data does not,
  * a torn cut leaves each block old or new, a failed fdatasync makes nothing
  * durable, ENOSPC writes nothing until cleared, a dead fs fails every op
- * from the loop, closed files keep their unsynced state, overlaps counted;
+ * from the loop, closed files keep their unsynced state, a sync through a
+ * second descriptor covers the whole file, overlaps counted;
  * fsync, unlink and rename pass through, fail as injected and after a cut,
  * and directories changed but not yet fsynced are counted; a new name that
  * no directory fsync covered vanishes at a cut (also renamed, or opened
@@ -301,6 +302,28 @@ Test(fault_fs, a_closed_file_still_loses_its_unsynced_data)
         cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
         close(fd);
         cr_expect(eq(u8, block_byte(0), 'A'));
+}
+
+/* A file reopened through a second descriptor (a recycled log segment): a
+ * sync through the new one makes the file's data durable, including blocks
+ * the closed descriptor wrote and never synced, and the old descriptor's
+ * saved bytes must not come back over what the new one synced. */
+Test(fault_fs, a_sync_through_a_second_descriptor_covers_the_file)
+{
+        int fd = do_open();
+
+        cr_assert(eq(int, do_write(fd, 'A', 0, 2), (int)(2 * BLK)));
+        cr_assert(eq(int, do_sync(fd), 0));
+        cr_assert(eq(int, do_write(fd, 'B', 0, 2), (int)(2 * BLK)));
+        cr_assert(eq(int, do_close(fd), 0));
+        fd = do_create();
+        cr_assert(ge(int, fd, 0));
+        cr_assert(eq(int, do_write(fd, 'C', 0, 1), (int)BLK));
+        cr_assert(eq(int, do_sync(fd), 0));
+        cr_assert(eq(int, do_write(fd, 'D', 0, 1), (int)BLK));
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        cr_expect(eq(u8, block_byte(0), 'C'));
+        cr_expect(eq(u8, block_byte(1), 'B'));
 }
 
 Test(fault_fs, a_write_during_a_sync_is_counted_as_an_overlap)
