@@ -230,6 +230,18 @@ static struct ffile *file_of(struct fault_fs *f, const struct shadow *s)
         return NULL;
 }
 
+/* Writes (syncs: false) or syncs in flight to file's inode, through any
+ * of its descriptors. */
+static unsigned file_in_flight(const struct fault_fs *f, const struct ffile *file, bool syncs)
+{
+        unsigned n = 0;
+
+        for (size_t i = 0; i < f->n_files; i++)
+                if (f->files[i].fd != -1 && f->files[i].dev == file->dev && f->files[i].ino == file->ino)
+                        n += syncs ? f->files[i].syncs_in_flight : f->files[i].writes_in_flight;
+        return n;
+}
+
 /* Puts one block's saved bytes back. */
 static int restore(struct fault_fs *f, const struct shadow *s)
 {
@@ -407,6 +419,13 @@ static void file_track(struct fault_fs *f, int fd)
         file = file_slot(f);
         *file = (struct ffile){ .fd = fd, .aux = aux, .dev = st.st_dev, .ino = st.st_ino };
         file->synced_size = aux_size(file->aux);
+        /* Another descriptor's unsynced growth is not synced by this open. */
+        for (size_t i = 0; i < f->n_files; i++)
+                if (&f->files[i] != file && f->files[i].fd != -1 && f->files[i].dev == st.st_dev &&
+                    f->files[i].ino == st.st_ino) {
+                        file->synced_size = f->files[i].synced_size;
+                        break;
+                }
 }
 
 /* An open completed; created: it made a new file. */
@@ -500,11 +519,17 @@ static int f_write(struct eng_fs *fs, struct eng_fs_op *op, int fd, const void *
                 return unhook(f, op, f->inner->vt->write(f->inner, op, fd, buf, len, off));
         }
         for (uint64_t b = off / BLOCK; len && b <= (off + len - 1) / BLOCK; b++) {
+                struct shadow *s;
+
                 r = shadow_block(f, file, b);
                 if (r < 0)
                         return r;
+                /* Written after a sync in flight was submitted: that sync
+                 * does not make the block durable. */
+                if ((s = shadow_find(f, file, b)))
+                        s->covered = false;
         }
-        if (file->syncs_in_flight)
+        if (file_in_flight(f, file, true))
                 f->stats.overlaps++;
         hook(op, write_done);
         r = unhook(f, op, f->inner->vt->write(f->inner, op, fd, buf, len, off));
@@ -516,11 +541,10 @@ static int f_write(struct eng_fs *fs, struct eng_fs_op *op, int fd, const void *
 }
 
 /* A sync of a tracked file completed with res (power still on). It covers
- * the file, whichever descriptors wrote. */
-static void file_synced(struct fault_fs *f, struct ffile *file, int res)
+ * the file, whichever descriptors wrote before it was submitted, and its
+ * size then (size). */
+static void file_synced(struct fault_fs *f, struct ffile *file, int res, uint64_t size)
 {
-        uint64_t size = aux_size(file->aux);
-
         for (size_t i = f->n_sh; i-- > 0;) {
                 if (!same_file(&f->sh[i], file) || !f->sh[i].covered)
                         continue;
@@ -531,20 +555,11 @@ static void file_synced(struct fault_fs *f, struct ffile *file, int res)
                         f->sh[i].covered = false;
         }
         for (size_t i = 0; res == 0 && i < f->n_files; i++)
-                if (f->files[i].fd != -1 && f->files[i].dev == file->dev && f->files[i].ino == file->ino)
+                if (f->files[i].fd != -1 && f->files[i].dev == file->dev && f->files[i].ino == file->ino &&
+                    f->files[i].synced_size < size)
                         f->files[i].synced_size = size;
 }
 
-/* Writes in flight to file's inode, through any of its descriptors. */
-static unsigned file_writes_in_flight(const struct fault_fs *f, const struct ffile *file)
-{
-        unsigned n = 0;
-
-        for (size_t i = 0; i < f->n_files; i++)
-                if (f->files[i].fd != -1 && f->files[i].dev == file->dev && f->files[i].ino == file->ino)
-                        n += f->files[i].writes_in_flight;
-        return n;
-}
 
 static void sync_done(struct eng_fs_op *op, int res)
 {
@@ -554,7 +569,7 @@ static void sync_done(struct eng_fs_op *op, int res)
         if (file)
                 file->syncs_in_flight--;
         if (file && !f->dead)
-                file_synced(f, file, res);
+                file_synced(f, file, res, op->off);
         else if (!file && !f->dead && res == 0)
                 dir_synced(f, op->fd, op->off);
         pass_done(op, res);
@@ -569,7 +584,7 @@ static int sync_submit(struct fault_fs *f, struct eng_fs_op *op, int fd, enum en
 
         if (err)
                 return complete_later(f, op, kind, err);
-        writing = file && file_writes_in_flight(f, file);
+        writing = file && file_in_flight(f, file, false);
         if (writing)
                 f->stats.overlaps++;    /* those blocks stay shadowed: conservative */
         for (size_t i = 0; file && !writing && i < f->n_sh; i++)
@@ -581,7 +596,9 @@ static int sync_submit(struct fault_fs *f, struct eng_fs_op *op, int fd, enum en
         r = unhook(f, op, r);
         if (r < 0)
                 return r;
-        op->off = f->dirs_gen;          /* what a directory sync covers (off is unused) */
+        /* off is unused by syncs: what the sync covers -- a file's size
+         * now, or a directory's changes up to now */
+        op->off = file ? aux_size(file->aux) : f->dirs_gen;
         if (file) {
                 file->syncs_in_flight++;
                 f->stats.syncs++;

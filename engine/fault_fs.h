@@ -36,8 +36,11 @@
  * flight at the cut may have happened although it reports -EIO; tests can
  * check dirs_unsynced to see that code relying on them syncs the directory.
  * File data is tracked per file (inode) the engine opened, whichever
- * descriptor wrote it: a sync through one descriptor covers writes through
- * another, closed or open (directories have no data). A write submitted while an fdatasync of the same file is in
+ * descriptor wrote it: a sync through one descriptor covers the writes
+ * submitted before it through any other, closed or open, and the file's
+ * size at its submit; a descriptor opened later starts from the file's
+ * synced size (directories have no data). Closing a descriptor while its
+ * own sync is in flight is not modelled. A write submitted while an fdatasync of the same file is in
  * flight, or the reverse, has no single right answer; it is counted in
  * stats.overlaps and handled conservatively. Engine code is expected not to
  * do that, and tests check overlaps == 0.

@@ -5,7 +5,9 @@
  * a torn cut leaves each block old or new, a failed fdatasync makes nothing
  * durable, ENOSPC writes nothing until cleared, a dead fs fails every op
  * from the loop, closed files keep their unsynced state, a sync through a
- * second descriptor covers the whole file, overlaps counted;
+ * second descriptor covers the whole file as it was at its submit, a new
+ * descriptor starts from the synced size, overlaps counted (also across
+ * descriptors);
  * fsync, unlink and rename pass through, fail as injected and after a cut,
  * and directories changed but not yet fsynced are counted; a new name that
  * no directory fsync covered vanishes at a cut (also renamed, or opened
@@ -324,6 +326,66 @@ Test(fault_fs, a_sync_through_a_second_descriptor_covers_the_file)
         cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
         cr_expect(eq(u8, block_byte(0), 'C'));
         cr_expect(eq(u8, block_byte(1), 'B'));
+}
+
+/* A write through one descriptor while a sync of the file is in flight
+ * through another: an overlap, and that sync does not make the write's
+ * block durable (conservatively, its bytes before the sync's write). */
+Test(fault_fs, a_write_during_another_descriptors_sync_is_an_overlap)
+{
+        struct call s = { 0 }, w = { 0 };
+        int fd = do_open(), fd2;
+
+        cr_assert(eq(int, do_write(fd, 'A', 0, 1), (int)BLK));
+        cr_assert(eq(int, do_sync(fd), 0));
+        cr_assert(eq(int, do_write(fd, 'B', 0, 1), (int)BLK));
+        fd2 = do_create();
+        cr_assert(ge(int, fd2, 0));
+        memset(buf, 'C', BLK);
+        cr_assert(eq(int, eng_fs_fdatasync(fs, &s.op, fd2, call_done), 0));
+        cr_assert(eq(int, eng_fs_write(fs, &w.op, fd, buf, BLK, 0, call_done), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &s.done), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &w.done), 0));
+        cr_expect(eq(u64, eng_fault_fs_stats(fs)->overlaps, 1));
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        cr_expect(eq(u8, block_byte(0), 'A'));
+}
+
+/* A sync covers the file's size when it was submitted, not growth through
+ * another descriptor while it was in flight. */
+Test(fault_fs, a_sync_covers_the_size_at_its_submit)
+{
+        struct call s = { 0 };
+        int fd = do_open(), fd2;
+
+        cr_assert(eq(int, do_write(fd, 'A', 0, 1), (int)BLK));
+        cr_assert(eq(int, do_sync(fd), 0));
+        fd2 = do_create();
+        cr_assert(ge(int, fd2, 0));
+        cr_assert(eq(int, eng_fs_fdatasync(fs, &s.op, fd2, call_done), 0));
+        cr_assert(eq(int, do_write(fd, 'B', 1, 4), (int)(4 * BLK)));
+        cr_assert(eq(int, rx_loop_run_until(loop, &s.done), 0));
+        cr_assert(eq(int, s.res, 0));
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        cr_expect(eq(i64, (int64_t)file_size(), BLK));
+}
+
+/* A descriptor opened after another's unsynced growth starts from the
+ * file's synced size: a write through it that lands after a cut leaves the
+ * file as synced (empty), not as it was at the open. */
+Test(fault_fs, a_new_descriptor_keeps_the_files_synced_size)
+{
+        struct call w = { 0 };
+        int fd = do_open(), fd2;
+
+        cr_assert(eq(int, do_write(fd, 'A', 0, 1), (int)BLK));
+        fd2 = do_create();
+        cr_assert(ge(int, fd2, 0));
+        memset(buf, 'B', BLK);
+        cr_assert(eq(int, eng_fs_write(fs, &w.op, fd2, buf, BLK, BLK, call_done), 0));
+        cr_assert(eq(int, eng_fault_fs_power_cut(fs, false, 0), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &w.done), 0));
+        cr_expect(eq(i64, (int64_t)file_size(), 0));
 }
 
 Test(fault_fs, a_write_during_a_sync_is_counted_as_an_overlap)
