@@ -325,9 +325,10 @@ int net_cmd_latency(struct net_req *req)
         if (net_arg_is(sub, "latest") || net_arg_is(sub, "history") || net_arg_is(sub, "doctor") ||
             net_arg_is(sub, "help")) {
                 char name[16];
+                size_t n = sub->len < sizeof(name) ? sub->len : sizeof(name) - 1;
 
-                for (size_t i = 0; i <= sub->len; i++)  /* Redis's name: lower case */
-                        name[i] = i < sub->len ? (char)tolower((unsigned char)sub->ptr[i]) : 0;
+                for (size_t i = 0; i <= n; i++)         /* Redis's name: lower case */
+                        name[i] = i < n ? (char)tolower((unsigned char)sub->ptr[i]) : 0;
                 net_resp_add_errorf(req->out, "ERR wrong number of arguments for 'latency|%s' "
                                               "command", name);
         }
