@@ -170,6 +170,12 @@ static bool same_file(const struct shadow *s, const struct ffile *file)
         return s->dev == file->dev && s->ino == file->ino;
 }
 
+/* Whether slot x tracks a descriptor of file's inode (file's own included). */
+static bool same_inode(const struct ffile *x, const struct ffile *file)
+{
+        return x->fd != -1 && x->dev == file->dev && x->ino == file->ino;
+}
+
 static struct shadow *shadow_find(struct fault_fs *f, const struct ffile *file, uint64_t block)
 {
         for (size_t i = 0; i < f->n_sh; i++)
@@ -237,7 +243,7 @@ static unsigned file_in_flight(const struct fault_fs *f, const struct ffile *fil
         unsigned n = 0;
 
         for (size_t i = 0; i < f->n_files; i++)
-                if (f->files[i].fd != -1 && f->files[i].dev == file->dev && f->files[i].ino == file->ino)
+                if (same_inode(&f->files[i], file))
                         n += syncs ? f->files[i].syncs_in_flight : f->files[i].writes_in_flight;
         return n;
 }
@@ -421,8 +427,7 @@ static void file_track(struct fault_fs *f, int fd)
         file->synced_size = aux_size(file->aux);
         /* Another descriptor's unsynced growth is not synced by this open. */
         for (size_t i = 0; i < f->n_files; i++)
-                if (&f->files[i] != file && f->files[i].fd != -1 && f->files[i].dev == st.st_dev &&
-                    f->files[i].ino == st.st_ino) {
+                if (&f->files[i] != file && same_inode(&f->files[i], file)) {
                         file->synced_size = f->files[i].synced_size;
                         break;
                 }
@@ -555,8 +560,7 @@ static void file_synced(struct fault_fs *f, struct ffile *file, int res, uint64_
                         f->sh[i].covered = false;
         }
         for (size_t i = 0; res == 0 && i < f->n_files; i++)
-                if (f->files[i].fd != -1 && f->files[i].dev == file->dev && f->files[i].ino == file->ino &&
-                    f->files[i].synced_size < size)
+                if (same_inode(&f->files[i], file) && f->files[i].synced_size < size)
                         f->files[i].synced_size = size;
 }
 
