@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <scree/scree.h>
 
@@ -271,6 +272,20 @@ static int workers_open(struct bench_api *a)
         return 0;
 }
 
+/* Waits until the shards have faulted their memory in (--prefault), as
+ * the direct engine does (bench_shard.c): the load must not race the
+ * page zeroing for the CPUs. */
+static int prefault_wait(struct bench_api *a)
+{
+        const struct timespec tick = { .tv_nsec = 2 * 1000 * 1000 };
+        uint64_t pending;
+        int r;
+
+        while ((r = scree_stat(a->db, "prefault_pending", &pending)) == 0 && pending)
+                nanosleep(&tick, NULL);
+        return r < 0 ? api_error(r, "reading prefault_pending") : 0;
+}
+
 static int api_open(struct bench_engine *e)
 {
         struct bench_api *a = api_of(e);
@@ -286,6 +301,8 @@ static int api_open(struct bench_engine *e)
                 r = table_open(a);
         if (r == 0)
                 r = workers_open(a);
+        if (r == 0 && e->o->prefault)
+                r = prefault_wait(a);
         if (r < 0)
                 api_close(e);
         return r;

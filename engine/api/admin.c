@@ -23,7 +23,7 @@ static const struct stat_def {
         STAT(corrupt_reads), STAT(disk_bytes_written), STAT(log_records), STAT(memtable_bytes),
         STAT(imm_bytes), STAT(sstables), STAT(sstable_bytes), STAT(log_bytes_written),
         STAT(log_syncs), STAT(cache_hits), STAT(cache_misses), STAT(cache_bytes),
-        STAT(row_hits), STAT(row_misses),
+        STAT(row_hits), STAT(row_misses), STAT(blocks_prefaulted), STAT(prefault_pending),
 };
 
 #define N_STATS (sizeof(stat_defs) / sizeof(stat_defs[0]))

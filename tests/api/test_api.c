@@ -418,6 +418,34 @@ Test(api, counters_flush_and_compact)
         scree_close(db);
 }
 
+/* With prefault the shards fault their memory in after the open: the
+ * counters say how much is left, and it comes down to 0. */
+Test(api, prefault_counters_come_down_to_zero)
+{
+        scree_options *o = scree_options_new();
+        uint64_t pending = 1, done = 0;
+        scree_db *db = NULL;
+        time_t deadline = time(NULL) + 120;
+
+        cr_assert(o != NULL);
+        cr_assert(eq(int, scree_options_set(o, "smp", "1"), 0));
+        cr_assert(eq(int, scree_options_set(o, "memory", "64mb"), 0));
+        cr_assert(eq(int, scree_options_set(o, "pin", "no"), 0));
+        cr_assert(eq(int, scree_options_set(o, "prefault", "yes"), 0));
+        cr_assert(eq(int, scree_open(dir, o, &db), 0), "open: %s", scree_last_error());
+        scree_options_free(o);
+        while (time(NULL) < deadline) {
+                cr_assert(eq(int, scree_stat(db, "prefault_pending", &pending), 0));
+                if (pending == 0)
+                        break;
+                usleep(1000);
+        }
+        cr_expect(eq(u64, pending, 0), "memory still being faulted in after 120 s");
+        cr_assert(eq(int, scree_stat(db, "blocks_prefaulted", &done), 0));
+        cr_expect(gt(u64, done, 0));
+        scree_close(db);
+}
+
 /* Values of 32 KiB or more are not copied: they point into the engine's
  * memory, held until freed -- across a flush and a compaction, and
  * scree_close refuses while one is held. */
