@@ -9,7 +9,8 @@
  * Block reads go through ITER_SLOTS slots. A readahead leaves one slot free
  * (it starts only while two are), so a move always finds its block's slot
  * or a free one; entering a block keeps the reads of the blocks just after
- * it and lets the others go. Entering a block reads the next one ahead. A
+ * it and lets the others go. Entering a block reads the next one ahead,
+ * unless the span is about used up (eng_sst_iter_set_span). A
  * move that must read its block reads the next ones with it, so that a
  * scan that needs several waits for the disk once, not once a block: as
  * many as the span (eng_sst_iter_set_span) covers at the table's entries
@@ -60,6 +61,7 @@ struct eng_sst_iter {
         bool valid;
         struct slot slots[ITER_SLOTS];
         uint32_t span;                  /* entries a move is expected to lead to; 0 = unknown */
+        uint32_t stepped;               /* nexts and prevs since the last seek */
         uint32_t per_block;             /* the table's entries per data block, at least 1 */
         struct slot *wait;              /* the read the pending move waits for */
         eng_sst_iter_cb cb;
@@ -232,6 +234,13 @@ static uint32_t miss_depth(const struct eng_sst_iter *it)
         return !it->ahead_at_miss ? 0 : n < 1 ? 1 : n > ITER_MAX_AHEAD ? ITER_MAX_AHEAD : n;
 }
 
+/* Whether no more than a block's worth of the span is left: the move
+ * likely ends in the block it enters. */
+static bool span_used_up(const struct eng_sst_iter *it)
+{
+        return it->span && it->stepped + it->per_block >= it->span;
+}
+
 /* Makes the block slot s holds the current one. 0 or the read's error. */
 static int take(struct eng_sst_iter *it, struct slot *s)
 {
@@ -246,7 +255,8 @@ static int take(struct eng_sst_iter *it, struct slot *s)
         r = eng_block_iter_reset(&it->c.bi, it->block->content, it->block->content_len);
         if (r < 0)
                 return r;
-        read_ahead(it, it->c.block, 1, 1);
+        if (!span_used_up(it))
+                read_ahead(it, it->c.block, 1, 1);
         return 0;
 }
 
@@ -336,9 +346,13 @@ static void on_read(struct eng_sst_block_read *rq, int res)
         maybe_destroy(it);
 }
 
-static void begin(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg, bool backward)
+/* A move starts; a step (next, prev) counts against the span, a seek
+ * starts it over. */
+static void begin(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg, bool backward,
+                  bool step)
 {
         SCREE_ASSERT(!it->wait && !it->freeing);
+        it->stepped = step ? it->stepped + 1 : 0;
         it->cb = cb;
         it->arg = arg;
         it->valid = false;
@@ -347,7 +361,7 @@ static void begin(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg, bool b
 
 int eng_sst_iter_seek_first(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
 {
-        begin(it, cb, arg, false);
+        begin(it, cb, arg, false, false);
         it->c.seeking = false;
         it->ahead_at_miss = false;
         return finish(it, eng_sst_cursor_move(&it->c, 0, enter, it));
@@ -358,7 +372,7 @@ int eng_sst_iter_seek(struct eng_sst_iter *it, const void *key, size_t key_len, 
 {
         uint32_t index;
 
-        begin(it, cb, arg, false);
+        begin(it, cb, arg, false, false);
         if (eng_sst_cursor_target(&it->c, key, key_len, seq) < 0)
                 return stop(it, -ENOMEM);
         it->ahead_at_miss = eng_key_cmp(key, key_len, it->smallest, it->smallest_len) >= 0;
@@ -370,14 +384,14 @@ int eng_sst_iter_seek(struct eng_sst_iter *it, const void *key, size_t key_len, 
 int eng_sst_iter_next(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
 {
         SCREE_ASSERT(it->valid);
-        begin(it, cb, arg, false);
+        begin(it, cb, arg, false, true);
         it->ahead_at_miss = true;
         return finish(it, eng_sst_cursor_next(&it->c, enter, it));
 }
 
 int eng_sst_iter_seek_last(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
 {
-        begin(it, cb, arg, true);
+        begin(it, cb, arg, true, false);
         it->c.seeking = false;
         it->ahead_at_miss = true;
         return finish(it, eng_sst_cursor_move_back(&it->c, it->c.n_blocks - 1, enter, it));
@@ -388,7 +402,7 @@ int eng_sst_iter_seek_lt(struct eng_sst_iter *it, const void *key, size_t key_le
 {
         uint32_t index;
 
-        begin(it, cb, arg, true);
+        begin(it, cb, arg, true, false);
         /* At or below the smallest key there is nothing: no read. */
         if (eng_key_cmp(key, key_len, it->smallest, it->smallest_len) <= 0)
                 return stop(it, 0);
@@ -405,7 +419,7 @@ int eng_sst_iter_seek_lt(struct eng_sst_iter *it, const void *key, size_t key_le
 int eng_sst_iter_prev(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg)
 {
         SCREE_ASSERT(it->valid);
-        begin(it, cb, arg, true);
+        begin(it, cb, arg, true, true);
         it->ahead_at_miss = true;
         return finish(it, eng_sst_cursor_prev(&it->c, enter, it));
 }

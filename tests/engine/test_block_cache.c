@@ -90,6 +90,36 @@ Test(block_cache, a_one_off_scan_does_not_flush_blocks_hit_twice)
         eng_block_cache_free(c);
 }
 
+/* A protected block hit again is not moved on the hit, but when
+ * protected overflows it is passed over for one that was not: the blocks
+ * demoted, and then evicted by a scan, are the ones not hit since. */
+Test(block_cache, protected_blocks_hit_again_outlast_those_that_were_not)
+{
+        struct eng_block_cache *c;
+        unsigned kept = 0, gone = 0;
+
+        cr_assert(eq(int, eng_block_cache_new(100 * 4096, &c), 0));
+        for (uint64_t i = 0; i < 80; i++) {     /* protected full: 80% */
+                eng_block_cache_release(c, put(c, 1, i));
+                cr_assert(cached(c, 1, i));
+        }
+        for (uint64_t i = 0; i < 40; i++)       /* the oldest half, hit again */
+                cr_assert(cached(c, 1, i));
+        for (uint64_t i = 0; i < 40; i++) {     /* 40 more promoted: 40 demoted */
+                eng_block_cache_release(c, put(c, 3, i));
+                cr_assert(cached(c, 3, i));
+        }
+        for (uint64_t i = 0; i < 1000; i++)     /* a scan empties probation */
+                eng_block_cache_release(c, put(c, 2, i));
+        for (uint64_t i = 0; i < 40; i++) {
+                kept += cached(c, 1, i);
+                gone += !cached(c, 1, 40 + i);
+        }
+        cr_expect(eq(u32, kept, 40), "%u of the 40 blocks hit again kept", kept);
+        cr_expect(eq(u32, gone, 40), "%u of the 40 blocks not hit again evicted", gone);
+        eng_block_cache_free(c);
+}
+
 Test(block_cache, pinned_blocks_are_not_evicted_and_a_second_put_returns_the_first)
 {
         struct eng_block_cache *c;
