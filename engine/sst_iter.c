@@ -234,11 +234,14 @@ static uint32_t miss_depth(const struct eng_sst_iter *it)
         return !it->ahead_at_miss ? 0 : n < 1 ? 1 : n > ITER_MAX_AHEAD ? ITER_MAX_AHEAD : n;
 }
 
-/* Whether no more than a block's worth of the span is left: the move
- * likely ends in the block it enters. */
+/* Whether the block entered by a step has no more than a block's worth
+ * of the span left after it: the move likely ends there. Not a seek's
+ * block, which a keyed seek enters mid-way; nor once the steps are past
+ * the span (the scan outran the estimate: read ahead as before). */
 static bool span_used_up(const struct eng_sst_iter *it)
 {
-        return it->span && it->stepped + it->per_block >= it->span;
+        return it->span && it->stepped > 0 && it->stepped < it->span &&
+               it->stepped + it->per_block >= it->span;
 }
 
 /* Makes the block slot s holds the current one. 0 or the read's error. */

@@ -108,9 +108,10 @@ int eng_sst_iter_prev(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg);
  * entries (a scan's limit); 0 = unknown (the default). A move that must
  * read its block then reads as many blocks after it as those entries
  * fill at the table's entries per block, in the same breath; and a block
- * entered once the span is about used up (no more than a block's worth
- * of it left) reads none ahead: the one after it is likely never
- * wanted, and even cached it costs a lookup and a pin. */
+ * a step enters once the span is about used up (no more than a block's
+ * worth of it left, counting the steps since the seek) reads none ahead:
+ * the one after it is likely never wanted, and even cached it costs a
+ * lookup and a pin. Past the span, blocks read ahead again. */
 void eng_sst_iter_set_span(struct eng_sst_iter *it, uint32_t entries);
 
 /*

@@ -90,9 +90,9 @@ Test(block_cache, a_one_off_scan_does_not_flush_blocks_hit_twice)
         eng_block_cache_free(c);
 }
 
-/* A protected block hit again is not moved on the hit, but when
- * protected overflows it is passed over for one that was not: the blocks
- * demoted, and then evicted by a scan, are the ones not hit since. */
+/* A hit moves a protected block to the head of protected, so when
+ * protected overflows the blocks demoted, and then evicted by a scan, are
+ * the ones not hit since. */
 Test(block_cache, protected_blocks_hit_again_outlast_those_that_were_not)
 {
         struct eng_block_cache *c;
