@@ -182,7 +182,15 @@ void rx_alien_complete(struct rx_alien_req *req, int64_t result);
 bool rx_alien_is_done(struct rx_alien_req *req);
 
 /* Blocks (spin, then futex) until req completed; returns its result. The
- * submitting thread. */
+ * spin is the calling thread's own and adapts: shorter while answers come
+ * long after it (a durable write's fdatasync), back to ~55 us while they
+ * come within it or soon after. The submitting thread. */
 int64_t rx_alien_wait(struct rx_alien_req *req);
+
+/* The bounds of that spin, in pauses (RX_ALIEN_SPIN_MIN = MAX / 2^6), and
+ * the calling thread's spin now: for tests and diagnostics. Any thread. */
+#define RX_ALIEN_SPIN_MAX 2048u
+#define RX_ALIEN_SPIN_MIN 32u
+uint32_t rx_alien_spin_budget(void);
 
 #endif

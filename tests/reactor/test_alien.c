@@ -56,6 +56,40 @@ static void defer_run(struct rx_loop *loop, struct rx_alien_req *req)
         rx_timer_arm_after(loop, &l->t, 20 * NS_PER_MS);
 }
 
+static void run_now(struct rx_loop *loop, struct rx_alien_req *req)
+{
+        (void)loop;
+        rx_alien_complete(req, 7);
+}
+
+/* A thread whose answers come long after its spin spins less, down to the
+ * least; once they come soon again it spins as long as before. */
+Test(alien, a_waiter_spins_less_while_answers_come_late_and_more_again_once_they_come_soon)
+{
+        struct rx_smp_opts o = { .n_shards = 1, .loop = { .idle_poll_ns = 50 * NS_PER_US } };
+        struct rx_alien_req late = { .run = defer_run }, now;
+        struct rx_smp *smp;
+        int r = rx_smp_new(&o, &smp);
+
+        SKIP_IF_NO_URING(r);
+        cr_assert(eq(int, r, 0));
+        cr_expect(eq(u32, rx_alien_spin_budget(), RX_ALIEN_SPIN_MAX));
+        for (int i = 0; i < 10; i++) {
+                cr_assert(eq(int, rx_smp_alien_submit(smp, 0, &late), 0));
+                cr_expect(eq(i64, rx_alien_wait(&late), 4242));
+        }
+        cr_expect(eq(u32, rx_alien_spin_budget(), RX_ALIEN_SPIN_MIN),
+                  "10 answers 20 ms late left a spin of %u", rx_alien_spin_budget());
+        for (int i = 0; i < 1000 && rx_alien_spin_budget() < RX_ALIEN_SPIN_MAX; i++) {
+                now = (struct rx_alien_req){ .run = run_now };
+                cr_assert(eq(int, rx_smp_alien_submit(smp, 0, &now), 0));
+                cr_expect(eq(i64, rx_alien_wait(&now), 7));
+        }
+        cr_expect(eq(u32, rx_alien_spin_budget(), RX_ALIEN_SPIN_MAX));
+        rx_smp_stop(smp);
+        rx_smp_free(smp);
+}
+
 Test(alien, a_waiter_sleeps_until_a_deferred_completion)
 {
         struct rx_smp_opts o = { .n_shards = 2, .loop = { .idle_poll_ns = 5 * NS_PER_US } };
