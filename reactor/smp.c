@@ -477,7 +477,7 @@ bool rx_alien_is_done(struct rx_alien_req *req)
  * a third of the machine). So the budget halves, down to
  * RX_ALIEN_SPIN_MIN, once answers came long after the spin gave up (the
  * caller slept ALIEN_SLEPT_LONG_NS or more) ALIEN_LONG_STREAK times in a
- * row, and doubles back, up to RX_ALIEN_SPIN_MAX, each time the spin
+ * row, and again on each slow answer after those, and doubles back, up to RX_ALIEN_SPIN_MAX, each time the spin
  * caught one or the caller slept only briefly. The streak keeps the odd
  * slow answer (a flush's turn on the shard) from cutting the spin of a
  * thread whose answers are fast: halving it on every such answer made
@@ -485,6 +485,10 @@ bool rx_alien_is_done(struct rx_alien_req *req)
  */
 #define ALIEN_SLEPT_LONG_NS (200 * NS_PER_US)
 #define ALIEN_LONG_STREAK 4u
+
+_Static_assert((RX_ALIEN_SPIN_MAX & (RX_ALIEN_SPIN_MAX - 1)) == 0 &&
+                       RX_ALIEN_SPIN_MAX % RX_ALIEN_SPIN_MIN == 0,
+               "the spin halves from MAX to MIN and doubles back in powers of two");
 
 static _Thread_local uint32_t alien_spin = RX_ALIEN_SPIN_MAX;
 static _Thread_local uint32_t alien_long;       /* long sleeps in a row */

@@ -183,8 +183,9 @@ bool rx_alien_is_done(struct rx_alien_req *req);
 
 /* Blocks (spin, then futex) until req completed; returns its result. The
  * spin is the calling thread's own and adapts: shorter while answers come
- * long after it (a durable write's fdatasync), back to ~55 us while they
- * come within it or soon after. The submitting thread. */
+ * long after it (a durable write's fdatasync), back to RX_ALIEN_SPIN_MAX
+ * pauses (~55 us on the x86 VM measured; a pause's length varies by CPU)
+ * while they come within it or soon after. The submitting thread. */
 int64_t rx_alien_wait(struct rx_alien_req *req);
 
 /* The bounds of that spin, in pauses (RX_ALIEN_SPIN_MIN = MAX / 2^6), and
