@@ -91,17 +91,61 @@ def test_commands_pipelined_after_shutdown_do_not_run():
     s.close()
 
 
+# net/conn.h: the server stops reading a client whose unsent replies pass this.
+MAX_OUT_BYTES = 1 << 20
+
+
+def unsent(r, c):
+    """The server's unsent output to socket c (CLIENT LIST's obl) once it
+    has stopped moving: the kernel's buffers toward a client that does
+    not read are full."""
+    port = c.getsockname()[1]
+
+    def obl():
+        for cl in r.client_list():
+            if cl["addr"].endswith(":%d" % port):
+                return int(cl["obl"])
+        return None
+
+    seen = []
+
+    def settled():
+        seen.append(obl())
+        tail = seen[-25:]
+        return len(tail) == 25 and tail[0] is not None and len(set(tail)) == 1
+
+    wait_for(settled, "the output to a client that does not read to stop moving")
+    return seen[-1]
+
+
+def no_reader(port):
+    c = socket.socket()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.connect(("127.0.0.1", port))
+    return c
+
+
 def test_shutdown_from_a_client_that_does_not_read_its_replies_still_stops():
     # Found by review: the reply before SHUTDOWN fills the socket of a
     # client that never reads, so its send stays in flight; the stop
     # waited for it forever (SIGTERM too) until the client closed.
+    # How much of the reply the kernel takes off the server depends on the
+    # machine's TCP buffers (tcp_wmem), so it is measured first: the reply
+    # is then sized to leave half the output limit unsent -- a send in
+    # flight, yet under the limit, so the server still reads SHUTDOWN.
     s = Server(smp=1).start()
-    s.client().set("big", b"x" * 4_000_000)
-    c = socket.socket()
-    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    c.connect(("127.0.0.1", s.port))
+    r = s.client()
+    r.set("big", b"x" * 8_000_000)
+    with no_reader(s.port) as probe:
+        probe.sendall(b"GET big\r\n")
+        taken = 8_000_000 - unsent(r, probe)
+    r.set("big", b"x" * (taken + MAX_OUT_BYTES // 2))
+    c = no_reader(s.port)
     try:
-        c.sendall(b"GET big\r\nSHUTDOWN\r\n")
+        c.sendall(b"GET big\r\n")
+        left = unsent(r, c)
+        assert 0 < left < MAX_OUT_BYTES, "%d bytes unsent: no send in flight, or over the limit" % left
+        c.sendall(b"SHUTDOWN\r\n")
         assert exit_status(s) == 0
     finally:
         c.close()
