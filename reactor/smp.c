@@ -477,8 +477,9 @@ bool rx_alien_is_done(struct rx_alien_req *req)
  * a third of the machine). So the budget halves, down to
  * RX_ALIEN_SPIN_MIN, once answers came long after the spin gave up (the
  * caller slept ALIEN_SLEPT_LONG_NS or more) ALIEN_LONG_STREAK times in a
- * row, and again on each slow answer after those, and doubles back, up to RX_ALIEN_SPIN_MAX, each time the spin
- * caught one or the caller slept only briefly. The streak keeps the odd
+ * row, and again on each slow answer after those; it doubles back, up to
+ * RX_ALIEN_SPIN_MAX, each time the spin caught one or the caller slept
+ * only briefly. The streak keeps the odd
  * slow answer (a flush's turn on the shard) from cutting the spin of a
  * thread whose answers are fast: halving it on every such answer made
  * the next ones miss the spin and took 11% off blocking writes.

@@ -10,9 +10,8 @@
  */
 #include "tests/engine/shard_helpers.h"
 
-#include <sys/mman.h>
-
 #include "base/arena.h"
+#include "tests/kernel.h"
 
 TestSuite(shard_pool, .init = setup, .fini = teardown, .timeout = 120);
 
@@ -23,13 +22,6 @@ static const struct eng_shard_stats *run_until_prefaulted(void)
 {
         TEST_RUN_UNTIL(loop, eng_shard_stats(sh)->prefault_pending == 0);
         return eng_shard_stats(sh);
-}
-
-static bool kernel_populates(void)
-{
-        static char page[4096] __attribute__((aligned(4096)));
-
-        return madvise(page, sizeof(page), 23 /* MADV_POPULATE_WRITE */) == 0;
 }
 
 /* Puts keys from..from+n-1, each with a 100-byte value. */
