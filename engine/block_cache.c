@@ -90,6 +90,15 @@ int eng_block_cache_new(size_t capacity_bytes, struct eng_block_cache **ret)
         return 0;
 }
 
+/* Clears the slot bound to b, if any. */
+static void unbind(struct eng_cached_block *b)
+{
+        if (b->bound) {
+                *b->bound = NULL;
+                b->bound = NULL;
+        }
+}
+
 static void block_free(struct eng_block_cache *c, struct eng_cached_block *b)
 {
         page_slab_free(&c->pages, b->buf, b->len);
@@ -106,6 +115,7 @@ void eng_block_cache_free(struct eng_block_cache *c)
                 for (; b; b = next) {
                         next = b->hash_next;
                         SCREE_ASSERT(b->pins == 0);
+                        unbind(b);
                         block_free(c, b);
                 }
         }
@@ -250,6 +260,7 @@ static void detach(struct eng_block_cache *c, struct eng_cached_block *b)
         *p = b->hash_next;
         list_unlink(b);
         file_unlink(b);
+        unbind(b);
         if (b->segment == 1)
                 c->protected_bytes -= b->charge;
         c->stats.bytes -= b->charge;
@@ -305,6 +316,35 @@ struct eng_cached_block *eng_block_cache_get(struct eng_block_cache *c, uint64_t
         }
         c->stats.hits++;
         return hit(c, b);
+}
+
+struct eng_cached_block *eng_block_cache_get_bound(struct eng_block_cache *c,
+                                                   struct eng_cached_block *const *slot)
+{
+        SCREE_ASSERT(*slot && (*slot)->bound == slot);
+        c->stats.hits++;
+        return hit(c, *slot);
+}
+
+bool eng_block_cache_bind(struct eng_block_cache *c, struct eng_cached_block *b,
+                          struct eng_cached_block **slot)
+{
+        (void)c;
+        SCREE_ASSERT(b->buf && !(b->offset & ENG_CACHE_ROW_BIT));
+        if (b->erased || (b->bound && b->bound != slot))
+                return false;
+        b->bound = slot;
+        *slot = b;
+        return true;
+}
+
+void eng_block_cache_unbind(struct eng_block_cache *c, struct eng_cached_block **slot)
+{
+        (void)c;
+        if (*slot) {
+                SCREE_ASSERT((*slot)->bound == slot);
+                unbind(*slot);
+        }
 }
 
 static uint64_t row_offset(uint64_t hash)

@@ -42,6 +42,7 @@ struct eng_cached_block {
         uint64_t file_id, offset;       /* a row's offset: ENG_CACHE_ROW_BIT | its hash's bits */
         struct eng_cached_block *hash_next, *prev, *next;
         struct eng_cached_block *file_next, **file_pprev;       /* its file's entries */
+        struct eng_cached_block **bound;        /* the slot bound to it, or NULL */
         uint32_t pins;
         uint32_t charge;                /* bytes counted against the capacity */
         uint8_t segment;                /* 0 probation, 1 protected */
@@ -134,6 +135,25 @@ struct eng_cached_block *eng_block_cache_put_row(struct eng_block_cache *c, uint
 struct eng_cached_block *eng_block_cache_adopt(struct eng_block_cache *c, uint8_t *data_take,
                                                uint32_t len, const uint8_t *content,
                                                uint32_t content_len);
+
+/*
+ * Slots: a reader's own shortcut to cached blocks (an SSTable keeps one per
+ * data block, so that a hit costs neither the hash's bucket and chain nor
+ * the block's index handle). bind points *slot at b, a block got or put
+ * (not a row), and makes the cache set *slot to NULL when b leaves it
+ * (evicted, erased, or the cache freed). A block has at most one slot:
+ * bind returns false, and leaves *slot alone, if b has another or is out
+ * of the cache (adopted, or erased while pinned).
+ * unbind clears *slot and the block's link to it; the owner calls it for
+ * every bound slot before the slot's memory goes.
+ */
+bool eng_block_cache_bind(struct eng_block_cache *c, struct eng_cached_block *b,
+                          struct eng_cached_block **slot);
+void eng_block_cache_unbind(struct eng_block_cache *c, struct eng_cached_block **slot);
+/* A hit on a block found through its slot (REQUIRES: *slot non-NULL):
+ * pinned, counted and made the most recent, as eng_block_cache_get. */
+struct eng_cached_block *eng_block_cache_get_bound(struct eng_block_cache *c,
+                                                   struct eng_cached_block *const *slot);
 
 /* Pins b once more (another reader of a block already pinned); returns b. */
 struct eng_cached_block *eng_block_cache_pin(struct eng_block_cache *c, struct eng_cached_block *b);

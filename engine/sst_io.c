@@ -352,6 +352,9 @@ struct eng_sst_table {
         eng_sst_damage_fn on_damage;
         void *damage_arg;
         uint8_t *damaged;               /* a bit per data block reported; NULL: none */
+        /* Data block i's cached block, bound to slots[i] (block_cache.h)
+         * once a read found or put it there; NULL until the first. */
+        struct eng_cached_block **slots;
 };
 
 /* An open in three steps: open(2), read the footer page, read the meta region. */
@@ -523,6 +526,25 @@ void eng_sst_table_on_closed(struct eng_sst_table *t, void (*fn)(void *arg), voi
         t->closed_arg = arg;
 }
 
+/* Binds cached block b of data block index to its slot (best effort:
+ * without memory for the slots, hits go through the cache's hash). */
+static void slot_bind(struct eng_sst_table *t, uint32_t index, struct eng_cached_block *b)
+{
+        if (!t->slots && !(t->slots = calloc(eng_sst_reader_n_blocks(t->r), sizeof(*t->slots))))
+                return;
+        eng_block_cache_bind(t->cache, b, &t->slots[index]);
+}
+
+static void slots_free(struct eng_sst_table *t)
+{
+        if (!t->slots)
+                return;
+        for (uint32_t i = 0, n = eng_sst_reader_n_blocks(t->r); i < n; i++)
+                eng_block_cache_unbind(t->cache, &t->slots[i]);
+        free(t->slots);
+        t->slots = NULL;
+}
+
 void eng_sst_table_unref(struct eng_sst_table *t)
 {
         if (!t || --t->refs > 0)
@@ -530,6 +552,7 @@ void eng_sst_table_unref(struct eng_sst_table *t)
         SCREE_ASSERT(!t->inflight);
         eng_block_iter_fini(&t->lookup);
         free(t->damaged);
+        slots_free(t);
         eng_sst_reader_unref(t->r);
         t->r = NULL;
         if (eng_fs_close(t->fs, &t->close_op, t->fd, on_table_closed) < 0)
@@ -645,6 +668,8 @@ static struct eng_cached_block *cache_read(struct eng_sst_block_read *rq, int re
                 b = eng_block_cache_put(t->cache, t->file_id, h.offset, buf, h.size, content,
                                         (uint32_t)clen);
         *err = b ? 0 : -ENOMEM;
+        if (b && !rq->no_cache)
+                slot_bind(t, rq->index, b);
         return b;
 }
 
@@ -674,13 +699,20 @@ static void on_block_read(struct eng_fs_op *op, int res)
 
 int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng_sst_block_read *rq)
 {
-        struct eng_sst_handle h = eng_sst_reader_block(t->r, index);
+        struct eng_sst_handle h;
         struct eng_sst_block_read *leader;
         int r;
 
-        rq->block = eng_block_cache_get(t->cache, t->file_id, h.offset);
-        if (rq->block)
+        if (t->slots && t->slots[index]) {
+                rq->block = eng_block_cache_get_bound(t->cache, &t->slots[index]);
                 return 1;
+        }
+        h = eng_sst_reader_block(t->r, index);
+        rq->block = eng_block_cache_get(t->cache, t->file_id, h.offset);
+        if (rq->block) {
+                slot_bind(t, index, rq->block);
+                return 1;
+        }
         rq->t = t;
         rq->index = index;
         rq->waiters = NULL;

@@ -6,6 +6,8 @@
  * blocks while one is pinned; stats.pins counts the pins held. Rows: keyed
  * by file and hash apart from blocks, charged with their header, evicted
  * with blocks, erased with their file only; adopted blocks stay outside.
+ * Slots: a bound slot finds its block until the block is evicted, erased
+ * or the cache freed, which clear it; a block binds to one slot only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -281,4 +283,56 @@ Test(block_cache, an_adopted_block_is_never_found_and_goes_at_its_last_release)
         eng_block_cache_release(c, b);  /* freed here: ASan checks */
         cr_expect(eq(u64, eng_block_cache_stats(c)->pins, 0));
         eng_block_cache_free(c);
+}
+
+Test(block_cache, a_bound_slot_finds_its_block_until_the_block_leaves)
+{
+        struct eng_block_cache *c;
+        struct eng_cached_block *slots[3] = { 0 }, *other = NULL, *b;
+
+        cr_assert(eq(int, eng_block_cache_new(2 * 4096, &c), 0));
+        b = put(c, 1, 0);
+        cr_assert(eng_block_cache_bind(c, b, &slots[0]));
+        cr_expect(not(eng_block_cache_bind(c, b, &other)), "one slot per block");
+        cr_expect(eq(ptr, other, NULL));
+        eng_block_cache_release(c, b);
+        b = eng_block_cache_get_bound(c, &slots[0]);
+        cr_expect(eq(u8, b->data[0], 0));
+        cr_expect(eq(u64, eng_block_cache_stats(c)->hits, 1));
+        eng_block_cache_release(c, b);
+
+        /* Evicted (block 1, on probation, goes before block 0, hit
+         * again): the slot is cleared. */
+        for (uint64_t i = 1; i <= 2; i++) {
+                b = put(c, 1, i);
+                cr_assert(eng_block_cache_bind(c, b, &slots[i]));
+                eng_block_cache_release(c, b);
+        }
+        cr_expect(eq(ptr, slots[1], NULL));
+        cr_expect(not(eq(ptr, slots[0], NULL)));
+        cr_expect(not(eq(ptr, slots[2], NULL)));
+
+        /* Unbound: the block stays cached, the slot no longer follows it,
+         * and another slot may take it. */
+        eng_block_cache_unbind(c, &slots[0]);
+        cr_expect(eq(ptr, slots[0], NULL));
+        b = eng_block_cache_get(c, 1, 0);
+        cr_assert(not(eq(ptr, b, NULL)));
+        cr_expect(eng_block_cache_bind(c, b, &other));
+        eng_block_cache_release(c, b);
+
+        /* Erased while pinned: cleared at once, and it binds no more. */
+        b = eng_block_cache_get_bound(c, &slots[2]);
+        eng_block_cache_erase_file(c, 1);
+        cr_expect(eq(ptr, slots[2], NULL));
+        cr_expect(eq(ptr, other, NULL));
+        cr_expect(not(eng_block_cache_bind(c, b, &slots[2])));
+        eng_block_cache_release(c, b);
+
+        /* Freed: the cache clears what is still bound. */
+        b = put(c, 2, 0);
+        cr_assert(eng_block_cache_bind(c, b, &slots[0]));
+        eng_block_cache_release(c, b);
+        eng_block_cache_free(c);
+        cr_expect(eq(ptr, slots[0], NULL));
 }

@@ -239,6 +239,58 @@ Test(sst_io, concurrent_misses_on_one_block_share_one_read)
         cr_expect(eq(u64, eng_block_cache_stats(cache)->blocks, 1));
 }
 
+/* Fills the cache with blocks of another file, each put once. */
+static void flood_cache(void)
+{
+        for (uint64_t i = 0; i < (8 << 20) / 4096 + 64; i++) {
+                uint8_t *buf = eng_block_cache_alloc_data(cache, 4096);
+                struct eng_cached_block *b;
+
+                cr_assert(not(eq(ptr, buf, NULL)));
+                memset(buf, 0, 4096);
+                b = eng_block_cache_put(cache, 99, i * 4096, buf, 4096, buf + 16, 4080);
+                cr_assert(not(eq(ptr, b, NULL)));
+                eng_block_cache_release(cache, b);
+        }
+}
+
+/* A table finds the blocks it read through its own slots; a block that
+ * left the cache (erased with its file, or evicted) is read again, never
+ * found stale, and a table gone first leaves its blocks cached. */
+Test(sst_io, a_block_read_again_hits_and_one_that_left_the_cache_is_read_again)
+{
+        const struct eng_block_cache_stats *st = eng_block_cache_stats(cache);
+        uint8_t first[64];
+        uint64_t size, off;
+        struct rd d;
+
+        cr_assert(eq(int, write_table(2000, UINT32_MAX, 0, &size, NULL), 0));
+        cr_assert(eq(int, open_table(size), 0));
+        cr_assert(eq(int, read_block(3, &d), 0));
+        memcpy(first, d.rq.block->content, sizeof(first));
+        eng_block_cache_release(cache, d.rq.block);
+        cr_assert(eq(int, read_block(3, &d), 1));
+        cr_expect(eq(u64, st->hits, 1));
+        eng_block_cache_release(cache, d.rq.block);
+
+        eng_block_cache_erase_file(cache, 1);
+        cr_assert(eq(int, read_block(3, &d), 0), "erased: read again");
+        cr_expect(eq(int, memcmp(d.rq.block->content, first, sizeof(first)), 0));
+        eng_block_cache_release(cache, d.rq.block);
+        cr_expect(eq(u64, st->inserts, 2));
+
+        flood_cache();
+        cr_assert(eq(int, read_block(3, &d), 0), "evicted: read again");
+        cr_expect(eq(int, memcmp(d.rq.block->content, first, sizeof(first)), 0));
+        eng_block_cache_release(cache, d.rq.block);
+
+        off = eng_sst_reader_block(eng_sst_table_reader(table), 3).offset;
+        eng_sst_table_unref(table);
+        cr_expect(eng_block_cache_peek(cache, 1, off) != NULL, "cached still");
+        flood_cache();  /* evicts it after its slot's memory went (ASan) */
+        cr_expect(eng_block_cache_peek(cache, 1, off) == NULL);
+}
+
 /* Regression: the path was used after the call returned, so a caller
  * reusing its buffer (the shard opening many tables) opened the wrong file. */
 Test(sst_io, open_copies_the_path_it_is_given)
