@@ -10,6 +10,7 @@
 
 #include <scree/scree_errors.h>
 
+#include "base/endian.h"
 #include "base/mem.h"
 #include "engine/bloom.h"
 #include "engine/sst_reader.h"
@@ -26,7 +27,28 @@ struct eng_sst_reader {
         uint32_t *key_off;              /* n_blocks + 1 offsets into keys */
         uint8_t *keys;
         size_t handles_cap, key_off_cap, keys_cap, keys_len;    /* while loading */
+        /* find_block's first pass: every index key shares its first
+         * pfx_skip bytes (those of the first and the last); pfx[i] is
+         * key i's next 8 bytes, big-endian, zero-padded (key_prefix). A
+         * seek's binary search then reads one dense array, and compares
+         * whole keys only among blocks whose prefixes tie. */
+        uint64_t *pfx;
+        uint32_t pfx_skip;
 };
+
+/* The 8 bytes of key after skip, big-endian, zero-padded: for keys that
+ * share their first skip bytes, a < b between prefixes means a < b between
+ * the keys (a zero pad stands where a key ends, before its extensions). */
+static uint64_t key_prefix(const uint8_t *key, size_t len, size_t skip)
+{
+        uint64_t v = 0;
+
+        if (len >= skip + 8)
+                return be64_get(key + skip);
+        for (size_t i = skip; i < skip + 8; i++)
+                v = v << 8 | (i < len ? key[i] : 0);
+        return v;
+}
 
 int eng_sst_meta_range(const uint8_t *footer_page, uint64_t file_size, uint64_t file_id,
                        uint64_t *ret_offset, uint32_t *ret_len)
@@ -102,13 +124,42 @@ static int load_index(struct eng_sst_reader *r)
         return ret;
 }
 
+static size_t index_key(const struct eng_sst_reader *r, uint32_t i, const uint8_t **ret)
+{
+        *ret = r->keys + r->key_off[i];
+        return r->key_off[i + 1] - r->key_off[i];
+}
+
+static int load_prefixes(struct eng_sst_reader *r)
+{
+        const uint8_t *first, *last;
+        size_t first_len, last_len, n;
+
+        if (!r->n_blocks)
+                return 0;
+        if (!(r->pfx = malloc(r->n_blocks * sizeof(*r->pfx))))
+                return -ENOMEM;
+        first_len = index_key(r, 0, &first);
+        last_len = index_key(r, r->n_blocks - 1, &last);
+        n = first_len < last_len ? first_len : last_len;
+        while (r->pfx_skip < n && first[r->pfx_skip] == last[r->pfx_skip])
+                r->pfx_skip++;
+        for (uint32_t i = 0; i < r->n_blocks; i++) {
+                const uint8_t *k;
+                size_t len = index_key(r, i, &k);
+
+                r->pfx[i] = key_prefix(k, len, r->pfx_skip);
+        }
+        return 0;
+}
+
 static int load_meta(struct eng_sst_reader *r)
 {
         const uint8_t *c;
         size_t len;
         int ret;
 
-        if ((ret = load_index(r)) < 0)
+        if ((ret = load_index(r)) < 0 || (ret = load_prefixes(r)) < 0)
                 return ret;
         if ((ret = open_meta(r, &r->footer.bloom, ENG_BLOCK_BLOOM, &c, &len)) < 0 ||
             (ret = eng_bloom_parse(&r->bloom, c, len)) < 0)
@@ -158,6 +209,7 @@ void eng_sst_reader_unref(struct eng_sst_reader *r)
         mem_free_aligned(r->meta);
         free(r->handles);
         free(r->key_off);
+        free(r->pfx);
         free(r->keys);
         free(r);
 }
@@ -189,8 +241,7 @@ struct eng_sst_handle eng_sst_reader_block(const struct eng_sst_reader *r, uint3
 
 uint32_t eng_sst_reader_block_last(const struct eng_sst_reader *r, uint32_t i, const uint8_t **ret)
 {
-        *ret = r->keys + r->key_off[i];
-        return r->key_off[i + 1] - r->key_off[i];
+        return (uint32_t)index_key(r, i, ret);
 }
 
 bool eng_sst_reader_may_contain(const struct eng_sst_reader *r, uint64_t hash)
@@ -198,16 +249,53 @@ bool eng_sst_reader_may_contain(const struct eng_sst_reader *r, uint64_t hash)
         return eng_bloom_may_contain(&r->bloom, hash);
 }
 
+/* The first block in [lo, hi) whose prefix is >= want, or > want if past. */
+static uint32_t prefix_bound(const struct eng_sst_reader *r, uint32_t lo, uint32_t hi,
+                             uint64_t want, bool past)
+{
+        while (lo < hi) {
+                uint32_t mid = lo + (hi - lo) / 2;
+
+                if (r->pfx[mid] < want || (past && r->pfx[mid] == want))
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+/* The end of the run of prefixes equal to want that starts at lo (lo
+ * itself when there is none): galloping, as a run is usually short. */
+static uint32_t ties_end(const struct eng_sst_reader *r, uint32_t lo, uint64_t want)
+{
+        uint32_t step = 1, n = r->n_blocks;
+
+        if (lo == n || r->pfx[lo] != want)
+                return lo;
+        while (step < n - lo && r->pfx[lo + step] == want)
+                step *= 2;
+        return prefix_bound(r, lo + step / 2 + 1, step < n - lo ? lo + step : n, want, true);
+}
+
 int eng_sst_reader_find_block(const struct eng_sst_reader *r, const void *key, size_t key_len,
                               uint32_t *ret_block)
 {
         uint32_t lo = 0, hi = r->n_blocks;
 
+        if (hi && key_len >= r->pfx_skip && memcmp(key, r->keys, r->pfx_skip) == 0) {
+                /* Keys with a smaller prefix are smaller, with a larger larger:
+                 * only those whose prefix ties need a whole compare. */
+                uint64_t want = key_prefix(key, key_len, r->pfx_skip);
+
+                lo = prefix_bound(r, 0, hi, want, false);
+                hi = ties_end(r, lo, want);
+        }
         while (lo < hi) {
                 uint32_t mid = lo + (hi - lo) / 2;
-                const uint8_t *k = r->keys + r->key_off[mid];
+                const uint8_t *k;
+                size_t len = index_key(r, mid, &k);
 
-                if (eng_key_cmp(k, r->key_off[mid + 1] - r->key_off[mid], key, key_len) < 0)
+                if (eng_key_cmp(k, len, key, key_len) < 0)
                         lo = mid + 1;
                 else
                         hi = mid;

@@ -21,6 +21,7 @@
 #include "base/endian.h"
 #include "base/mem.h"
 #include "engine/bloom.h"
+#include "engine/key.h"
 #include "engine/sst_builder.h"
 #include "engine/sst_reader.h"
 
@@ -328,6 +329,118 @@ Test(sst, an_empty_table_is_valid)
         cr_assert(eq(int, open_image(&img, 3, &r), 0));
         cr_expect(eq(u32, eng_sst_reader_n_blocks(r), 0));
         cr_expect(eq(int, eng_sst_reader_find_block(r, "a", 1, &(uint32_t){ 0 }), -SCREE_ENOTFOUND));
+        eng_sst_reader_unref(r);
+        free(img.bytes);
+}
+
+/* A key of group g (find_block_keys): bytes with zeros in them, so that
+ * keys ending early and keys going on with zero bytes both occur. */
+struct raw_key {
+        uint8_t b[32];
+        uint32_t len;
+        unsigned versions;
+};
+
+static struct raw_key raw(const void *bytes, size_t len, unsigned versions)
+{
+        struct raw_key k = { .len = (uint32_t)len, .versions = versions };
+
+        memcpy(k.b, bytes, len);
+        return k;
+}
+
+/* Sorted, distinct: 400 keys alike for 12 bytes past the shared "tb/"
+ * (their index prefixes tie), keys that differ only by trailing zero
+ * bytes, one key of 200 versions over several blocks, then 1000 more. */
+static size_t find_block_keys(struct raw_key *out)
+{
+        size_t n = 0;
+        char s[32];
+
+        for (unsigned i = 0; i < 400; i++)
+                out[n++] = raw(s, (size_t)snprintf(s, sizeof(s), "tb/aaaaaaaaaaaa%04u", i), 1);
+        out[n++] = raw("tb/b", 4, 30);
+        out[n++] = raw("tb/b\0", 5, 30);
+        out[n++] = raw("tb/b\0\0", 6, 30);
+        out[n++] = raw("tb/b\0\0\0\0\0\0\0\0\0\0", 14, 30);
+        out[n++] = raw("tb/b\x01", 5, 30);
+        out[n++] = raw("tb/m", 4, 200);
+        for (unsigned i = 0; i < 1000; i++)
+                out[n++] = raw(s, (size_t)snprintf(s, sizeof(s), "tb/z%05u", i), 1);
+        return n;
+}
+
+/* What find_block must answer: the first block whose last key is >= key. */
+static int find_block_slowly(const struct eng_sst_reader *r, const uint8_t *key, size_t len,
+                             uint32_t *ret)
+{
+        for (uint32_t i = 0; i < eng_sst_reader_n_blocks(r); i++) {
+                const uint8_t *last;
+                uint32_t last_len = eng_sst_reader_block_last(r, i, &last);
+
+                if (eng_key_cmp(last, last_len, key, len) >= 0) {
+                        *ret = i;
+                        return 0;
+                }
+        }
+        return -SCREE_ENOTFOUND;
+}
+
+static void expect_found_as_slowly(const struct eng_sst_reader *r, const uint8_t *key, size_t len)
+{
+        uint32_t got = UINT32_MAX, want = UINT32_MAX;
+        int rw = find_block_slowly(r, key, len, &want);
+
+        cr_assert(eq(int, eng_sst_reader_find_block(r, key, len, &got), rw), "key of %zu bytes", len);
+        cr_assert(eq(u32, got, want), "key of %zu bytes", len);
+}
+
+Test(sst, find_block_agrees_with_a_linear_search_where_key_prefixes_tie)
+{
+        static struct raw_key keys[1500];
+        size_t n = find_block_keys(keys);
+        struct eng_sst_builder_opts o = { .file_id = 9 };
+        struct eng_sst_builder *b;
+        struct eng_sst_reader *r;
+        struct image img = { 0 };
+        uint64_t seq = 1000000;
+        char v[150];
+        static const char *const outside[] = { "", "t", "ta", "tb", "tb/", "tc", "tb/\xff\xff" };
+
+        memset(v, 'v', sizeof(v));
+        cr_assert(eq(int, eng_sst_builder_new(&o, &b), 0));
+        for (size_t i = 0; i < n; i++) {
+                for (unsigned ver = 0; ver < keys[i].versions; ver++) {
+                        struct eng_entry e = { .key = keys[i].b, .key_len = keys[i].len,
+                                               .value = (const uint8_t *)v, .value_len = sizeof(v),
+                                               .seq = seq--, .kind = ENG_ENTRY_VALUE };
+
+                        cr_assert(eq(int, eng_sst_builder_add(b, &e), 0), "key %zu", i);
+                }
+                if (eng_sst_builder_ready(b) >= 64 * 1024)
+                        append_taken(b, &img);
+        }
+        cr_assert(eq(int, eng_sst_builder_finish(b), 0));
+        append_taken(b, &img);
+        eng_sst_builder_free(b);
+        cr_assert(eq(int, open_image(&img, 9, &r), 0));
+        cr_assert(gt(u32, eng_sst_reader_n_blocks(r), 60));
+        for (size_t i = 0; i < n; i++) {
+                uint8_t k[40];
+                size_t len = keys[i].len;
+
+                memcpy(k, keys[i].b, len);
+                expect_found_as_slowly(r, k, len);
+                expect_found_as_slowly(r, k, len - 1);
+                k[len] = 0;
+                expect_found_as_slowly(r, k, len + 1);
+                k[len] = 0xff;
+                expect_found_as_slowly(r, k, len + 1);
+                memset(k + len, 0, 9);
+                expect_found_as_slowly(r, k, len + 9);
+        }
+        for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+                expect_found_as_slowly(r, (const uint8_t *)outside[i], strlen(outside[i]));
         eng_sst_reader_unref(r);
         free(img.bytes);
 }
