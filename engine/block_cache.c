@@ -323,6 +323,7 @@ struct eng_cached_block *eng_block_cache_get_bound(struct eng_block_cache *c,
 {
         SCREE_ASSERT(*slot && (*slot)->bound == slot);
         c->stats.hits++;
+        c->stats.bound_hits++;
         return hit(c, *slot);
 }
 
@@ -330,7 +331,7 @@ bool eng_block_cache_bind(struct eng_block_cache *c, struct eng_cached_block *b,
                           struct eng_cached_block **slot)
 {
         (void)c;
-        SCREE_ASSERT(b->buf && !(b->offset & ENG_CACHE_ROW_BIT));
+        SCREE_ASSERT(b->buf && !(b->offset & ENG_CACHE_ROW_BIT) && (!*slot || *slot == b));
         if (b->erased || (b->bound && b->bound != slot))
                 return false;
         b->bound = slot;

@@ -53,6 +53,7 @@ struct eng_cache_file;
 
 struct eng_block_cache_stats {
         uint64_t hits, misses, inserts;         /* blocks */
+        uint64_t bound_hits;                    /* of hits, those through a slot */
         uint64_t evictions;                     /* blocks and rows */
         uint64_t bytes;                         /* charged, blocks and rows */
         uint64_t blocks;
@@ -140,7 +141,8 @@ struct eng_cached_block *eng_block_cache_adopt(struct eng_block_cache *c, uint8_
  * Slots: a reader's own shortcut to cached blocks (an SSTable keeps one per
  * data block, so that a hit costs neither the hash's bucket and chain nor
  * the block's index handle). bind points *slot at b, a block got or put
- * (not a row), and makes the cache set *slot to NULL when b leaves it
+ * (not a row; REQUIRES: *slot is NULL or b), and makes the cache set
+ * *slot to NULL when b leaves it
  * (evicted, erased, or the cache freed). A block has at most one slot:
  * bind returns false, and leaves *slot alone, if b has another or is out
  * of the cache (adopted, or erased while pinned).

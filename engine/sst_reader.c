@@ -268,13 +268,15 @@ static uint32_t prefix_bound(const struct eng_sst_reader *r, uint32_t lo, uint32
  * itself when there is none): galloping, as a run is usually short. */
 static uint32_t ties_end(const struct eng_sst_reader *r, uint32_t lo, uint64_t want)
 {
-        uint32_t step = 1, n = r->n_blocks;
+        uint64_t step = 1;
+        uint32_t n = r->n_blocks;
 
         if (lo == n || r->pfx[lo] != want)
                 return lo;
         while (step < n - lo && r->pfx[lo + step] == want)
                 step *= 2;
-        return prefix_bound(r, lo + step / 2 + 1, step < n - lo ? lo + step : n, want, true);
+        return prefix_bound(r, lo + (uint32_t)(step / 2) + 1,
+                            step < n - lo ? lo + (uint32_t)step : n, want, true);
 }
 
 int eng_sst_reader_find_block(const struct eng_sst_reader *r, const void *key, size_t key_len,

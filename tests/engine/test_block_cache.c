@@ -299,6 +299,7 @@ Test(block_cache, a_bound_slot_finds_its_block_until_the_block_leaves)
         b = eng_block_cache_get_bound(c, &slots[0]);
         cr_expect(eq(u8, b->data[0], 0));
         cr_expect(eq(u64, eng_block_cache_stats(c)->hits, 1));
+        cr_expect(eq(u64, eng_block_cache_stats(c)->bound_hits, 1));
         eng_block_cache_release(c, b);
 
         /* Evicted (block 1, on probation, goes before block 0, hit

@@ -271,6 +271,7 @@ Test(sst_io, a_block_read_again_hits_and_one_that_left_the_cache_is_read_again)
         eng_block_cache_release(cache, d.rq.block);
         cr_assert(eq(int, read_block(3, &d), 1));
         cr_expect(eq(u64, st->hits, 1));
+        cr_expect(eq(u64, st->bound_hits, 1), "found through the table's slot");
         eng_block_cache_release(cache, d.rq.block);
 
         eng_block_cache_erase_file(cache, 1);
