@@ -41,10 +41,13 @@ struct slot {
         bool at_newest;                 /* reverse: sought to its newest version of last */
 };
 
+#define MERGE_INLINE_CHILDREN 4
+#define MERGE_INLINE_KEY 48
+
 struct eng_merge_iter {
         struct eng_merge_opts o;
-        uint8_t *end;                   /* o.end_key's copy */
-        uint8_t *start;                 /* o.start_key's copy */
+        uint8_t *end;                   /* o.end_key's copy (in bound) */
+        uint8_t *start;                 /* o.start_key's copy (in bound) */
         struct slot *slots;
         size_t n, cap;
         uint32_t *heap;                 /* slot indexes; heap_cap == cap */
@@ -67,7 +70,27 @@ struct eng_merge_iter {
         uint64_t gathered_seq;          /* of the version of last gathered last */
         struct eng_merge_stats stats;
         struct eng_sst_damage damage;   /* the first damaged block met, if stats.damaged */
+        /* Where slots, heap and last start, so that a scan's merge of a
+         * few children costs no allocation beyond its own (grow). */
+        struct slot inline_slots[MERGE_INLINE_CHILDREN];
+        uint32_t inline_heap[MERGE_INLINE_CHILDREN];
+        uint8_t inline_last[MERGE_INLINE_KEY];
+        uint8_t bound[];                /* end (forward) or start (reverse), copied */
 };
+
+/* mem_grow for a buffer that may still be the inline one, inl: from
+ * there, it moves to the heap. */
+static void *grow(void *p, size_t *cap, size_t need, size_t elem, void *inl)
+{
+        size_t old = *cap;
+        void *q;
+
+        if (p != inl || need <= old)
+                return mem_grow(p, cap, need, elem);
+        if ((q = mem_grow(NULL, cap, need, elem)))
+                memcpy(q, p, old * elem);
+        return q;
+}
 
 /* ---- the heap ---- */
 
@@ -239,7 +262,7 @@ static bool drops_dead(struct eng_merge_iter *m, const struct eng_entry *e)
 /* Remembers e's key as the one whose older versions are skipped. */
 static int remember(struct eng_merge_iter *m, const struct eng_entry *e)
 {
-        uint8_t *p = mem_grow(m->last, &m->last_cap, e->key_len, 1);
+        uint8_t *p = grow(m->last, &m->last_cap, e->key_len, 1, m->inline_last);
 
         if (!p)
                 return -ENOMEM;
@@ -433,19 +456,10 @@ void eng_merge_child_done(struct eng_merge_child *c, int res)
 
 /* ---- the merge ---- */
 
-/* A copy of a bound, or NULL on ENOMEM. One byte more, so that an empty
- * key still has a buffer. */
-static uint8_t *key_copy(const void *key, size_t len)
-{
-        uint8_t *p = malloc(len + 1);
-
-        if (p && len)
-                memcpy(p, key, len);
-        return p;
-}
-
 int eng_merge_iter_new(const struct eng_merge_opts *o, struct eng_merge_iter **ret)
 {
+        const void *bound = o->reverse ? o->start_key : o->end_key;
+        size_t bound_len = o->reverse ? o->start_len : o->end_len;
         struct eng_merge_iter *m;
 
         if (o->view <= ENG_MERGE_VIEW_INVALID || o->view >= ENG_MERGE_VIEW_MAX ||
@@ -454,15 +468,22 @@ int eng_merge_iter_new(const struct eng_merge_opts *o, struct eng_merge_iter **r
         if (o->reverse ? o->view == ENG_MERGE_COMPACT || o->stream_bytes || o->end_key :
                          o->start_key != NULL)
                 return -EINVAL;
-        if (!(m = calloc(1, sizeof(*m))))
+        /* calloc, as the merge starts zeroed; one byte more, so that an
+         * empty bound still has an address. */
+        if (!(m = calloc(1, sizeof(*m) + (bound ? bound_len : 0) + 1)))
                 return -ENOMEM;
         m->o = *o;
-        if ((o->end_key && !(m->end = key_copy(o->end_key, o->end_len))) ||
-            (o->start_key && !(m->start = key_copy(o->start_key, o->start_len)))) {
-                free(m->end);
-                free(m);
-                return -ENOMEM;
-        }
+        if (bound && bound_len)
+                memcpy(m->bound, bound, bound_len);
+        if (bound && o->reverse)
+                m->start = m->bound;
+        else if (bound)
+                m->end = m->bound;
+        m->slots = m->inline_slots;
+        m->heap = m->inline_heap;
+        m->cap = m->heap_cap = MERGE_INLINE_CHILDREN;
+        m->last = m->inline_last;
+        m->last_cap = MERGE_INLINE_KEY;
         m->o.end_key = m->end;
         m->o.start_key = m->start;
         *ret = m;
@@ -480,10 +501,10 @@ int eng_merge_iter_add_take(struct eng_merge_iter *m, struct eng_merge_child *c)
                 c->ops->free(c);
                 return -EINVAL;
         }
-        slots = mem_grow(m->slots, &cap, m->n + 1, sizeof(*slots));
+        slots = grow(m->slots, &cap, m->n + 1, sizeof(*slots), m->inline_slots);
         if (slots)
                 m->slots = slots;
-        heap = slots ? mem_grow(m->heap, &m->heap_cap, cap, sizeof(*heap)) : NULL;
+        heap = slots ? grow(m->heap, &m->heap_cap, cap, sizeof(*heap), m->inline_heap) : NULL;
         if (!heap) {
                 c->ops->free(c);
                 return -ENOMEM;
@@ -510,11 +531,12 @@ void eng_merge_iter_free(struct eng_merge_iter *m)
                 return;
         for (size_t i = 0; i < m->n; i++)
                 m->slots[i].c->ops->free(m->slots[i].c);
-        free(m->slots);
-        free(m->heap);
-        free(m->last);
-        free(m->end);
-        free(m->start);
+        if (m->slots != m->inline_slots)
+                free(m->slots);
+        if (m->heap != m->inline_heap)
+                free(m->heap);
+        if (m->last != m->inline_last)
+                free(m->last);
         free(m->cand_value);
         free(m);
 }

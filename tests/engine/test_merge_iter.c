@@ -599,6 +599,61 @@ Test(merge_iter, bad_views_are_refused_and_the_end_key_is_copied)
         cr_expect(eq(u32, fake_frees, 2));
 }
 
+/* Key i of long_keys: 200 bytes, alike but for the last 4. */
+static void long_key(unsigned i, uint8_t *k)
+{
+        memset(k, 'x', 196);
+        snprintf((char *)k + 196, 5, "%04u", i);
+}
+
+/* More children than the merge holds inline, and keys longer than the
+ * key it remembers inline: every key once, newest version first, its
+ * older versions in other children stepped over. */
+Test(merge_iter, many_children_and_long_keys_outgrow_the_inline_buffers)
+{
+        enum { CHILDREN = 9, KEYS = 40 };
+        struct eng_merge_opts o = { .view = ENG_MERGE_USER };
+        struct eng_memtable *mt[CHILDREN];
+        struct eng_merge_iter *m;
+        uint8_t k[200];
+        int r;
+
+        cr_assert(eq(int, eng_merge_iter_new(&o, &m), 0));
+        for (unsigned c = 0; c < CHILDREN; c++) {
+                cr_assert(not(eq(ptr, mt[c] = eng_memtable_new(NULL), NULL)));
+                for (unsigned i = c % 3; i < KEYS; i += 1 + c % 3) {
+                        /* child c holds key i at seq c * 100 + i: higher c, newer */
+                        uint8_t v = (uint8_t)c;
+                        struct eng_entry e = { .key = k, .key_len = sizeof(k), .value = &v,
+                                               .value_len = 1, .seq = c * 100u + i + 1,
+                                               .kind = ENG_ENTRY_VALUE };
+
+                        long_key(i, k);
+                        cr_assert(eq(int, eng_memtable_put(mt[c], &e), 0));
+                }
+                cr_assert(eq(int, eng_merge_iter_add_memtable(m, mt[c]), 0));
+        }
+        r = seek_first(m);
+        for (unsigned i = 0; i < KEYS; i++, r = next(m)) {
+                unsigned newest = 0;
+                struct eng_entry e;
+
+                for (unsigned c = 0; c < CHILDREN; c++)
+                        if (i >= c % 3 && (i - c % 3) % (1 + c % 3) == 0)
+                                newest = c;
+                cr_assert(eq(int, r, 1), "key %u", i);
+                eng_merge_iter_entry(m, &e);
+                long_key(i, k);
+                cr_assert(eq(u32, e.key_len, sizeof(k)));
+                cr_assert(eq(int, memcmp(e.key, k, sizeof(k)), 0), "key %u", i);
+                cr_assert(eq(u8, e.value[0], (uint8_t)newest), "key %u", i);
+        }
+        cr_expect(eq(int, r, 0));
+        eng_merge_iter_free(m);
+        for (unsigned c = 0; c < CHILDREN; c++)
+                eng_memtable_unref(mt[c]);
+}
+
 /* ---- waiting, errors, freeing ---- */
 
 struct snapshot_wait {
