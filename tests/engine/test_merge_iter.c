@@ -599,29 +599,38 @@ Test(merge_iter, bad_views_are_refused_and_the_end_key_is_copied)
         cr_expect(eq(u32, fake_frees, 2));
 }
 
-/* Key i of long_keys: 200 bytes, alike but for the last 4. */
+enum { LONG_CHILDREN = 9, LONG_KEYS = 40, LONG_KEY_LEN = 200 };
+
+/* Key i of the long-key tests: 200 bytes, alike but for the last 4. */
 static void long_key(unsigned i, uint8_t *k)
 {
-        memset(k, 'x', 196);
-        snprintf((char *)k + 196, 5, "%04u", i);
+        char digits[8];
+
+        memset(k, 'x', LONG_KEY_LEN - 4);
+        snprintf(digits, sizeof(digits), "%04u", i % 10000);
+        memcpy(k + LONG_KEY_LEN - 4, digits, 4);
 }
 
-/* More children than the merge holds inline, and keys longer than the
- * key it remembers inline: every key once, newest version first, its
- * older versions in other children stepped over. */
-Test(merge_iter, many_children_and_long_keys_outgrow_the_inline_buffers)
+/* The newest child holding key i: child c holds every (1 + c % 3)th key
+ * from c % 3 on, at seq c * 100 + i + 1. */
+static unsigned long_newest(unsigned i)
 {
-        enum { CHILDREN = 9, KEYS = 40 };
-        struct eng_merge_opts o = { .view = ENG_MERGE_USER };
-        struct eng_memtable *mt[CHILDREN];
-        struct eng_merge_iter *m;
-        uint8_t k[200];
-        int r;
+        unsigned newest = 0;
 
-        cr_assert(eq(int, eng_merge_iter_new(&o, &m), 0));
-        for (unsigned c = 0; c < CHILDREN; c++) {
+        for (unsigned c = 0; c < LONG_CHILDREN; c++)
+                if (i >= c % 3 && (i - c % 3) % (1 + c % 3) == 0)
+                        newest = c;
+        return newest;
+}
+
+/* The merge m over 9 memtables (mt) of long keys. */
+static void long_world(struct eng_merge_iter *m, struct eng_memtable **mt)
+{
+        uint8_t k[LONG_KEY_LEN];
+
+        for (unsigned c = 0; c < LONG_CHILDREN; c++) {
                 cr_assert(not(eq(ptr, mt[c] = eng_memtable_new(NULL), NULL)));
-                for (unsigned i = c % 3; i < KEYS; i += 1 + c % 3) {
+                for (unsigned i = c % 3; i < LONG_KEYS; i += 1 + c % 3) {
                         /* child c holds key i at seq c * 100 + i: higher c, newer */
                         uint8_t v = (uint8_t)c;
                         struct eng_entry e = { .key = k, .key_len = sizeof(k), .value = &v,
@@ -633,25 +642,73 @@ Test(merge_iter, many_children_and_long_keys_outgrow_the_inline_buffers)
                 }
                 cr_assert(eq(int, eng_merge_iter_add_memtable(m, mt[c]), 0));
         }
-        r = seek_first(m);
-        for (unsigned i = 0; i < KEYS; i++, r = next(m)) {
-                unsigned newest = 0;
-                struct eng_entry e;
+}
 
-                for (unsigned c = 0; c < CHILDREN; c++)
-                        if (i >= c % 3 && (i - c % 3) % (1 + c % 3) == 0)
-                                newest = c;
-                cr_assert(eq(int, r, 1), "key %u", i);
-                eng_merge_iter_entry(m, &e);
-                long_key(i, k);
-                cr_assert(eq(u32, e.key_len, sizeof(k)));
-                cr_assert(eq(int, memcmp(e.key, k, sizeof(k)), 0), "key %u", i);
-                cr_assert(eq(u8, e.value[0], (uint8_t)newest), "key %u", i);
-        }
-        cr_expect(eq(int, r, 0));
+/* The merge stands on key i's newest version (r: its move's result). */
+static void expect_long(struct eng_merge_iter *m, int r, unsigned i)
+{
+        uint8_t k[LONG_KEY_LEN];
+        struct eng_entry e;
+
+        cr_assert(eq(int, r, 1), "key %u", i);
+        eng_merge_iter_entry(m, &e);
+        long_key(i, k);
+        cr_assert(eq(u32, e.key_len, LONG_KEY_LEN));
+        cr_assert(eq(int, memcmp(e.key, k, LONG_KEY_LEN), 0), "key %u", i);
+        cr_assert(eq(u8, e.value[0], (uint8_t)long_newest(i)), "key %u", i);
+}
+
+static void long_world_free(struct eng_merge_iter *m, struct eng_memtable **mt)
+{
         eng_merge_iter_free(m);
-        for (unsigned c = 0; c < CHILDREN; c++)
+        for (unsigned c = 0; c < LONG_CHILDREN; c++)
                 eng_memtable_unref(mt[c]);
+}
+
+/* More children than the merge holds inline, and keys longer than the
+ * key it remembers inline: every key once, newest version first, its
+ * older versions in other children stepped over. */
+Test(merge_iter, many_children_and_long_keys_outgrow_the_inline_buffers)
+{
+        struct eng_merge_opts o = { .view = ENG_MERGE_USER };
+        struct eng_memtable *mt[LONG_CHILDREN];
+        struct eng_merge_iter *m;
+        int r;
+
+        cr_assert(eq(int, eng_merge_iter_new(&o, &m), 0));
+        long_world(m, mt);
+        r = seek_first(m);
+        for (unsigned i = 0; i < LONG_KEYS; i++, r = next(m))
+                expect_long(m, r, i);
+        cr_expect(eq(int, r, 0));
+        long_world_free(m, mt);
+}
+
+/* The same walking down, to a long start key kept in the merge's own
+ * allocation. */
+Test(merge_iter, many_children_and_long_keys_outgrow_the_inline_buffers_in_reverse)
+{
+        struct eng_merge_opts o = { .view = ENG_MERGE_USER, .reverse = true };
+        struct eng_memtable *mt[LONG_CHILDREN];
+        struct eng_merge_iter *m;
+        struct engine_test_move mw = { 0 };
+        uint8_t start[LONG_KEY_LEN];
+        int r;
+
+        long_key(10, start);
+        o.start_key = start;
+        o.start_len = sizeof(start);
+        cr_assert(eq(int, eng_merge_iter_new(&o, &m), 0));
+        memset(start, 0, sizeof(start));        /* the merge kept its copy */
+        long_world(m, mt);
+        r = engine_test_move_finish(loop, eng_merge_iter_seek_last(m, on_move, &mw), &mw);
+        for (unsigned i = LONG_KEYS; i-- > 10;) {
+                expect_long(m, r, i);
+                mw = (struct engine_test_move){ 0 };
+                r = engine_test_move_finish(loop, eng_merge_iter_prev(m, on_move, &mw), &mw);
+        }
+        cr_expect(eq(int, r, 0), "key 10 was the start");
+        long_world_free(m, mt);
 }
 
 /* ---- waiting, errors, freeing ---- */
