@@ -738,6 +738,11 @@ int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng
         return 0;
 }
 
+bool eng_sst_table_block_cached(const struct eng_sst_table *t, uint32_t index)
+{
+        return t->slots && t->slots[index];
+}
+
 int eng_sst_table_read_raw(struct eng_sst_table *t, struct eng_fs_op *op, void *buf, uint32_t len,
                            uint64_t off, eng_fs_cb cb)
 {

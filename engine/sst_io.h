@@ -205,6 +205,11 @@ struct eng_sst_block_read {
  * eng_sst_reader_n_blocks().
  */
 int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng_sst_block_read *rq);
+/* Whether data block `index` of t was cached when t last found or read it
+ * (its slot, block_cache.h): a hint that costs no cache lookup -- the block
+ * may still be cached when this says no (another reader put it), and is
+ * cached when it says yes. REQUIRES: index < eng_sst_reader_n_blocks(). */
+bool eng_sst_table_block_cached(const struct eng_sst_table *t, uint32_t index);
 
 /*
  * Reads len bytes at off of t's file into buf, straight from the disk and

@@ -218,7 +218,9 @@ static void read_ahead(struct eng_sst_iter *it, uint32_t from, uint32_t n, unsig
                 if (it->backward ? k > from : i >= it->c.n_blocks)
                         return;
 
-                if (slot_of(it, i))
+                /* Pinning a cached block early saves nothing: only reads
+                 * are worth starting ahead. */
+                if (slot_of(it, i) || eng_sst_table_block_cached(it->t, i))
                         continue;
                 if (!(f = free_slot(it, &n_free)) || n_free <= spare)
                         return;

@@ -913,6 +913,44 @@ Test(sst_iter, a_block_entered_with_the_span_used_up_reads_none_ahead)
         cold_cache();
 }
 
+/* A seek among cached blocks takes its own block and pins none ahead:
+ * only reads are started ahead. Past a cached block, the first one not
+ * cached is read ahead still. */
+Test(sst_iter, a_seek_among_cached_blocks_pins_none_ahead_but_reads_the_first_uncached)
+{
+        size_t vi = first_ver[key_in_block(50)], at52 = first_ver[key_in_block(52)];
+        const struct eng_block_cache_stats *st = eng_block_cache_stats(cache);
+        struct eng_sst_iter *it;
+        uint64_t hits, misses;
+        char k[16];
+        int kl = key_fmt(2 * vers[vi].key + 2, k);
+
+        cold_cache();
+        for (uint32_t b = 50; b <= 51; b++)
+                cr_assert(ge(int, read_block_wait(b), 0));
+        hits = st->hits;
+        misses = st->misses;
+        cr_assert(eq(int, eng_sst_iter_new(table, &it), 0));
+        eng_sst_iter_set_span(it, 1000);
+        cr_assert(eq(int, seek(it, k, (size_t)kl, UINT64_MAX), 1));
+        expect_at(it, vi);
+        cr_expect(eq(u64, st->hits, hits + 1), "block 50 only, not 51 ahead");
+        cr_expect(eq(u32, block_pins(51), 0));
+        cr_expect(eq(u64, st->misses, misses), "nothing read yet");
+        /* Into block 51, to its last entry: block 52, not cached, is
+         * being read ahead of the scan. */
+        for (; vi + 1 < at52; vi++) {
+                expect_at(it, vi);
+                cr_assert(eq(int, next(it), 1));
+        }
+        expect_at(it, vi);
+        cr_expect(eq(u64, st->misses, misses + 1), "block 52 read ahead");
+        cr_assert(eq(int, next(it), 1));
+        expect_at(it, at52);
+        eng_sst_iter_free(it);
+        cold_cache();
+}
+
 /* ---- failures ---- */
 
 Test(sst_iter, a_corrupt_block_is_ecorrupt_for_lookups_and_scans)
