@@ -205,10 +205,12 @@ struct eng_sst_block_read {
  * eng_sst_reader_n_blocks().
  */
 int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng_sst_block_read *rq);
-/* Whether data block `index` of t was cached when t last found or read it
- * (its slot, block_cache.h): a hint that costs no cache lookup -- the block
- * may still be cached when this says no (another reader put it), and is
- * cached when it says yes. REQUIRES: index < eng_sst_reader_n_blocks(). */
+/* Whether data block `index` of t is cached, as far as t's slot for it
+ * (block_cache.h) knows, with no cache lookup: yes is always true now (the
+ * cache clears a slot when its block leaves); no may be wrong, for a block
+ * t has not found or read itself since it was put (a tablet move's warming
+ * puts blocks unbound), bound to another handle on the same file, or when
+ * t had no memory for its slots. REQUIRES: index < eng_sst_reader_n_blocks(). */
 bool eng_sst_table_block_cached(const struct eng_sst_table *t, uint32_t index);
 
 /*

@@ -110,8 +110,9 @@ int eng_sst_iter_prev(struct eng_sst_iter *it, eng_sst_iter_cb cb, void *arg);
  * fill at the table's entries per block, in the same breath; and a block
  * a step enters once the span is about used up (no more than a block's
  * worth of it left, counting the steps since the seek) reads none ahead:
- * the one after it is likely never wanted, and even cached it costs a
- * lookup and a pin. Past the span, blocks read ahead again. */
+ * the one after it is likely never wanted, and its read would be wasted.
+ * Past the span, blocks read ahead again. A block cached already is never
+ * read ahead (nor pinned early: that would save nothing). */
 void eng_sst_iter_set_span(struct eng_sst_iter *it, uint32_t entries);
 
 /*
