@@ -142,12 +142,11 @@ struct eng_cached_block *eng_block_cache_adopt(struct eng_block_cache *c, uint8_
  * data block, so that a hit costs neither the hash's bucket and chain nor
  * the block's index handle). bind points *slot at b, a block got or put
  * (not a row; REQUIRES: *slot is NULL or b), and makes the cache set
- * *slot to NULL when b leaves it
- * (evicted, erased, or the cache freed). A block has at most one slot:
- * bind returns false, and leaves *slot alone, if b has another or is out
- * of the cache (adopted, or erased while pinned).
- * unbind clears *slot and the block's link to it; the owner calls it for
- * every bound slot before the slot's memory goes.
+ * *slot to NULL when b leaves it (evicted, erased, or the cache freed). A
+ * block has at most one slot: bind returns false, and leaves *slot alone,
+ * if b has another or is out of the cache (adopted, or erased while
+ * pinned). unbind clears *slot and the block's link to it; the owner calls
+ * it for every bound slot before the slot's memory goes.
  */
 bool eng_block_cache_bind(struct eng_block_cache *c, struct eng_cached_block *b,
                           struct eng_cached_block **slot);

@@ -703,7 +703,7 @@ int eng_sst_table_read_block(struct eng_sst_table *t, uint32_t index, struct eng
         struct eng_sst_block_read *leader;
         int r;
 
-        if (t->slots && t->slots[index]) {
+        if (eng_sst_table_block_cached(t, index)) {
                 rq->block = eng_block_cache_get_bound(t->cache, &t->slots[index]);
                 return 1;
         }

@@ -11,9 +11,9 @@
  * or a free one; entering a block keeps the reads of the blocks just after
  * it and lets the others go. Entering a block reads the next one ahead,
  * unless it is cached (the table's slot says so) or the span is about
- * used up (eng_sst_iter_set_span). A
- * move that must read its block reads the next ones with it, so that a
- * scan that needs several waits for the disk once, not once a block: as
+ * used up (eng_sst_iter_set_span). A move that must read its block reads
+ * the next ones with it, so that a scan that needs several waits for the
+ * disk once, not once a block: as
  * many as the span (eng_sst_iter_set_span) covers at the table's entries
  * per block, at most ITER_MAX_AHEAD, else one -- unless it is a seek below
  * the table's smallest key: such a table is likely merged in for one
@@ -206,9 +206,9 @@ static struct slot *free_slot(struct eng_sst_iter *it, unsigned *ret_n)
 
 /* Starts reading the n blocks after `from` in the move's direction
  * (from+1 .. from+n, or from-1 .. from-n walking down) that no slot holds
- * yet and that are not cached, while more than `spare` slots are free. A read that cannot start is
- * no loss: the move that needs the block starts it again and reports the
- * error. */
+ * yet and that are not cached, while more than `spare` slots are free. A
+ * read that cannot start is no loss: the move that needs the block starts
+ * it again and reports the error. */
 static void read_ahead(struct eng_sst_iter *it, uint32_t from, uint32_t n, unsigned spare)
 {
         for (uint32_t k = 1; k <= n; k++) {
