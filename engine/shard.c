@@ -285,10 +285,12 @@ void shard_log_group(struct eng_shard *s)
                 *g = (struct shard_group){ .s = s, .head = waiting };
                 g->ww.done = group_acked;
                 g->ww.ctx = g;
+                g->ww.writers = s->group_writers;
                 r = eng_wal_append(s->wal, &g->ww, s->group_first_seq, s->group.buf,
                                    (uint32_t)s->group.len);
         }
         eng_batch_clear(&s->group);
+        s->group_writers = 0;
         s->stats.log_records++;
         if (r == 0)
                 return;         /* batch: group_acked answers the writes */
@@ -331,6 +333,7 @@ static int log_alone(struct eng_shard *s, const uint8_t *payload, uint32_t len, 
                 return s->error;
         w->ww.done = write_acked;
         w->ww.ctx = w;
+        w->ww.writers = 1;
         r = eng_wal_append(s->wal, &w->ww, first_seq, payload, len);
         if (r < 0 && r != -E2BIG && r != -EINVAL)
                 shard_set_error(s, r, "commit-log append");
@@ -356,6 +359,7 @@ static int log_grouped(struct eng_shard *s, const uint8_t *payload, uint32_t len
         else
                 s->group_head = w;
         s->group_tail = w;
+        s->group_writers++;
         return 0;
 }
 

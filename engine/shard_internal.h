@@ -216,6 +216,7 @@ struct eng_shard {
          * keep the log from there (shard_apply_pending) */
         uint64_t unapplied_segment;
         struct eng_write *group_head, *group_tail;      /* batch mode: waiting for its ack */
+        uint32_t group_writers;                         /* in that list */
         struct eng_write *group_failed;                 /* answered from the task */
         int group_error;
         struct rx_task group_task;

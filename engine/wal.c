@@ -42,6 +42,7 @@
 #include "base/time.h"
 #include "engine/wal.h"
 #include "engine/wal_format.h"
+#include "engine/wal_gather.h"
 #include "engine/wal_int.h"
 
 /* Periodic mode: appends buffered beyond this are flushed without waiting
@@ -57,6 +58,29 @@
 static bool flush_allowed(const struct eng_wal *wal)
 {
         return wal->o.sync == ENG_WAL_SYNC_BATCH || wal->flush_due || wal->closing;
+}
+
+/* Whether the next flush of the current segment waits for more writers
+ * (wal_gather.h; batch mode); arms the timer that ends the wait. */
+static bool gather_wait(struct eng_wal *wal)
+{
+        uint64_t now, until;
+
+        if (wal->o.sync != ENG_WAL_SYNC_BATCH || wal->closing)
+                return false;
+        now = time_now_ns();
+        until = wal_gather_until(&wal->gather, now);
+        if (!until)
+                return false;
+        wal->stats.gathers = wal->gather.waits;
+        rx_timer_arm_after(wal->fs->loop, &wal->gather_timer, until - now);
+        return true;
+}
+
+static void gather_fire(struct rx_loop *loop, struct rx_timer *t)
+{
+        (void)loop;
+        wal_kick(container_of(t, struct eng_wal, gather_timer));
 }
 
 /* ---- buffers ---- */
@@ -414,6 +438,7 @@ static void sync_done(struct eng_fs_op *op, int res)
                 return;
         }
         wal->stats.syncs++;
+        wal_gather_synced(&wal->gather, time_now_ns());
         s->durable_off = wal->io_end;
         ack_until(wal, s->id, s->durable_off, 0);
         wal_kick(wal);
@@ -468,6 +493,7 @@ static int start_flush(struct eng_wal *wal, struct wal_seg *s)
         memcpy(next.data, a->data + full, a->len - full);
         next.len = a->len - full;
         wal->flushing = *a;
+        wal_gather_flush(&wal->gather, time_now_ns());
         wal->io_end = wal_seg_end(s);
         wal->io_seg = s;
         *a = next;
@@ -503,8 +529,9 @@ void wal_kick(struct eng_wal *wal)
                         continue;
                 if (!s->ready || s->busy)
                         return;         /* prep_done or zero_done kicks again */
-                if (!flush_allowed(wal))
+                if (!flush_allowed(wal) || (s == wal->cur && gather_wait(wal)))
                         return;
+                rx_timer_cancel(wal->fs->loop, &wal->gather_timer);
                 /* Flushing the current segment takes all that is due; a
                  * sealed one leaves the flag for the segments after it. */
                 if (s == wal->cur)
@@ -585,6 +612,7 @@ static void finish_close(struct eng_wal *wal)
         rx_timer_cancel(wal->fs->loop, &wal->timer);
         rx_timer_cancel(wal->fs->loop, &wal->retry_timer);
         rx_timer_cancel(wal->fs->loop, &wal->mark_timer);
+        rx_timer_cancel(wal->fs->loop, &wal->gather_timer);
         free_wal(wal);
         done(arg, res);
 }
@@ -707,6 +735,7 @@ int eng_wal_open(struct eng_fs *fs, const struct eng_wal_opts *o, struct eng_wal
         rx_timer_init(&wal->timer, period_fire, "wal:periodic_sync");
         rx_timer_init(&wal->retry_timer, retry_fire, "wal:nospace_retry");
         rx_timer_init(&wal->mark_timer, mark_fire, "wal:sync_mark");
+        rx_timer_init(&wal->gather_timer, gather_fire, "wal:gather");
         wal->stuck_task = (struct rx_task){ .fn = stuck_task_run, .name = "wal:nospace" };
         wal->close_task = (struct rx_task){ .fn = close_task_run, .name = "wal:close" };
         wal->cur = wal_seg_new(wal, o->first_segment);
@@ -770,6 +799,7 @@ static inline int append(struct eng_wal *wal, struct eng_wal_write *w,
                         return 1;
                 }
         }
+        wal_gather_arrive(&wal->gather, w->writers ? w->writers : 1, time_now_ns());
         w->next = NULL;
         w->segment = s->id;
         w->end_off = wal_seg_end(s);

@@ -7,6 +7,9 @@
  * Group commit: at most one write+fdatasync is in flight. Appends that
  * arrive meanwhile accumulate in memory and share the next one, so one
  * fdatasync covers every write that came during the previous.
+ * In batch mode a flush may also wait, briefly, for the writers
+ * (eng_wal_write.writers) the last sync woke to come back, so they share
+ * one sync rather than take turns in two (wal_gather.h).
  *   - ENG_WAL_SYNC_BATCH: eng_wal_append returns 0 and w->done(w, 0) runs
  *     once the record is durable (or with the error that stopped the log).
  *   - ENG_WAL_SYNC_PERIODIC: eng_wal_append returns 1: acknowledged at once;
@@ -76,6 +79,9 @@ struct eng_wal_opts {
 struct eng_wal_write {
         void (*done)(struct eng_wal_write *w, int res);
         void *ctx;
+        /* Writers waiting on this record (a group's), for the gathering;
+         * 0 counts as 1. */
+        uint32_t writers;
         /* internal */
         struct eng_wal_write *next;
         uint64_t segment;
@@ -96,6 +102,8 @@ struct eng_wal_stats {
                                          * writes and written_bytes too */
         uint64_t nospace;               /* writes and segment preparations that ran out of space */
         uint64_t nospace_retries;       /* retries after that */
+        uint64_t gathers;               /* batch: flushes that waited for writers
+                                         * (wal_gather.h) */
 };
 
 /* Old segment files a log keeps for reuse (eng_wal_recycle). */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "engine/wal.h"
+#include "engine/wal_gather.h"
 
 #define BLOCK MEM_DIRECT_ALIGN
 #define MIN_BUF (64u * 1024u)
@@ -82,6 +83,8 @@ struct eng_wal {
         uint64_t retry_ns;              /* the next retry's delay: doubles up to RETRY_MAX_NS */
         struct rx_task stuck_task;      /* fails appends that landed where nothing can be written */
         bool stuck_posted;
+        struct wal_gather gather;       /* batch mode's (wal_gather.h) */
+        struct rx_timer gather_timer;   /* the gathering's deadline */
 };
 
 static inline uint64_t wal_seg_end(const struct wal_seg *s)
