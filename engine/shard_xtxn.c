@@ -183,7 +183,7 @@ static int log_record(struct eng_shard *s, enum eng_wal_record_type type, uint64
                 l->ww.done = lazy_acked;
                 ww = &l->ww;
         }
-        ww->writers = 1;
+        ww->writers = l ? 0 : 1;        /* a lazy record: nobody waits */
         r = eng_wal_append_record(s->wal, ww, type, seq, payload, len, durable);
         if (r != 0)
                 free(l);

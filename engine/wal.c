@@ -61,19 +61,19 @@ static bool flush_allowed(const struct eng_wal *wal)
 }
 
 /* Whether the next flush of the current segment waits for more writers
- * (wal_gather.h; batch mode); arms the timer that ends the wait. */
-static bool gather_wait(struct eng_wal *wal)
+ * (wal_gather.h; batch mode): arms the timer that ends the wait. Never
+ * holds a flush without that timer. */
+static bool gather_hold(struct eng_wal *wal)
 {
-        uint64_t now, until;
+        uint64_t until;
 
         if (wal->o.sync != ENG_WAL_SYNC_BATCH || wal->closing)
                 return false;
-        now = time_now_ns();
-        until = wal_gather_until(&wal->gather, now);
-        if (!until)
+        until = eng_wal_gather_until(&wal->gather, time_now_ns());
+        if (!until || rx_timer_arm_at(wal->fs->loop, &wal->gather_timer, until) < 0)
                 return false;
+        eng_wal_gather_hold(&wal->gather);
         wal->stats.gathers = wal->gather.waits;
-        rx_timer_arm_after(wal->fs->loop, &wal->gather_timer, until - now);
         return true;
 }
 
@@ -438,7 +438,7 @@ static void sync_done(struct eng_fs_op *op, int res)
                 return;
         }
         wal->stats.syncs++;
-        wal_gather_synced(&wal->gather, time_now_ns());
+        eng_wal_gather_synced(&wal->gather, time_now_ns());
         s->durable_off = wal->io_end;
         ack_until(wal, s->id, s->durable_off, 0);
         wal_kick(wal);
@@ -493,7 +493,7 @@ static int start_flush(struct eng_wal *wal, struct wal_seg *s)
         memcpy(next.data, a->data + full, a->len - full);
         next.len = a->len - full;
         wal->flushing = *a;
-        wal_gather_flush(&wal->gather, time_now_ns());
+        eng_wal_gather_flush(&wal->gather, time_now_ns());
         wal->io_end = wal_seg_end(s);
         wal->io_seg = s;
         *a = next;
@@ -529,7 +529,7 @@ void wal_kick(struct eng_wal *wal)
                         continue;
                 if (!s->ready || s->busy)
                         return;         /* prep_done or zero_done kicks again */
-                if (!flush_allowed(wal) || (s == wal->cur && gather_wait(wal)))
+                if (!flush_allowed(wal) || (s == wal->cur && gather_hold(wal)))
                         return;
                 rx_timer_cancel(wal->fs->loop, &wal->gather_timer);
                 /* Flushing the current segment takes all that is due; a
@@ -799,7 +799,8 @@ static inline int append(struct eng_wal *wal, struct eng_wal_write *w,
                         return 1;
                 }
         }
-        wal_gather_arrive(&wal->gather, w->writers ? w->writers : 1, time_now_ns());
+        if (w->writers)
+                eng_wal_gather_arrive(&wal->gather, w->writers, time_now_ns());
         w->next = NULL;
         w->segment = s->id;
         w->end_off = wal_seg_end(s);

@@ -79,8 +79,9 @@ struct eng_wal_opts {
 struct eng_wal_write {
         void (*done)(struct eng_wal_write *w, int res);
         void *ctx;
-        /* Writers waiting on this record (a group's), for the gathering;
-         * 0 counts as 1. */
+        /* Set by the caller: how many writers wait for this record's
+         * acknowledgement (a group's; 0: none, a record logged for its own
+         * sake), for the gathering (wal_gather.h). */
         uint32_t writers;
         /* internal */
         struct eng_wal_write *next;

@@ -19,11 +19,15 @@
  * ended) for as long as the group so far took per writer, (last flush's
  * time + the wait so far) / writers waiting: a writer later than that
  * would lower the group's rate, not raise it. At the latest it goes the
- * last flush's time after the sync ended, at most WAL_GATHER_MAX_NS. A
+ * last flush's time after the sync ended, at most ENG_WAL_GATHER_MAX_NS. A
  * lone writer never waits; when writers leave, the next sync wants fewer.
- * Where writers come back too slowly for waiting to pay -- WAL_GATHER_MISSES
+ * Where writers come back too slowly for waiting to pay -- ENG_WAL_GATHER_MISSES
  * waits in a row that ended short of what they wanted -- the log stops
- * waiting for WAL_GATHER_OFF_SYNCS syncs, then tries again.
+ * waiting until ENG_WAL_GATHER_OFF_SYNCS more syncs ended (the missed
+ * flush's own among them), then tries again. At a roll the count is off
+ * once: the sealed segment's flush takes the writers already in the next
+ * one too, and that one's flush may then wait for them in vain (a wait
+ * of at most the cap, once per segment).
  *
  * Tried and dropped: wanting only as many writers as the last sync
  * acknowledged kept two groups taking turns once they had formed (the one
@@ -37,15 +41,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define WAL_GATHER_MAX_NS (1000 * UINT64_C(1000))
-#define WAL_GATHER_MISSES 4u
-#define WAL_GATHER_OFF_SYNCS 64u
+#define ENG_WAL_GATHER_MAX_NS (1000 * UINT64_C(1000))
+#define ENG_WAL_GATHER_MISSES 4u
+#define ENG_WAL_GATHER_OFF_SYNCS 64u
 
-/* Zero-initialized: no sync yet, nothing waited for. */
-struct wal_gather {
-        uint32_t pending;               /* writers waiting for the next flush */
-        uint32_t flushing;              /* writers in the flush in flight */
-        uint32_t want;                  /* writers the next flush waits for */
+/* Zero-initialized: no sync yet, nothing waited for. Counts are writers
+ * (eng_wal_write.writers); times are CLOCK_MONOTONIC ns. */
+struct eng_wal_gather {
+        uint32_t pending;               /* waiting for the next flush */
+        uint32_t flushing;              /* in the flush in flight */
+        uint32_t want;                  /* the next flush waits for this many */
         uint64_t flush_start_ns;        /* the flush in flight started */
         uint64_t synced_ns, sync_ns;    /* the last sync ended; its flush's time */
         uint64_t arrived_ns;            /* the last writer came */
@@ -55,17 +60,28 @@ struct wal_gather {
         uint64_t waits;                 /* flushes that waited, ever */
 };
 
-/* `writers` more wait for the next flush (a record acknowledging a group). */
-void wal_gather_arrive(struct wal_gather *g, uint32_t writers, uint64_t now);
+/*
+ * Pure code over the caller's state; any thread, one at a time per state.
+ * REQUIRES of the times passed: they never go back; each flush is followed
+ * by its sync before the next flush (one flush in flight, as the log has).
+ */
 
-/* When the next flush may start: 0 now; else that time (> now), and the
- * flush counts as having waited. */
-uint64_t wal_gather_until(struct wal_gather *g, uint64_t now);
+/* `writers` more wait for the next flush (a record acknowledging them). */
+void eng_wal_gather_arrive(struct eng_wal_gather *g, uint32_t writers, uint64_t now_ns);
 
-/* A flush starts, taking every waiting writer. */
-void wal_gather_flush(struct wal_gather *g, uint64_t now);
+/* When the next flush may start: 0 now, else that time (> now_ns). Changes
+ * nothing. */
+uint64_t eng_wal_gather_until(const struct eng_wal_gather *g, uint64_t now_ns);
+
+/* The next flush waits (the caller armed a timer for eng_wal_gather_until):
+ * it counts as having waited. */
+void eng_wal_gather_hold(struct eng_wal_gather *g);
+
+/* A flush starts, taking every waiting writer: a wait before it that ended
+ * short of `want` is a miss. */
+void eng_wal_gather_flush(struct eng_wal_gather *g, uint64_t now_ns);
 
 /* The flush in flight is durable (its writers are acknowledged next). */
-void wal_gather_synced(struct wal_gather *g, uint64_t now);
+void eng_wal_gather_synced(struct eng_wal_gather *g, uint64_t now_ns);
 
 #endif

@@ -7,7 +7,8 @@
  * leaves no corruption; a failed fdatasync stops the log with a clear error;
  * periodic mode acknowledges at once and syncs on its timer (once per period,
  * or sooner past 1 MiB buffered); a new log never
- * writes into an existing segment file. Logs are read back through
+ * writes into an existing segment file; a flush held for writers that do
+ * not come back goes by its timer, or at a close. Logs are read back through
  * eng_wal_replay (tests/engine/wal_helpers.h).
  */
 #include <errno.h>
@@ -451,4 +452,33 @@ Test(wal, a_durable_record_is_synced_at_once_in_periodic_mode)
         cr_expect(x.seen[0]);
         cr_expect(x.seen[1]);
         cr_expect(not(x.seen[2]));
+}
+
+/* Batch mode's gathering (wal_gather.h) holds a flush for the writers the
+ * last sync woke; here they never come back. Record 2 waits through record
+ * 1's sync, so the flush after it wants two writers and gets one: the
+ * gathering's timer must flush it, and a close must not wait for that
+ * timer. (Whether a flush is held at all depends on how soon after its
+ * sync the log looks; what the test checks is that every record is
+ * acknowledged.) */
+Test(wal, a_flush_held_for_writers_goes_by_its_timer_or_at_a_close)
+{
+        struct eng_wal *wal = open_wal(0, ENG_WAL_SYNC_BATCH);
+
+        cr_assert(eq(int, append(wal, 0), 0));          /* alone, once the segment is ready */
+        cr_assert(eq(int, rx_loop_run_until(loop, &apps[0].done), 0));
+        cr_assert(eq(int, append(wal, 1), 0));          /* a group of one: flushed at once */
+        cr_assert(eq(int, append(wal, 2), 0));          /* waits through its sync */
+        cr_assert(eq(int, rx_loop_run_until(loop, &apps[1].done), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &apps[2].done), 0), "held for good");
+        cr_expect(eq(int, apps[2].res, 0));
+        cr_expect(le(u64, eng_wal_stats(wal)->gathers, 1));
+
+        cr_assert(eq(int, append(wal, 3), 0));
+        cr_assert(eq(int, append(wal, 4), 0));
+        cr_assert(eq(int, rx_loop_run_until(loop, &apps[3].done), 0));
+        close_wal(wal);
+        cr_expect(eq(int, close_res, 0));
+        cr_assert(apps[4].done, "the close left a held record unacknowledged");
+        cr_expect(eq(int, apps[4].res, 0));
 }

@@ -90,13 +90,14 @@ static inline uint32_t payload_of(unsigned i, uint8_t *p)
         return len;
 }
 
-/* Appends record i: 0 (batch: apps[i] completes later), 1 (periodic), <0. */
+/* Appends record i, one writer waiting for it: 0 (batch: apps[i]
+ * completes later), 1 (periodic), <0. */
 static inline int append(struct eng_wal *wal, unsigned i)
 {
         uint8_t p[512];
         uint32_t len = payload_of(i, p);
 
-        apps[i] = (struct app){ .w.done = app_done };
+        apps[i] = (struct app){ .w.done = app_done, .w.writers = 1 };
         return eng_wal_append(wal, &apps[i].w, SEQ_BASE + i, p, len);
 }
 
