@@ -61,6 +61,7 @@ static void stats_refresh_parts(struct eng_shard *s)
         if (s->wal) {
                 s->stats.log_bytes_written = eng_wal_stats(s->wal)->written_bytes;
                 s->stats.log_syncs = eng_wal_stats(s->wal)->syncs;
+                s->stats.log_gathers = eng_wal_stats(s->wal)->gathers;
         }
         if (s->cache) {
                 const struct eng_block_cache_stats *c = eng_block_cache_stats(s->cache);

@@ -163,6 +163,7 @@ struct eng_shard_stats {
          * counters the log and cache keep themselves). */
         uint64_t sstables, sstable_bytes;               /* now: the published tables */
         uint64_t log_bytes_written, log_syncs;          /* this run's commit log */
+        uint64_t log_gathers;           /* its flushes that waited for writers (wal_gather.h) */
         uint64_t cache_hits, cache_misses, cache_bytes; /* block cache: blocks; bytes of all */
         uint64_t row_hits, row_misses, cache_rows;      /* its rows (row_cache) */
         /* its single-page blocks: now in huge pages from the memtables'

@@ -153,7 +153,7 @@ int net_cmd_shard_info(struct net_req *req)
 struct info_sum {
         uint64_t commands, ops, hits, misses, client_mem, evicted;
         uint64_t in_bytes, out_bytes, in_bps, out_bps, expired, errors;
-        uint64_t log_bytes, log_syncs;
+        uint64_t log_bytes, log_syncs, log_gathers;
         int64_t keys, expires;
         int64_t db_keys[NET_DBS], db_expires[NET_DBS];
         bool loading, write_err, disk_full;
@@ -190,6 +190,7 @@ static void info_sum(struct info_out *o)
                 s->errors += si->errors;
                 s->log_bytes += si->st.log_bytes_written;
                 s->log_syncs += si->st.log_syncs;
+                s->log_gathers += si->st.log_gathers;
                 s->keys += c->ival;
                 s->expires += (int64_t)c->expiry_ms;    /* counted by the walk */
                 for (unsigned d = 0; si->walked && d < NET_DBS; d++) {
@@ -290,12 +291,14 @@ static void info_persistence(struct info_out *o)
                       "aof_enabled:1\r\naof_rewrite_in_progress:0\r\n"
                       "aof_rewrite_scheduled:0\r\naof_last_write_status:%s\r\n"
                       "commitlog_sync:%s\r\ncommitlog_bytes_written:%llu\r\n"
-                      "commitlog_syncs:%llu\r\ncommitlog_write_status:%s\r\ndisk_full:%d\r\n",
+                      "commitlog_syncs:%llu\r\ncommitlog_gathers:%llu\r\n"
+                      "commitlog_write_status:%s\r\ndisk_full:%d\r\n",
                 s->loading, atomic_load(&o->srv->bgsave_left) > 0,
                 (unsigned long long)atomic_load(&o->srv->lastsave_s),
                 atomic_load(&o->srv->last_save_failed) ? "err" : "ok", st,
                 o->req->exec->cfg.sync == CFG_SYNC_BATCH ? "batch" : "periodic",
-                (unsigned long long)s->log_bytes, (unsigned long long)s->log_syncs, st,
+                (unsigned long long)s->log_bytes, (unsigned long long)s->log_syncs,
+                (unsigned long long)s->log_gathers, st,
                 s->disk_full);
 }
 

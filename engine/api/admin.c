@@ -22,7 +22,7 @@ static const struct stat_def {
         STAT(expired_dropped), STAT(tablet_splits), STAT(tablet_merges), STAT(corrupt_blocks),
         STAT(corrupt_reads), STAT(disk_bytes_written), STAT(log_records), STAT(memtable_bytes),
         STAT(imm_bytes), STAT(sstables), STAT(sstable_bytes), STAT(log_bytes_written),
-        STAT(log_syncs), STAT(cache_hits), STAT(cache_misses), STAT(cache_bytes),
+        STAT(log_syncs), STAT(log_gathers), STAT(cache_hits), STAT(cache_misses), STAT(cache_bytes),
         STAT(row_hits), STAT(row_misses), STAT(blocks_prefaulted), STAT(prefault_pending),
 };
 

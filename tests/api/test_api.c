@@ -395,7 +395,7 @@ Test(api, counters_flush_and_compact)
         scree_db *db = open_db(2);
         scree_table *t = make_table(db, "/t", 1);
         char k[64];
-        uint64_t writes = 0, flushes = 0, sst = 0;
+        uint64_t writes = 0, flushes = 0, sst = 0, syncs = 0, gathers = UINT64_MAX;
         int n = 0;
 
         for (uint64_t i = 0; i < 200; i++) {
@@ -406,6 +406,12 @@ Test(api, counters_flush_and_compact)
         cr_assert(eq(int, scree_stat(db, "writes", &writes), 0));
         cr_expect(ge(u64, writes, 200));
         cr_expect(eq(int, scree_stat(db, "nope", &writes), -SCREE_ENOTFOUND));
+        /* Batch mode, one blocking writer: a lone writer's flush never waits
+         * for others (wal_gather.h). */
+        cr_assert(eq(int, scree_stat(db, "log_syncs", &syncs), 0));
+        cr_expect(ge(u64, syncs, 1));
+        cr_assert(eq(int, scree_stat(db, "log_gathers", &gathers), 0));
+        cr_expect(eq(u64, gathers, 0), "a lone writer waited");
         cr_assert(eq(int, scree_flush(db), 0));
         cr_assert(eq(int, scree_stat(db, "flushes", &flushes), 0));
         cr_expect(gt(u64, flushes, 0));

@@ -171,6 +171,7 @@ def test_metrics_text_counts_commands_and_reports_every_shard(msrv):
     assert sum(gets) >= 20
     for name in ["scree_memtable_bytes", "scree_sstables", "scree_sstable_bytes",
                  "scree_commitlog_bytes_written_total", "scree_commitlog_syncs_total",
+                 "scree_commitlog_gathers_total",
                  "scree_block_cache_hits_total", "scree_block_cache_misses_total",
                  "scree_block_cache_bytes", "scree_compaction_bytes_read_total",
                  "scree_compaction_bytes_written_total", "scree_compaction_seconds_total",
