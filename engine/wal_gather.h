@@ -32,8 +32,8 @@
  * Tried and dropped: wanting only as many writers as the last sync
  * acknowledged kept two groups taking turns once they had formed (the one
  * that waited already filled the count); a fixed deadline without the
- * rate made clients that come back slowly (a Redis client answering 50
- * replies) wait it out on every sync.
+ * rate made clients that come back slowly (redis-benchmark's 50
+ * connections) wait it out on every sync.
  */
 #ifndef SCREE_ENGINE_WAL_GATHER_H
 #define SCREE_ENGINE_WAL_GATHER_H

@@ -83,7 +83,7 @@ struct eng_wal {
         uint64_t retry_ns;              /* the next retry's delay: doubles up to RETRY_MAX_NS */
         struct rx_task stuck_task;      /* fails appends that landed where nothing can be written */
         bool stuck_posted;
-        struct eng_wal_gather gather;       /* batch mode's (wal_gather.h) */
+        struct eng_wal_gather gather;   /* batch mode's (wal_gather.h) */
         struct rx_timer gather_timer;   /* the gathering's deadline */
 };
 

@@ -222,13 +222,14 @@ static inline void teardown(void)
         free(vers);
 }
 
-/* Drops every cached block, so the next reads go to disk, first checking
- * that no reader left a block pinned. */
+/* Blocks pinned now. */
 static inline uint64_t pins(void)
 {
         return eng_block_cache_stats(cache)->pins;
 }
 
+/* Drops every cached block, so the next reads go to disk, first checking
+ * that no reader left a block pinned. */
 static inline void cold_cache(void)
 {
         cr_assert(eq(u64, pins(), 0), "a block is still pinned");
@@ -317,7 +318,6 @@ static inline void expect_rest(struct eng_sst_iter *it, size_t vi)
         }
         cr_assert(not(eng_sst_iter_is_valid(it)));
 }
-
 
 /* A key (table index i) whose newest version is in data block `index`. */
 static inline uint32_t key_in_block(uint32_t index)

@@ -5,7 +5,8 @@
  * they keep coming back, and no longer than the last flush took; a flush
  * goes once all of them are back, or once none came for as long as the
  * group took per writer; waits that keep ending short turn the waiting
- * off for a while. Times are in microseconds (US).
+ * off for a while. Times are in ns, written as multiples of US (a
+ * microsecond).
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>

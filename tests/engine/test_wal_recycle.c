@@ -114,7 +114,7 @@ static void old_life(struct eng_wal *wal, unsigned segments)
         floor_seg = eng_wal_segment(wal) + segments;
         for (unsigned k = 0; k < segments * OLD_PER_SEGMENT; k++) {
                 cr_assert(lt(u64, seq, SEQ_BASE));
-                apps[0] = (struct app){ .w.done = app_done };
+                apps[0] = (struct app){ .w.done = app_done, .w.writers = 1 };
                 cr_assert(eq(int, eng_wal_append(wal, &apps[0].w, seq++, big, sizeof(big)), 0));
                 cr_assert(eq(int, rx_loop_run_until(loop, &apps[0].done), 0));
                 cr_assert(eq(int, apps[0].res, 0));
@@ -240,13 +240,13 @@ static void roll_after_a_record_ending_before(uint32_t short_by)
         /* Wait for the reserve to be a recycled file, then roll into it. */
         TEST_RUN_UNTIL(loop, eng_wal_stats(wal)->recycled > 0);
         b[0] = 0;
-        apps[1] = (struct app){ .w.done = app_done };
+        apps[1] = (struct app){ .w.done = app_done, .w.writers = 1 };
         cr_assert(eq(int, eng_wal_append(wal, &apps[1].w, SEQ_BASE, b, sizeof(b)), 0));
         s = eng_wal_segment(wal) + 1;   /* the reserve, recycled: takes a and then rolls */
         cr_assert(eq(int, rx_loop_run_until(loop, &apps[1].done), 0));
         memset(a, 7, sizeof(a));
-        apps[2] = (struct app){ .w.done = app_done };
-        apps[3] = (struct app){ .w.done = app_done };
+        apps[2] = (struct app){ .w.done = app_done, .w.writers = 1 };
+        apps[3] = (struct app){ .w.done = app_done, .w.writers = 1 };
         /* b does not fit after it: a ends at 8192 - short_by, the segment's
          * last record. */
         cr_assert(eq(int, eng_wal_append(wal, &apps[2].w, SEQ_BASE + 1, a, a_len), 0));

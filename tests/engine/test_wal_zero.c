@@ -70,7 +70,7 @@ static int append_big(struct eng_wal *wal, unsigned i)
         static uint8_t p[4000];
 
         memset(p, (int)(i & 0xff), sizeof(p));
-        apps[i] = (struct app){ .w.done = app_done };
+        apps[i] = (struct app){ .w.done = app_done, .w.writers = 1 };
         return eng_wal_append(wal, &apps[i].w, SEQ_BASE + i, p, sizeof(p));
 }
 

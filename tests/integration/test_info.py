@@ -88,7 +88,8 @@ def test_server_clients_replication_cpu_fields(server, r):
         assert info["used_cpu_user"] + info["used_cpu_sys"] > 0
         assert info["loading"] == 0 and info["async_loading"] == 0
         assert info["aof_last_write_status"] == "ok" and info["commitlog_sync"] == "batch"
-        assert 0 <= info["commitlog_gathers"] <= info["commitlog_syncs"] + 1
+        # a held flush per shard (2) may not have synced yet
+        assert 0 <= info["commitlog_gathers"] <= info["commitlog_syncs"] + 2
         assert info["cluster_enabled"] == 0
     finally:
         for c in cs:
