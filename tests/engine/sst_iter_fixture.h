@@ -337,36 +337,11 @@ static inline uint32_t key_in_block(uint32_t index)
         return 0;
 }
 
-/* Reads block `index` with a request of the test's own and releases it:
- * 1 on a cache hit, else the read's result. When a read of the block is in
- * flight the request joins it, and so calls back after the others. */
-struct block_wait {
-        struct eng_sst_block_read rq;
-        bool done;
-        int res;
-};
-
-static inline void on_block(struct eng_sst_block_read *rq, int res)
-{
-        struct block_wait *w = container_of(rq, struct block_wait, rq);
-
-        w->done = true;
-        w->res = res;
-}
-
+/* Reads block `index` of the table and releases it (engine_test_read_block):
+ * 1 on a cache hit, else the read's result. */
 static inline int read_block_wait(uint32_t index)
 {
-        struct block_wait w = { .rq = { .done = on_block } };
-        int r = eng_sst_table_read_block(table, index, &w.rq);
-
-        if (r == 1)
-                eng_block_cache_release(cache, w.rq.block);
-        if (r != 0)
-                return r;
-        cr_assert(eq(int, rx_loop_run_until(loop, &w.done), 0));
-        if (w.res == 0)
-                eng_block_cache_release(cache, w.rq.block);
-        return w.res;
+        return engine_test_read_block(loop, table, index);
 }
 
 /* Pins held on block `index` by others (the block must be cached). */
