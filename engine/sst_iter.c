@@ -220,8 +220,9 @@ static void read_ahead(struct eng_sst_iter *it, uint32_t from, uint32_t n, unsig
                         return;
 
                 /* Pinning a cached block early saves nothing: only reads
-                 * are worth starting ahead. */
-                if (slot_of(it, i) || eng_sst_table_block_cached(it->t, i))
+                 * are worth starting ahead. Its lines are: a cached one is
+                 * brought into the CPU's cache while this block is read. */
+                if (slot_of(it, i) || eng_sst_table_block_warm(it->t, i))
                         continue;
                 if (!(f = free_slot(it, &n_free)) || n_free <= spare)
                         return;
