@@ -40,6 +40,8 @@ static const char usage[] =
         "  --idle-timeout SECONDS   keep-alive idle time and write stall limit (default 60)\n"
         "  --origin-timeout SECONDS origin connect and response inactivity (default 30)\n"
         "  --purge-from local|any|none  who may send PURGE (default local: loopback)\n"
+        "  --idle-poll-us N         how long an idle shard polls before it sleeps\n"
+        "                           (default 1; more spends CPU on latency)\n"
         "  --help, --version\n"
         "\n"
         "Sizes take k, m, g (KiB, MiB, GiB). See docs/proxy.md.\n";
@@ -48,7 +50,7 @@ enum {
         OPT_LISTEN = 256, OPT_ORIGIN, OPT_DIR, OPT_THREADS, OPT_SHARDS, OPT_MEMORY,
         OPT_DEFAULT_TTL, OPT_MAX_OBJECT, OPT_METRICS_PORT, OPT_SYNC, OPT_MAX_HEADER,
         OPT_MAX_BODY, OPT_HEADER_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_ORIGIN_TIMEOUT, OPT_PURGE_FROM,
-        OPT_HELP, OPT_VERSION,
+        OPT_IDLE_POLL, OPT_HELP, OPT_VERSION,
 };
 
 static const struct option options[] = {
@@ -68,6 +70,7 @@ static const struct option options[] = {
         { "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
         { "origin-timeout", required_argument, NULL, OPT_ORIGIN_TIMEOUT },
         { "purge-from", required_argument, NULL, OPT_PURGE_FROM },
+        { "idle-poll-us", required_argument, NULL, OPT_IDLE_POLL },
         { "help", no_argument, NULL, OPT_HELP },
         { "version", no_argument, NULL, OPT_VERSION },
         { NULL, 0, NULL, 0 },
@@ -186,6 +189,7 @@ static void defaults(struct px_config *c)
                 .header_timeout_ns = 10ull * 1000000000,
                 .idle_timeout_ns = 60ull * 1000000000,
                 .origin_timeout_ns = 30ull * 1000000000,
+                .idle_poll_us = PX_IDLE_POLL_US,
         };
 }
 
@@ -276,6 +280,10 @@ static int one(struct px_config *c, int opt, const char *arg, char *err, size_t 
                         c->purge_from = PX_PURGE_NONE;
                 else
                         return fail(err, n, "--purge-from %s: want local, any or none", arg);
+                return 0;
+        case OPT_IDLE_POLL:
+                if (count_parse(arg, 1, 1000000, &c->idle_poll_us) < 0)
+                        return fail(err, n, "--idle-poll-us %s: want 1..1000000", arg);
                 return 0;
         default:
                 return fail(err, n, "unknown option (see --help)");

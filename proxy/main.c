@@ -111,6 +111,9 @@ static int db_open(const struct px_config *cfg, unsigned shards, scree_db **ret)
         snprintf(v, sizeof(v), "%llu", (unsigned long long)(cfg->max_object_bytes + 256 * 1024));
         if (r == 0)
                 r = scree_options_set(o, "max-value-bytes", v);
+        snprintf(v, sizeof(v), "%u", cfg->idle_poll_us);
+        if (r == 0)
+                r = scree_options_set(o, "idle-poll-us", v);
         if (r == 0)
                 r = scree_open(cfg->dir, o, ret);
         scree_options_free(o);

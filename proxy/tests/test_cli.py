@@ -41,6 +41,7 @@ GOOD = ["--origin", "127.0.0.1:9", "--dir", "/nonexistent/never/used"]
     (GOOD + ["--sync", "sometimes"], "--sync sometimes"),
     (GOOD + ["--header-timeout", "0"], "--header-timeout 0"),
     (GOOD + ["--purge-from", "everyone"], "--purge-from everyone"),
+    (GOOD + ["--idle-poll-us", "0"], "--idle-poll-us 0"),
     (GOOD + ["--bogus"], "unknown option --bogus"),
     (GOOD + ["--dir"], "--dir needs a value"),
     (GOOD + ["stray"], "unexpected argument 'stray'"),

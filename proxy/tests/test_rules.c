@@ -262,6 +262,23 @@ Test(proxy_config, defaults_and_values)
         cr_expect(c.sync_batch);
         cr_expect(c.metrics);
         cr_expect(eq(u32, c.metrics_at.port, 9100));
+        cr_expect(eq(u32, c.idle_poll_us, PX_IDLE_POLL_US));
+}
+
+Test(proxy_config, idle_poll_us_is_passed_on_and_bounded)
+{
+        struct px_config c;
+        char err[256];
+        const char *const a[] = { "--origin", "o:1", "--dir", "d", "--idle-poll-us", "50", NULL };
+        const char *const z[] = { "--origin", "o:1", "--dir", "d", "--idle-poll-us", "0", NULL };
+        const char *const big[] = { "--origin", "o:1", "--dir", "d", "--idle-poll-us", "1000001",
+                                    NULL };
+
+        cr_assert(eq(int, parse(&c, err, a), 0), "%s", err);
+        cr_expect(eq(u32, c.idle_poll_us, 50));
+        cr_expect(eq(int, parse(&c, err, z), -EINVAL));
+        cr_expect(not(eq(ptr, strstr(err, "--idle-poll-us 0"), NULL)), "%s", err);
+        cr_expect(eq(int, parse(&c, err, big), -EINVAL));
 }
 
 Test(proxy_config, bad_values_name_the_option)
