@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Compiler helpers used everywhere: branch hints, cache-line size, container_of,
- * a CPU pause for spin loops, and the one full memory barrier the queues
+ * prefetching, a CPU pause for spin loops, and the one full memory barrier the queues
  * need. Header-only, dependency-free.
  */
 #ifndef SCREE_BASE_COMPILER_H
@@ -9,6 +9,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -22,6 +23,18 @@
         ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Starts bringing the n cache lines from p on into the CPU's cache, for a
+ * load expected soon. Only a hint: p may be anywhere, even unmapped or
+ * past its object (the addresses are formed as integers, and a prefetch
+ * never faults).
+ */
+static inline void prefetch_lines(const void *p, unsigned n)
+{
+        for (unsigned i = 0; i < n; i++)
+                __builtin_prefetch((const void *)((uintptr_t)p + (uintptr_t)i * CACHELINE_BYTES));
+}
 
 static inline void cpu_relax(void)
 {

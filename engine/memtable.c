@@ -21,6 +21,7 @@
 
 #include "base/arena.h"
 #include "base/check.h"
+#include "base/compiler.h"
 #include "base/endian.h"
 #include "engine/key.h"
 #include "engine/memtable.h"
@@ -684,9 +685,7 @@ static void prefetch_next(const struct eng_mt_node *n)
 
         if (!n || !(p = (const char *)n->next[0]))
                 return;
-        __builtin_prefetch(p);
-        __builtin_prefetch(p + 64);
-        __builtin_prefetch(p + 128);
+        prefetch_lines(p, 3);
 }
 
 void eng_memtable_iter_init(struct eng_memtable_iter *it, const struct eng_memtable *mt)

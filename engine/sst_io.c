@@ -743,17 +743,15 @@ bool eng_sst_table_block_cached(const struct eng_sst_table *t, uint32_t index)
         return t->slots && t->slots[index];
 }
 
-bool eng_sst_table_block_warm(const struct eng_sst_table *t, uint32_t index)
+void eng_sst_table_block_prefetch(const struct eng_sst_table *t, uint32_t index)
 {
         const struct eng_cached_block *b;
 
         if (!t->slots || !(b = t->slots[index]))
-                return false;
-        /* Its first entries, and its last bytes: the restart count that
-         * eng_block_iter_reset reads first. */
-        __builtin_prefetch(b->content);
-        __builtin_prefetch(b->content + b->content_len - 1);
-        return true;
+                return;
+        prefetch_lines(b->content, 1);
+        if (b->content_len >= 4)
+                prefetch_lines(b->content + b->content_len - 4, 1);
 }
 
 int eng_sst_table_read_raw(struct eng_sst_table *t, struct eng_fs_op *op, void *buf, uint32_t len,

@@ -206,9 +206,10 @@ static struct slot *free_slot(struct eng_sst_iter *it, unsigned *ret_n)
 
 /* Starts reading the n blocks after `from` in the move's direction
  * (from+1 .. from+n, or from-1 .. from-n walking down) that no slot holds
- * yet and that are not cached, while more than `spare` slots are free. A
- * read that cannot start is no loss: the move that needs the block starts
- * it again and reports the error. */
+ * yet and that are not cached, while more than `spare` slots are free;
+ * the cached ones it prefetches (eng_sst_table_block_prefetch). A read
+ * that cannot start is no loss: the move that needs the block starts it
+ * again and reports the error. */
 static void read_ahead(struct eng_sst_iter *it, uint32_t from, uint32_t n, unsigned spare)
 {
         for (uint32_t k = 1; k <= n; k++) {
@@ -220,10 +221,13 @@ static void read_ahead(struct eng_sst_iter *it, uint32_t from, uint32_t n, unsig
                         return;
 
                 /* Pinning a cached block early saves nothing: only reads
-                 * are worth starting ahead. Its lines are: a cached one is
-                 * brought into the CPU's cache while this block is read. */
-                if (slot_of(it, i) || eng_sst_table_block_warm(it->t, i))
+                 * are worth starting ahead. */
+                if (slot_of(it, i))
                         continue;
+                if (eng_sst_table_block_cached(it->t, i)) {
+                        eng_sst_table_block_prefetch(it->t, i);
+                        continue;
+                }
                 if (!(f = free_slot(it, &n_free)) || n_free <= spare)
                         return;
                 (void)start_read(it, f, i);

@@ -2,7 +2,8 @@
 /*
  * The command line (config.h): getopt_long over the options docs/proxy.md
  * lists, each value checked here so that a bad one stops the program
- * before it opens anything, with a message naming the option.
+ * before it opens anything, with a message naming the option; and the
+ * options the cache's database is opened with.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <scree/scree.h>
 
 #include "proxy/config.h"
 
@@ -40,8 +43,9 @@ static const char usage[] =
         "  --idle-timeout SECONDS   keep-alive idle time and write stall limit (default 60)\n"
         "  --origin-timeout SECONDS origin connect and response inactivity (default 30)\n"
         "  --purge-from local|any|none  who may send PURGE (default local: loopback)\n"
-        "  --idle-poll-us N         how long an idle shard polls before it sleeps\n"
-        "                           (default 1; more spends CPU on latency)\n"
+        "  --idle-poll-us N         how long an idle shard polls before it sleeps,\n"
+        "                           1..1000000 (default 1; higher: quicker wake-ups\n"
+        "                           for more CPU)\n"
         "  --help, --version\n"
         "\n"
         "Sizes take k, m, g (KiB, MiB, GiB). See docs/proxy.md.\n";
@@ -50,7 +54,7 @@ enum {
         OPT_LISTEN = 256, OPT_ORIGIN, OPT_DIR, OPT_THREADS, OPT_SHARDS, OPT_MEMORY,
         OPT_DEFAULT_TTL, OPT_MAX_OBJECT, OPT_METRICS_PORT, OPT_SYNC, OPT_MAX_HEADER,
         OPT_MAX_BODY, OPT_HEADER_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_ORIGIN_TIMEOUT, OPT_PURGE_FROM,
-        OPT_IDLE_POLL, OPT_HELP, OPT_VERSION,
+        OPT_IDLE_POLL_US, OPT_HELP, OPT_VERSION,
 };
 
 static const struct option options[] = {
@@ -70,7 +74,7 @@ static const struct option options[] = {
         { "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
         { "origin-timeout", required_argument, NULL, OPT_ORIGIN_TIMEOUT },
         { "purge-from", required_argument, NULL, OPT_PURGE_FROM },
-        { "idle-poll-us", required_argument, NULL, OPT_IDLE_POLL },
+        { "idle-poll-us", required_argument, NULL, OPT_IDLE_POLL_US },
         { "help", no_argument, NULL, OPT_HELP },
         { "version", no_argument, NULL, OPT_VERSION },
         { NULL, 0, NULL, 0 },
@@ -281,7 +285,7 @@ static int one(struct px_config *c, int opt, const char *arg, char *err, size_t 
                 else
                         return fail(err, n, "--purge-from %s: want local, any or none", arg);
                 return 0;
-        case OPT_IDLE_POLL:
+        case OPT_IDLE_POLL_US:
                 if (count_parse(arg, 1, 1000000, &c->idle_poll_us) < 0)
                         return fail(err, n, "--idle-poll-us %s: want 1..1000000", arg);
                 return 0;
@@ -323,4 +327,25 @@ int px_config_parse(int argc, char **argv, struct px_config *cfg, char *err, siz
                 return fail(err, err_len, "no --dir given: where the cache lives (see --help)");
         *cfg = c;
         return 0;
+}
+
+int px_config_db_options(const struct px_config *cfg, unsigned shards, scree_options *o)
+{
+        char v[32];
+        int r;
+
+        /* shards 0: the count the cache was made with */
+        snprintf(v, sizeof(v), "%u", shards);
+        r = shards ? scree_options_set(o, "smp", v) : 0;
+        if (r == 0 && cfg->memory)
+                r = scree_options_set(o, "memory", cfg->memory);
+        if (r == 0)
+                r = scree_options_set(o, "commitlog-sync", cfg->sync_batch ? "batch" : "periodic");
+        snprintf(v, sizeof(v), "%llu", (unsigned long long)(cfg->max_object_bytes + 256 * 1024));
+        if (r == 0)
+                r = scree_options_set(o, "max-value-bytes", v);
+        snprintf(v, sizeof(v), "%u", cfg->idle_poll_us);
+        if (r == 0)
+                r = scree_options_set(o, "idle-poll-us", v);
+        return r;
 }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <scree/scree.h>
+
 #define PX_MAX_ORIGINS 64
 #define PX_HOST_BYTES 256
 
@@ -50,8 +52,8 @@ struct px_config {
  * reads and writes from memory, so a shard polling between two of them
  * takes the CPU from the workers (and the clients) that would give it
  * work. Measured on 2 CPUs (1 worker, 1 shard, wrk on the same machine):
- * hits of 1 KiB +20% and a lower p99 against scree's default of 50 us,
- * hits of 100 KiB even (docs/proxy.md). */
+ * hits of 1 KiB +20% against scree's default of 50 us, hits of 100 KiB
+ * even (docs/proxy.md). */
 #define PX_IDLE_POLL_US 1u
 
 /* The largest --max-object: the library's value limit less room for the
@@ -65,6 +67,14 @@ struct px_config {
  * (exit 2).
  */
 int px_config_parse(int argc, char **argv, struct px_config *cfg, char *err, size_t err_len);
+
+/*
+ * Sets the options scree_open gets from cfg on o (the caller's): shards
+ * (0: the count the cache was made with), memory, commit-log sync, the
+ * value limit (--max-object and room for the stored head) and the shards'
+ * idle polling. 0, or the error scree_options_set gave.
+ */
+int px_config_db_options(const struct px_config *cfg, unsigned shards, scree_options *o);
 
 /* Parses "host:port", "[v6]:port" or ":port"/"port" (host 127.0.0.1)
  * into *ret. 0 or -EINVAL. */

@@ -96,24 +96,8 @@ static bool cache_exists(const char *dir)
 static int db_open(const struct px_config *cfg, unsigned shards, scree_db **ret)
 {
         scree_options *o = scree_options_new();
-        char v[32];
-        int r;
+        int r = o ? px_config_db_options(cfg, shards, o) : -ENOMEM;
 
-        if (!o)
-                return -ENOMEM;
-        /* shards 0: the count the cache was made with */
-        snprintf(v, sizeof(v), "%u", shards);
-        r = shards ? scree_options_set(o, "smp", v) : 0;
-        if (r == 0 && cfg->memory)
-                r = scree_options_set(o, "memory", cfg->memory);
-        if (r == 0)
-                r = scree_options_set(o, "commitlog-sync", cfg->sync_batch ? "batch" : "periodic");
-        snprintf(v, sizeof(v), "%llu", (unsigned long long)(cfg->max_object_bytes + 256 * 1024));
-        if (r == 0)
-                r = scree_options_set(o, "max-value-bytes", v);
-        snprintf(v, sizeof(v), "%u", cfg->idle_poll_us);
-        if (r == 0)
-                r = scree_options_set(o, "idle-poll-us", v);
         if (r == 0)
                 r = scree_open(cfg->dir, o, ret);
         scree_options_free(o);

@@ -265,20 +265,36 @@ Test(proxy_config, defaults_and_values)
         cr_expect(eq(u32, c.idle_poll_us, PX_IDLE_POLL_US));
 }
 
-Test(proxy_config, idle_poll_us_is_passed_on_and_bounded)
+/* The shards' idle polling, from the command line to the options the
+ * database opens with: default, bounds (the library's), a value. */
+Test(proxy_config, idle_poll_us_reaches_the_database_options)
 {
         struct px_config c;
-        char err[256];
-        const char *const a[] = { "--origin", "o:1", "--dir", "d", "--idle-poll-us", "50", NULL };
+        char err[256], v[32];
+        const char *const dflt[] = { "--origin", "o:1", "--dir", "d", NULL };
+        const char *const lo[] = { "--origin", "o:1", "--dir", "d", "--idle-poll-us", "1", NULL };
+        const char *const hi[] = { "--origin", "o:1", "--dir", "d", "--idle-poll-us", "1000000",
+                                   NULL };
         const char *const z[] = { "--origin", "o:1", "--dir", "d", "--idle-poll-us", "0", NULL };
         const char *const big[] = { "--origin", "o:1", "--dir", "d", "--idle-poll-us", "1000001",
                                     NULL };
+        const char *const *ok[] = { dflt, lo, hi };
+        const char *const want[] = { "1", "1", "1000000" };
 
-        cr_assert(eq(int, parse(&c, err, a), 0), "%s", err);
-        cr_expect(eq(u32, c.idle_poll_us, 50));
+        for (unsigned i = 0; i < 3; i++) {
+                scree_options *o = scree_options_new();
+
+                cr_assert(not(eq(ptr, o, NULL)));
+                cr_assert(eq(int, parse(&c, err, ok[i]), 0), "%s", err);
+                cr_assert(eq(int, px_config_db_options(&c, 1, o), 0), "%s", scree_last_error());
+                cr_expect(gt(int, scree_options_get(o, "idle-poll-us", v, sizeof(v)), 0));
+                cr_expect(eq(str, v, (char *)want[i]));
+                scree_options_free(o);
+        }
         cr_expect(eq(int, parse(&c, err, z), -EINVAL));
         cr_expect(not(eq(ptr, strstr(err, "--idle-poll-us 0"), NULL)), "%s", err);
         cr_expect(eq(int, parse(&c, err, big), -EINVAL));
+        cr_expect(not(eq(ptr, strstr(err, "--idle-poll-us 1000001"), NULL)), "%s", err);
 }
 
 Test(proxy_config, bad_values_name_the_option)
