@@ -61,6 +61,9 @@ class Server:
         self.smp = smp
         self.args = list(args)
         self.port = port or free_port()
+        # A port picked here may be taken by a test running alongside before
+        # the server binds it: the first start then tries another.
+        self.port_picked = port is None
         self.proc = None
         self.log = None
 
@@ -78,7 +81,16 @@ class Server:
                 prefault + self.args,
                 stdout=out, stderr=subprocess.STDOUT, text=True)
         if wait:
-            self.wait_ready()
+            try:
+                self.wait_ready()
+            except RuntimeError as e:
+                if not (self.port_picked and "Address already in use" in str(e)):
+                    raise
+                self.port_picked = False
+                self.port = free_port()
+                self.proc.wait()
+                return self.start(wait)
+        self.port_picked = False
         return self
 
     def wait_ready(self, timeout=WAIT_S):
