@@ -27,6 +27,7 @@ struct eng_cache_file {
 
 struct eng_block_cache {
         size_t capacity, protected_cap, protected_bytes;
+        uint64_t promoted;                      /* bytes ever pushed onto protected's head */
         struct eng_cached_block **buckets;
         size_t n_buckets;
         struct eng_cached_block lru[2];         /* sentinels: probation, protected */
@@ -285,14 +286,30 @@ static void balance(struct eng_block_cache *c)
         }
 }
 
+/* Whether protected block b is among the segment's most recent quarter:
+ * fewer bytes than that were pushed onto the head since b was, and only
+ * they can stand before it. */
+static bool recent(const struct eng_block_cache *c, const struct eng_cached_block *b)
+{
+        return b->segment == 1 && c->promoted - b->stamp < c->protected_cap / 4;
+}
+
+/* Makes b the most recent of the protected segment, unless it is recent
+ * already: moving it would only touch its neighbours -- two cache misses
+ * on every hit, half of pinning a cached block in 100-row range reads --
+ * for an order that hardly changes. */
 static void touch(struct eng_block_cache *c, struct eng_cached_block *b)
 {
+        if (recent(c, b))
+                return;
         list_unlink(b);
         if (b->segment == 0) {
                 b->segment = 1;
                 c->protected_bytes += b->charge;
         }
         list_push_head(&c->lru[1], b);
+        c->promoted += b->charge;
+        b->stamp = c->promoted;
         balance(c);
 }
 

@@ -4,7 +4,9 @@
  * offset), bounded in bytes, with segmented LRU so that one-off scans do not
  * flush the working set: a new block enters the probation segment, a block
  * hit again moves to the protected segment (at most 80% of the capacity),
- * and eviction takes the coldest unpinned block of probation first.
+ * and eviction takes the coldest unpinned block of probation first. A hit
+ * on a protected block still among the segment's most recent quarter
+ * leaves it where it is (the order is that close to LRU).
  *
  * Blocks are pinned while a reader uses them (get/put return pinned
  * blocks; release unpins). A pinned block is never evicted or freed, so
@@ -37,16 +39,17 @@ struct eng_cached_block {
         const uint8_t *data;
         const uint8_t *content;
         uint32_t len, content_len;
-        /* internal */
+        /* internal; what a hit reads first, in the line with content */
+        uint32_t pins;
+        uint32_t charge;                /* bytes counted against the capacity */
+        uint8_t segment;                /* 0 probation, 1 protected */
+        bool erased;                    /* file dropped: free at the last release */
+        uint64_t stamp;                 /* protected: the cache's promoted bytes once it was pushed */
         uint8_t *buf;                   /* = data, owned (NULL for a row: it follows the header) */
         uint64_t file_id, offset;       /* a row's offset: ENG_CACHE_ROW_BIT | its hash's bits */
         struct eng_cached_block *hash_next, *prev, *next;
         struct eng_cached_block *file_next, **file_pprev;       /* its file's entries */
         struct eng_cached_block **bound;        /* the slot bound to it, or NULL */
-        uint32_t pins;
-        uint32_t charge;                /* bytes counted against the capacity */
-        uint8_t segment;                /* 0 probation, 1 protected */
-        bool erased;                    /* file dropped: free at the last release */
 };
 
 struct eng_cache_file;

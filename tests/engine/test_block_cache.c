@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Block cache (engine/block_cache.h): hits and misses, the byte bound, a
- * one-off scan not flushing blocks that were hit twice, pinned blocks never
+ * one-off scan not flushing blocks that were hit twice, a hit among the
+ * most recent leaving the block in place, pinned blocks never
  * evicted, a second put of a key returning the first, and dropping a file's
  * blocks while one is pinned; stats.pins counts the pins held. Rows: keyed
  * by file and hash apart from blocks, charged with their header, evicted
@@ -119,6 +120,32 @@ Test(block_cache, protected_blocks_hit_again_outlast_those_that_were_not)
         }
         cr_expect(eq(u32, kept, 40), "%u of the 40 blocks hit again kept", kept);
         cr_expect(eq(u32, gone, 40), "%u of the 40 blocks not hit again evicted", gone);
+        eng_block_cache_free(c);
+}
+
+/* A hit on a protected block among the segment's most recent quarter
+ * leaves it in place (moving it costs its neighbours' cache lines): after
+ * 71 more promotions block 70, hit among the newest, goes before 71, which
+ * exact LRU would have kept it ahead of. */
+Test(block_cache, a_hit_among_the_most_recent_quarter_leaves_the_block_in_place)
+{
+        struct eng_block_cache *c;
+
+        cr_assert(eq(int, eng_block_cache_new(100 * 4096, &c), 0));
+        for (uint64_t i = 0; i < 80; i++) {     /* protected full: 80, newest 79 */
+                eng_block_cache_release(c, put(c, 1, i));
+                cr_assert(cached(c, 1, i));
+        }
+        cr_assert(cached(c, 1, 70));            /* 9 newer: in the newest quarter (20) */
+        for (uint64_t i = 0; i < 71; i++) {     /* 71 promoted: 0..70 demoted */
+                eng_block_cache_release(c, put(c, 3, i));
+                cr_assert(cached(c, 3, i));
+        }
+        for (uint64_t i = 0; i < 1000; i++)     /* a scan empties probation */
+                eng_block_cache_release(c, put(c, 2, i));
+        cr_expect(not(cached(c, 1, 70)));
+        for (uint64_t i = 71; i < 80; i++)
+                cr_expect(cached(c, 1, i), "block %lu", (unsigned long)i);
         eng_block_cache_free(c);
 }
 
