@@ -271,8 +271,7 @@ static int parse_entry(struct eng_block_iter *it)
                 return -SCREE_ECORRUPT;
         if (grow(&it->key, &it->key_cap, shared + unshared) < 0)
                 return -ENOMEM;
-        if (unshared)
-                memcpy(it->key + shared, p, unshared);
+        mem_copy_short(it->key + shared, p, unshared);
         it->key_len = shared + unshared;
         it->value = p + unshared;
         it->value_len = (uint32_t)vlen;

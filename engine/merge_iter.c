@@ -267,8 +267,7 @@ static int remember(struct eng_merge_iter *m, const struct eng_entry *e)
         if (!p)
                 return -ENOMEM;
         m->last = p;
-        if (e->key_len)
-                memcpy(p, e->key, e->key_len);
+        mem_copy_short(p, e->key, e->key_len);
         m->last_len = e->key_len;
         m->has_last = true;
         return 0;

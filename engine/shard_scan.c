@@ -163,7 +163,9 @@ static int scan_merge_new(struct eng_scan *sc, struct eng_tablet *t, const uint8
         r = eng_merge_iter_new(&o, &m);
         if (r < 0)
                 return r;
-        r = eng_merge_iter_add_memtable(m, t->active);
+        /* An empty active memtable adds nothing the scan must see: what
+         * lands there later was written after the scan started. */
+        r = eng_memtable_count(t->active) ? eng_merge_iter_add_memtable(m, t->active) : 0;
         for (uint32_t i = t->n_imm; r == 0 && i-- > 0;)
                 r = eng_merge_iter_add_memtable(m, t->imm[i].mt);
         for (uint32_t i = 0; r == 0 && t->tset && i < t->tset->n; i++)

@@ -3,10 +3,12 @@
  * Growable arrays (base/mem.h mem_grow): growth by doubling, the array kept
  * when it is big enough, and a non-NULL result for a zero-sized first
  * request (an empty key once read as ENOMEM); tables (mem_alloc_table)
- * come zeroed and writable, small (calloc) or big (huge pages).
+ * come zeroed and writable, small (calloc) or big (huge pages);
+ * mem_copy_short copies exactly n bytes at every length.
  */
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -64,4 +66,26 @@ Test(mem, tables_are_zeroed_writable_and_freed_small_or_big)
                 mem_free_table(p, n);
         }
         mem_free_table(NULL, 0);
+}
+
+/* Every length from 0 to 70, at every offset in a line: exactly the n
+ * bytes are copied, none before or after. */
+Test(mem, copy_short_copies_exactly_n_bytes)
+{
+        uint8_t src[128], dst[160];
+
+        for (size_t i = 0; i < sizeof(src); i++)
+                src[i] = (uint8_t)(i * 7 + 1);
+        for (size_t n = 0; n <= 70; n++) {
+                for (size_t at = 0; at < 16; at++) {
+                        memset(dst, 0xee, sizeof(dst));
+                        mem_copy_short(dst + 8 + at, src + at, n);
+                        for (size_t i = 0; i < sizeof(dst); i++) {
+                                bool inside = i >= 8 + at && i < 8 + at + n;
+                                uint8_t want = inside ? src[i - 8] : 0xee;
+
+                                cr_assert(eq(u8, dst[i], want), "n %zu at %zu byte %zu", n, at, i);
+                        }
+                }
+        }
 }
