@@ -53,6 +53,7 @@ struct eng_merge_iter {
         uint32_t *heap;                 /* slot indexes; heap_cap == cap */
         size_t heap_n, heap_cap;
         uint32_t n_pending;             /* children whose move is under way */
+        bool past_end;                  /* a child may hold keys at or past end (seek_all) */
         int err;                        /* the move's first child error */
         bool valid, started;
         eng_merge_cb cb;
@@ -420,7 +421,7 @@ static int settle(struct eng_merge_iter *m)
                 if (!m->heap_n)
                         return stop(m, 0);
                 e = &m->slots[m->heap[0]].e;
-                if (m->end && eng_key_cmp(e->key, e->key_len, m->end, m->o.end_len) >= 0)
+                if (m->past_end && eng_key_cmp(e->key, e->key_len, m->end, m->o.end_len) >= 0)
                         return stop(m, 0);
                 if (m->slots[m->heap[0]].lazy) {
                         wake(m, m->heap[0]);
@@ -578,14 +579,26 @@ static int seek_child(const struct eng_merge_iter *m, struct eng_merge_child *c,
         return key ? c->ops->seek(c, key, key_len, UINT64_MAX) : c->ops->seek_first(c);
 }
 
+/* Whether child c may hold a key at or past the end key: one whose
+ * largest key lies below it never makes a move stop there, so a merge of
+ * such children skips the end's compare on every entry. */
+static bool reaches_end(const struct eng_merge_iter *m, const struct eng_merge_child *c)
+{
+        return !c->hi || eng_key_cmp(c->hi, c->hi_len, m->end, m->o.end_len) >= 0;
+}
+
 /* Moves every child to key (or to its start, or end, when key is NULL). */
 static int seek_all(struct eng_merge_iter *m, const void *key, size_t key_len)
 {
         heap_clear(m);
         m->has_last = false;
         m->has_cand = false;
+        m->past_end = false;
         for (uint32_t i = 0; i < m->n; i++) {
                 struct slot *s = &m->slots[i];
+
+                if (m->end && !m->past_end)
+                        m->past_end = reaches_end(m, s->c);
 
                 s->at_newest = false;
                 s->lazy = put_off(m, s->c, key, key_len, &s->e);

@@ -566,6 +566,33 @@ Test(merge_iter, a_table_above_the_seek_is_not_read_until_the_scan_reaches_it)
         world_free();
 }
 
+/* The end key's compare is left out for children that lie wholly below
+ * it: the scan still stops right before an end equal to a table's
+ * largest key, inside it, and just above it (every key then). */
+Test(merge_iter, an_end_at_inside_or_above_a_table_stops_right_before_it)
+{
+        static const uint32_t ends[] = { 129, 115, 130, 100 };
+        struct eng_merge_opts o = { .view = ENG_MERGE_USER, .now_ms = MODEL_NOW_MS };
+
+        w.n_children = 1;
+        run_child(&w.c[0], 100, 30);            /* keys 100..129 */
+        for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+                struct eng_merge_iter *m;
+                uint32_t k = 100;
+                int r;
+
+                o.end_key = model_keys[ends[i]];
+                o.end_len = model_key_lens[ends[i]];
+                m = merge_make(&o, false);
+                for (r = seek(m, model_keys[k], model_key_lens[k]); r == 1; k++, r = next(m))
+                        expect_at(m, &w.c[0].v[k - 100]);
+                cr_expect(eq(int, r, 0));
+                cr_expect(eq(u32, k, ends[i]), "end %u", ends[i]);
+                eng_merge_iter_free(m);
+        }
+        world_free();
+}
+
 Test(merge_iter, bad_views_are_refused_and_the_end_key_is_copied)
 {
         struct eng_merge_opts o = { .view = ENG_MERGE_VIEW_INVALID };
