@@ -39,9 +39,9 @@ void *mem_alloc_table(size_t size);
 void mem_free_table(void *p, size_t size);
 
 /*
- * memcpy for the few bytes of a key, inline: up to 32 bytes with two
+ * memcpy for the few bytes of a key, inline: 4 to 32 bytes with two
  * loads and two stores that may overlap (each half loaded before either
- * is stored), longer through memcpy. A library call for a key's dozen
+ * is stored), fewer a byte at a time, longer through memcpy. A library call for a key's dozen
  * bytes was a twentieth of a range read's time. The buffers must not
  * overlap, as memcpy's.
  */

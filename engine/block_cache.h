@@ -39,7 +39,7 @@ struct eng_cached_block {
         const uint8_t *data;
         const uint8_t *content;
         uint32_t len, content_len;
-        /* internal; what a hit reads first, in the line with content */
+        /* internal; what a hit reads first, near content */
         uint32_t pins;
         uint32_t charge;                /* bytes counted against the capacity */
         uint8_t segment;                /* 0 probation, 1 protected */

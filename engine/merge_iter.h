@@ -106,7 +106,9 @@ struct eng_merge_child {
         size_t lo_len;
         /* The same for the child's largest key, or NULL: a reverse seek
          * above it is put off, the child standing on (hi, 0), which sorts
-         * after any real version. */
+         * after any real version; and a forward merge whose children's hi
+         * all lie below its end key leaves out the end's compare. So hi,
+         * when set, must bound every key the child holds. */
         const uint8_t *hi;
         size_t hi_len;
         /* set by eng_merge_iter_add_take */

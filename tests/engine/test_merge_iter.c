@@ -568,7 +568,8 @@ Test(merge_iter, a_table_above_the_seek_is_not_read_until_the_scan_reaches_it)
 
 /* The end key's compare is left out for children that lie wholly below
  * it: the scan still stops right before an end equal to a table's
- * largest key, inside it, and just above it (every key then). */
+ * largest key, inside it, and just above it (every key then), and where
+ * one of two tables reaches the end. */
 Test(merge_iter, an_end_at_inside_or_above_a_table_stops_right_before_it)
 {
         static const uint32_t ends[] = { 129, 115, 130, 100 };
@@ -591,6 +592,27 @@ Test(merge_iter, an_end_at_inside_or_above_a_table_stops_right_before_it)
                 eng_merge_iter_free(m);
         }
         world_free();
+
+        /* Two tables, only one reaching the end (k130), added in either
+         * order: the one that does decides. */
+        o.end_key = model_keys[130];
+        o.end_len = model_key_lens[130];
+        for (unsigned upper = 0; upper < 2; upper++) {
+                struct eng_merge_iter *m;
+                uint32_t k = 100;
+                int r;
+
+                w.n_children = 2;
+                run_child(&w.c[upper], 120, 20);        /* keys 120..139 */
+                run_child(&w.c[!upper], 100, 20);       /* keys 100..119 */
+                m = merge_make(&o, false);
+                for (r = seek(m, model_keys[k], model_key_lens[k]); r == 1; k++, r = next(m))
+                        expect_at(m, &w.c[k < 120 ? !upper : upper].v[(k - 100) % 20]);
+                cr_expect(eq(int, r, 0));
+                cr_expect(eq(u32, k, 130), "upper table added %s", upper ? "second" : "first");
+                eng_merge_iter_free(m);
+                world_free();
+        }
 }
 
 Test(merge_iter, bad_views_are_refused_and_the_end_key_is_copied)

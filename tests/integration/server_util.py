@@ -88,7 +88,7 @@ class Server:
                     raise
                 self.port_picked = False
                 self.port = free_port()
-                self.proc.wait()
+                self.proc.wait(timeout=WAIT_S)      # it has exited: wait_ready saw it
                 return self.start(wait)
         self.port_picked = False
         return self
