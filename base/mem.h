@@ -38,45 +38,41 @@ void *mem_grow(void *p, size_t *cap, size_t need, size_t elem);
 void *mem_alloc_table(size_t size);
 void mem_free_table(void *p, size_t size);
 
+/* Copies n bytes, w <= n <= 2w (w at most 16), as two w-byte halves that
+ * may overlap, each loaded before either is stored. */
+static inline void mem_copy_halves(uint8_t *d, const uint8_t *s, size_t n, size_t w)
+{
+        uint8_t a[16], b[16];
+
+        memcpy(a, s, w);
+        memcpy(b, s + n - w, w);
+        memcpy(d, a, w);
+        memcpy(d + n - w, b, w);
+}
+
 /*
- * memcpy for the few bytes of a key, inline: 4 to 32 bytes with two
- * loads and two stores that may overlap (each half loaded before either
- * is stored), fewer a byte at a time, longer through memcpy. A library call for a key's dozen
- * bytes was a twentieth of a range read's time. The buffers must not
- * overlap, as memcpy's.
+ * memcpy for the few bytes of a key, inline: 4 to 32 bytes as two halves
+ * (mem_copy_halves, of a constant width once inlined), fewer a byte at a
+ * time, longer through memcpy. A library call for a key's dozen bytes was
+ * a twentieth of a range read's time. The buffers must not overlap, as
+ * memcpy's.
  */
 static inline void mem_copy_short(void *dst, const void *src, size_t n)
 {
         uint8_t *d = dst;
         const uint8_t *s = src;
 
-        if (n >= 16 && n <= 32) {
-                uint8_t a[16], b[16];
-
-                memcpy(a, s, 16);
-                memcpy(b, s + n - 16, 16);
-                memcpy(d, a, 16);
-                memcpy(d + n - 16, b, 16);
-        } else if (n >= 8 && n < 16) {
-                uint64_t a, b;
-
-                memcpy(&a, s, 8);
-                memcpy(&b, s + n - 8, 8);
-                memcpy(d, &a, 8);
-                memcpy(d + n - 8, &b, 8);
-        } else if (n >= 4 && n < 8) {
-                uint32_t a, b;
-
-                memcpy(&a, s, 4);
-                memcpy(&b, s + n - 4, 4);
-                memcpy(d, &a, 4);
-                memcpy(d + n - 4, &b, 4);
-        } else if (n > 32) {
+        if (n > 32)
                 memcpy(d, s, n);
-        } else {
+        else if (n >= 16)
+                mem_copy_halves(d, s, n, 16);
+        else if (n >= 8)
+                mem_copy_halves(d, s, n, 8);
+        else if (n >= 4)
+                mem_copy_halves(d, s, n, 4);
+        else
                 for (size_t i = 0; i < n; i++)
                         d[i] = s[i];
-        }
 }
 
 #endif
