@@ -53,7 +53,7 @@ struct eng_merge_iter {
         uint32_t *heap;                 /* slot indexes; heap_cap == cap */
         size_t heap_n, heap_cap;
         uint32_t n_pending;             /* children whose move is under way */
-        bool past_end;                  /* a child may hold keys at or past end (seek_all) */
+        bool past_end;                  /* a child may hold keys at or past end (add_take) */
         int err;                        /* the move's first child error */
         bool valid, started;
         eng_merge_cb cb;
@@ -490,6 +490,14 @@ int eng_merge_iter_new(const struct eng_merge_opts *o, struct eng_merge_iter **r
         return 0;
 }
 
+/* Whether child c may hold a key at or past the end key: one whose
+ * largest key lies below it never makes a move stop there, so a merge of
+ * such children skips the end's compare on every entry. */
+static bool reaches_end(const struct eng_merge_iter *m, const struct eng_merge_child *c)
+{
+        return !c->hi || eng_key_cmp(c->hi, c->hi_len, m->end, m->o.end_len) >= 0;
+}
+
 int eng_merge_iter_add_take(struct eng_merge_iter *m, struct eng_merge_child *c)
 {
         size_t cap = m->cap;
@@ -513,6 +521,8 @@ int eng_merge_iter_add_take(struct eng_merge_iter *m, struct eng_merge_child *c)
         m->cap = cap;
         c->m = m;
         c->index = (uint32_t)m->n;
+        if (m->end && !m->past_end)
+                m->past_end = reaches_end(m, c);
         m->slots[m->n++] = (struct slot){ .c = c };
         return 0;
 }
@@ -579,26 +589,14 @@ static int seek_child(const struct eng_merge_iter *m, struct eng_merge_child *c,
         return key ? c->ops->seek(c, key, key_len, UINT64_MAX) : c->ops->seek_first(c);
 }
 
-/* Whether child c may hold a key at or past the end key: one whose
- * largest key lies below it never makes a move stop there, so a merge of
- * such children skips the end's compare on every entry. */
-static bool reaches_end(const struct eng_merge_iter *m, const struct eng_merge_child *c)
-{
-        return !c->hi || eng_key_cmp(c->hi, c->hi_len, m->end, m->o.end_len) >= 0;
-}
-
 /* Moves every child to key (or to its start, or end, when key is NULL). */
 static int seek_all(struct eng_merge_iter *m, const void *key, size_t key_len)
 {
         heap_clear(m);
         m->has_last = false;
         m->has_cand = false;
-        m->past_end = false;
         for (uint32_t i = 0; i < m->n; i++) {
                 struct slot *s = &m->slots[i];
-
-                if (m->end && !m->past_end)
-                        m->past_end = reaches_end(m, s->c);
 
                 s->at_newest = false;
                 s->lazy = put_off(m, s->c, key, key_len, &s->e);
